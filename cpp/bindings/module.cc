@@ -1,0 +1,18 @@
+// The adjoint._core extension: one PYBIND11_MODULE that calls each area's
+// binding function (one file per area).
+#include <pybind11/pybind11.h>
+
+namespace py = pybind11;
+
+namespace aj::bindings {
+void bind_errors(py::module_& m);
+void bind_ir(py::module_& m);
+void bind_runtime(py::module_& m);
+}  // namespace aj::bindings
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "adjoint's C++ core: IR, text format, passes and the CPU executor.";
+  aj::bindings::bind_errors(m);
+  aj::bindings::bind_ir(m);
+  aj::bindings::bind_runtime(m);
+}

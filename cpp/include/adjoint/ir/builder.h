@@ -1,0 +1,48 @@
+// FunctionBuilder: builds a function binding by binding. emit() normalizes to
+// A-normal form (a nested call argument is emitted first into its own
+// binding), infers types through the op registry, and de-duplicates name
+// hints ("lv", "lv_1", "lv_2", ...).
+#pragma once
+
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "adjoint/ir/function.h"
+
+namespace aj {
+
+class FunctionBuilder {
+ public:
+  explicit FunctionBuilder(FuncAttrs attrs = {}) : attrs_(std::move(attrs)) {}
+
+  Var add_param(const std::string& name, Type type);
+  // Keeps `name` from being handed out by later de-duplication.
+  void reserve_name(const std::string& name) { names_.insert(name); }
+  // A fresh name for `hint` ("lv" when empty), unique in this function.
+  std::string unique_name(const std::string& hint);
+
+  // Binds `value` to a new var. Args of a call, fields of a tuple and the
+  // tuple of a TupleGetItem that are not leaves are emitted first.
+  Var emit(const Expr& value, const std::string& name_hint = "");
+  // Binds value to a var whose name is taken as is (it must be unused).
+  Var emit_named(const Expr& value, const std::string& exact_name);
+  // Makes a call (defaults filled, type inferred) and emits it.
+  Var emit_call(const OpDef& op, std::vector<Expr> args, Attrs attrs,
+                const std::string& name_hint = "");
+  // Returns e if it is a leaf, else emits it and returns its var.
+  Expr normalize(const Expr& e);
+
+  Function finish(const Expr& ret);
+  size_t num_bindings() const { return bindings_.size(); }
+  const std::vector<Var>& params() const { return params_; }
+
+ private:
+  Expr normalize_value(const Expr& value);
+  FuncAttrs attrs_;
+  std::vector<Var> params_;
+  std::vector<Binding> bindings_;
+  std::unordered_set<std::string> names_;
+};
+
+}  // namespace aj

@@ -1,0 +1,65 @@
+// Dims: a non-negative integer or an integer polynomial over named symbols.
+// Polynomials are kept in a canonical form (sorted terms, no zero
+// coefficients), so equal polynomials compare equal and hash equal, and
+// n + n == 2*n. Constant dims take no allocation.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace aj {
+
+// A product of symbols with positive powers, sorted by symbol name.
+using Monomial = std::vector<std::pair<std::string, int>>;
+
+struct DimTerm {
+  Monomial monomial;  // empty for the constant term
+  int64_t coeff;
+};
+
+class Dim {
+ public:
+  Dim() : value_(0) {}
+  Dim(int64_t value) : value_(value) {}  // NOLINT: ints are dims
+  static Dim symbol(const std::string& name);
+  // Parses "n", "2*n + m", "n*(m + 1)", "n**2 - 1"; throws aj::Error on bad text.
+  static Dim parse(const std::string& text);
+
+  bool is_const() const { return terms_ == nullptr; }
+  int64_t value() const { return value_; }  // only when is_const()
+  std::optional<int64_t> as_const() const {
+    return is_const() ? std::optional<int64_t>(value_) : std::nullopt;
+  }
+  // The terms, highest degree first, then by symbol names; constant last.
+  std::vector<DimTerm> terms() const;
+  std::vector<std::string> symbols() const;
+
+  // Evaluates with the given symbol values; nullopt if a symbol is unbound.
+  std::optional<int64_t> evaluate(const std::map<std::string, int64_t>& env) const;
+
+  Dim operator+(const Dim& o) const;
+  Dim operator-(const Dim& o) const;
+  Dim operator*(const Dim& o) const;
+  bool operator==(const Dim& o) const;
+  bool operator!=(const Dim& o) const { return !(*this == o); }
+  size_t hash() const;
+
+  // Canonical text: "3", "n", "2*n + m", "n**2 - 1".
+  std::string to_string() const;
+
+ private:
+  static Dim from_terms(std::vector<DimTerm> terms);
+  int64_t value_;
+  std::shared_ptr<const std::vector<DimTerm>> terms_;  // null when constant
+};
+
+using Shape = std::vector<Dim>;
+
+std::string shape_to_string(const Shape& shape);  // (3, "n")
+
+}  // namespace aj

@@ -1,0 +1,18 @@
+// Element types of tensors.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+namespace aj {
+
+enum class DType { kFloat32, kFloat64, kInt32, kInt64, kBool };
+
+const char* dtype_name(DType t);                        // "float32"
+std::optional<DType> dtype_from_name(const std::string& name);
+size_t dtype_size(DType t);                             // bytes per element
+inline bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+inline bool is_int(DType t) { return t == DType::kInt32 || t == DType::kInt64; }
+
+}  // namespace aj

@@ -1,0 +1,126 @@
+// Expressions of the IR: Var, Constant, Call, Tuple, TupleGetItem.
+// Nodes are immutable and shared through shared_ptr<const ...>; every node
+// carries its type, filled in at construction. A Var's identity is its
+// address: two Vars with the same name hint are different Vars.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adjoint/ir/attrs.h"
+#include "adjoint/ir/ndarray.h"
+#include "adjoint/ir/type.h"
+
+namespace aj {
+
+struct OpDef;  // op/registry.h
+
+enum class ExprKind { kVar, kConstant, kCall, kTuple, kTupleGetItem };
+
+class ExprNode {
+ public:
+  virtual ~ExprNode() = default;
+  ExprKind kind() const { return kind_; }
+  const Type& type() const { return type_; }
+
+ protected:
+  ExprNode(ExprKind kind, Type type) : kind_(kind), type_(std::move(type)) {}
+
+ private:
+  ExprKind kind_;
+  Type type_;
+};
+using Expr = std::shared_ptr<const ExprNode>;
+
+class VarNode : public ExprNode {
+ public:
+  VarNode(std::string name_hint, Type type)
+      : ExprNode(ExprKind::kVar, std::move(type)), name_hint_(std::move(name_hint)) {}
+  const std::string& name_hint() const { return name_hint_; }
+
+ private:
+  std::string name_hint_;
+};
+using Var = std::shared_ptr<const VarNode>;
+
+class ConstantNode : public ExprNode {
+ public:
+  explicit ConstantNode(NDArray data);
+  const NDArray& data() const { return data_; }
+
+ private:
+  NDArray data_;
+};
+using Constant = std::shared_ptr<const ConstantNode>;
+
+class CallNode : public ExprNode {
+ public:
+  CallNode(const OpDef* op, std::vector<Expr> args, Attrs attrs, Type type)
+      : ExprNode(ExprKind::kCall, std::move(type)), op_(op), args_(std::move(args)),
+        attrs_(std::move(attrs)) {}
+  const OpDef& op() const { return *op_; }
+  const std::vector<Expr>& args() const { return args_; }
+  const Attrs& attrs() const { return attrs_; }
+
+ private:
+  const OpDef* op_;
+  std::vector<Expr> args_;
+  Attrs attrs_;
+};
+using Call = std::shared_ptr<const CallNode>;
+
+class TupleNode : public ExprNode {
+ public:
+  explicit TupleNode(std::vector<Expr> fields);
+  const std::vector<Expr>& fields() const { return fields_; }
+
+ private:
+  std::vector<Expr> fields_;
+};
+using Tuple = std::shared_ptr<const TupleNode>;
+
+class TupleGetItemNode : public ExprNode {
+ public:
+  // Throws TypeInferenceError if `tuple` is not a tuple or index is out of range.
+  TupleGetItemNode(Expr tuple, int index);
+  const Expr& tuple() const { return tuple_; }
+  int index() const { return index_; }
+
+ private:
+  Expr tuple_;
+  int index_;
+};
+using TupleGetItem = std::shared_ptr<const TupleGetItemNode>;
+
+// Downcasts; return nullptr when the kind differs.
+template <typename T> const T* as(const Expr& e);
+template <> inline const VarNode* as<VarNode>(const Expr& e) {
+  return e && e->kind() == ExprKind::kVar ? static_cast<const VarNode*>(e.get()) : nullptr;
+}
+template <> inline const ConstantNode* as<ConstantNode>(const Expr& e) {
+  return e && e->kind() == ExprKind::kConstant ? static_cast<const ConstantNode*>(e.get()) : nullptr;
+}
+template <> inline const CallNode* as<CallNode>(const Expr& e) {
+  return e && e->kind() == ExprKind::kCall ? static_cast<const CallNode*>(e.get()) : nullptr;
+}
+template <> inline const TupleNode* as<TupleNode>(const Expr& e) {
+  return e && e->kind() == ExprKind::kTuple ? static_cast<const TupleNode*>(e.get()) : nullptr;
+}
+template <> inline const TupleGetItemNode* as<TupleGetItemNode>(const Expr& e) {
+  return e && e->kind() == ExprKind::kTupleGetItem ? static_cast<const TupleGetItemNode*>(e.get())
+                                                   : nullptr;
+}
+inline Var as_var(const Expr& e) {
+  return e && e->kind() == ExprKind::kVar ? std::static_pointer_cast<const VarNode>(e) : nullptr;
+}
+
+// A leaf is what may appear as a call argument in A-normal form: a Var, a
+// Constant, or a Tuple whose fields are leaves.
+bool is_leaf(const Expr& e);
+
+// Builds a call, filling attr defaults and inferring its type through the op's
+// rule. Throws TypeInferenceError naming the op.
+Call make_call(const OpDef& op, std::vector<Expr> args, Attrs attrs);
+
+}  // namespace aj

@@ -1,0 +1,63 @@
+// Functions (params, ordered bindings, a returned expr, attrs) and modules
+// (an ordered map name -> function). Both immutable and shared; passes build
+// new ones.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "adjoint/ir/expr.h"
+
+namespace aj {
+
+struct Binding {
+  Var var;
+  Expr value;  // a Call, Tuple, TupleGetItem, Constant or Var
+};
+
+class FunctionNode;
+using Function = std::shared_ptr<const FunctionNode>;
+
+class FunctionNode {
+ public:
+  FunctionNode(std::vector<Var> params, std::vector<Binding> bindings, Expr ret,
+               FuncAttrs attrs = {});
+  const std::vector<Var>& params() const { return params_; }
+  const std::vector<Binding>& bindings() const { return bindings_; }
+  const Expr& ret() const { return ret_; }
+  const Type& ret_type() const { return ret_->type(); }
+  const FuncAttrs& attrs() const { return attrs_; }
+  const AttrValue* attr(const std::string& name) const;
+  // num_input attr, or the param count when absent.
+  size_t num_input() const;
+  Function with_attr(const std::string& name, AttrValue value) const;
+
+ private:
+  std::vector<Var> params_;
+  std::vector<Binding> bindings_;
+  Expr ret_;
+  FuncAttrs attrs_;
+};
+
+class ModuleNode;
+using Module = std::shared_ptr<const ModuleNode>;
+
+class ModuleNode {
+ public:
+  explicit ModuleNode(std::vector<std::pair<std::string, Function>> functions);
+  const std::vector<std::pair<std::string, Function>>& functions() const { return functions_; }
+  Function lookup(const std::string& name) const;  // nullptr when absent
+  bool contains(const std::string& name) const { return index_.count(name) != 0; }
+  // A new module with `name` added, or replaced in place when present.
+  Module with_function(const std::string& name, Function fn) const;
+
+ private:
+  std::vector<std::pair<std::string, Function>> functions_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+}  // namespace aj

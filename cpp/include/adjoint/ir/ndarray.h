@@ -1,0 +1,40 @@
+// A dense, row-major, owned tensor value: the payload of IR constants and the
+// currency of the executor. The buffer is shared and never mutated once a
+// Constant holds it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "adjoint/ir/dtype.h"
+
+namespace aj {
+
+class NDArray {
+ public:
+  NDArray() = default;
+  // Allocates an uninitialized (zeroed) array.
+  NDArray(std::vector<int64_t> shape, DType dtype);
+  // Wraps memory owned by `owner` (no copy).
+  NDArray(std::vector<int64_t> shape, DType dtype, std::shared_ptr<void> owner, void* data);
+
+  const std::vector<int64_t>& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  int64_t numel() const;
+  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  void* data() const { return data_; }
+  template <typename T> T* data_as() const { return static_cast<T*>(data_); }
+  const std::shared_ptr<void>& owner() const { return owner_; }
+
+  // Element i as a double (for printing and small checks).
+  double get_as_double(int64_t i) const;
+
+ private:
+  std::vector<int64_t> shape_;
+  DType dtype_ = DType::kFloat32;
+  std::shared_ptr<void> owner_;
+  void* data_ = nullptr;
+};
+
+}  // namespace aj

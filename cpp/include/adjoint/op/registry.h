@@ -1,0 +1,125 @@
+// The op registry: a map from op name to the op's definition, holding per op
+// its argument names, attr schema with defaults, type rule, and the slots that
+// later layers fill (VJP rule, FLOP count, CPU kernel). Each op family
+// (cpp/src/op/<family>.cc) registers its ops in one function listed in
+// registry.cc, so adding an op touches that family's file only.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "adjoint/ir/expr.h"
+#include "adjoint/support/error.h"
+
+namespace aj {
+
+// How an attr's value is checked and normalized when a call is made.
+enum class AttrKind {
+  kInt,         // int
+  kFloat,       // float (ints accepted)
+  kBool,        // bool
+  kString,      // str
+  kDType,       // "float32", ...
+  kOptDType,    // None or a dtype
+  kIntList,     // [int, ...] (a single int becomes [int])
+  kOptIntList,  // None or [int, ...] (a single int becomes [int])
+  kShape,       // (dim, ...): ints or symbolic dims
+  kIntOrIntList,  // an int (kept as int) or a list of ints
+};
+const char* attr_kind_name(AttrKind kind);
+
+struct AttrSpec {
+  std::string name;
+  AttrKind kind;
+  std::optional<AttrValue> default_value;  // none: required (printed positionally)
+};
+
+// What a type rule sees. fail() throws TypeInferenceError prefixed with the op name.
+struct TypeContext {
+  const OpDef& op;
+  const std::vector<Expr>& args;
+  const Attrs& attrs;
+
+  const Type& arg_type(size_t i) const { return args[i]->type(); }
+  // The i-th arg's type, which must be a tensor (else fail naming the arg).
+  const TypeNode& tensor(size_t i) const;
+  const AttrValue& attr(const std::string& name) const;
+  int64_t attr_int(const std::string& name) const;
+  double attr_float(const std::string& name) const;
+  bool attr_bool(const std::string& name) const;
+  DType attr_dtype(const std::string& name) const;
+  std::optional<DType> attr_opt_dtype(const std::string& name) const;
+  std::optional<std::vector<int64_t>> attr_opt_ints(const std::string& name) const;
+  const std::vector<int64_t>& attr_ints(const std::string& name) const;
+  const Shape& attr_shape(const std::string& name) const;
+
+  template <typename... Parts>
+  [[noreturn]] void fail(const Parts&... parts) const {
+    throw TypeInferenceError(str("op '", op_name(), "': ", parts...));
+  }
+  const std::string& op_name() const;
+};
+
+using TypeRule = Type (*)(const TypeContext& ctx);
+
+// FLOP count of one call, as a dim (a polynomial when shapes are symbolic).
+using FlopRule = Dim (*)(const CallNode& call);
+
+// Filled by the autodiff layer (issue: Gradient) and the runtime (executor).
+struct VJPContext;
+using VJPRule = std::function<std::vector<Expr>(VJPContext& ctx)>;
+struct KernelContext;
+using Kernel = std::function<void(KernelContext& ctx)>;
+
+struct OpDef {
+  std::string name;
+  std::string family;
+  std::vector<std::string> arg_names;
+  std::vector<AttrSpec> attrs;
+  TypeRule infer_type = nullptr;
+  FlopRule flops = nullptr;
+  VJPRule vjp;
+  Kernel kernel;
+  bool differentiable = true;  // false: contributes no gradient (comparisons, ints)
+
+  int attr_index(const std::string& attr_name) const;  // -1 when absent
+
+  // Fluent definition helpers used by the family files.
+  OpDef& set_family(std::string f) { family = std::move(f); return *this; }
+  OpDef& set_args(std::vector<std::string> names) { arg_names = std::move(names); return *this; }
+  OpDef& add_attr(std::string n, AttrKind k) { attrs.push_back({std::move(n), k, std::nullopt}); return *this; }
+  OpDef& add_attr(std::string n, AttrKind k, AttrValue def) { attrs.push_back({std::move(n), k, std::move(def)}); return *this; }
+  OpDef& set_type_rule(TypeRule r) { infer_type = r; return *this; }
+  OpDef& set_flops(FlopRule r) { flops = r; return *this; }
+  OpDef& set_differentiable(bool d) { differentiable = d; return *this; }
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry& global();
+  OpDef& define(const std::string& name);  // throws if already defined
+  const OpDef* find(const std::string& name) const;  // nullptr when unknown
+  const OpDef& get(const std::string& name) const;   // throws aj::Error when unknown
+  const std::vector<const OpDef*>& all() const { return order_; }
+
+ private:
+  OpRegistry();
+  std::unordered_map<std::string, std::unique_ptr<OpDef>> ops_;
+  std::vector<const OpDef*> order_;
+};
+
+// Checks `raw` against the spec's kind and returns it normalized (an int to a
+// list for list kinds, a str to a DType, ints to floats). Throws
+// TypeInferenceError naming the op and the attr.
+AttrValue coerce_attr(const OpDef& op, const AttrSpec& spec, const AttrValue& raw);
+
+// Fills an op's attrs from positional and keyword values, in schema order,
+// applying defaults. Throws TypeInferenceError on an unknown, missing,
+// duplicated or ill-kinded attr.
+Attrs resolve_attrs(const OpDef& op, const std::vector<AttrValue>& positional,
+                    const std::vector<std::pair<std::string, AttrValue>>& keyword);
+
+}  // namespace aj

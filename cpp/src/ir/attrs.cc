@@ -1,0 +1,68 @@
+// Attr values: text literals, equality and hashing.
+#include "adjoint/ir/attrs.h"
+
+#include <functional>
+
+#include "adjoint/ir/printer.h"
+
+namespace aj {
+
+namespace {
+template <class... Ts> struct Overloaded : Ts... { using Ts::operator()...; };
+template <class... Ts> Overloaded(Ts...) -> Overloaded<Ts...>;
+}  // namespace
+
+std::string attr_to_string(const AttrValue& v) {
+  return std::visit(
+      Overloaded{
+          [](const NoneValue&) -> std::string { return "None"; },
+          [](bool b) -> std::string { return b ? "True" : "False"; },
+          [](int64_t i) -> std::string { return std::to_string(i); },
+          [](double d) -> std::string { return format_double(d); },
+          [](const std::string& s) -> std::string { return "\"" + s + "\""; },
+          [](const std::vector<int64_t>& l) -> std::string {
+            std::string out = "[";
+            for (size_t i = 0; i < l.size(); ++i) {
+              if (i) out += ", ";
+              out += std::to_string(l[i]);
+            }
+            return out + "]";
+          },
+          [](const Shape& s) -> std::string { return shape_to_string(s); },
+          [](DType t) -> std::string { return std::string("\"") + dtype_name(t) + "\""; },
+      },
+      v);
+}
+
+bool attr_equal(const AttrValue& a, const AttrValue& b) {
+  if (a.index() != b.index()) return false;
+  if (auto* x = std::get_if<double>(&a)) {
+    double y = std::get<double>(b);
+    return *x == y || (*x != *x && y != y);  // NaN equals NaN structurally
+  }
+  return a == b;
+}
+
+size_t attr_hash(const AttrValue& v) {
+  size_t h = std::hash<size_t>()(v.index());
+  auto mix = [&h](size_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  std::visit(Overloaded{
+                 [](const NoneValue&) {},
+                 [&](bool b) { mix(b); },
+                 [&](int64_t i) { mix(std::hash<int64_t>()(i)); },
+                 [&](double d) { mix(d != d ? 0x7ff8 : std::hash<double>()(d == 0 ? 0.0 : d)); },
+                 [&](const std::string& s) { mix(std::hash<std::string>()(s)); },
+                 [&](const std::vector<int64_t>& l) {
+                   for (auto i : l) mix(std::hash<int64_t>()(i));
+                 },
+                 [&](const Shape& s) {
+                   mix(s.size());
+                   for (const auto& d : s) mix(d.hash());
+                 },
+                 [&](DType t) { mix(static_cast<size_t>(t)); },
+             },
+             v);
+  return h;
+}
+
+}  // namespace aj

@@ -1,0 +1,289 @@
+// Symbolic dim arithmetic: canonical polynomials over named symbols, and the
+// small expression parser for dim strings ("2*n + m").
+#include "adjoint/ir/dim.h"
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+
+#include "adjoint/support/error.h"
+
+namespace aj {
+namespace {
+
+int degree(const Monomial& m) {
+  int d = 0;
+  for (const auto& f : m) d += f.second;
+  return d;
+}
+
+// Canonical order of terms: higher degree first, then by monomial text.
+bool term_before(const DimTerm& a, const DimTerm& b) {
+  int da = degree(a.monomial), db = degree(b.monomial);
+  if (da != db) return da > db;
+  return a.monomial < b.monomial;
+}
+
+Monomial multiply(const Monomial& a, const Monomial& b) {
+  std::map<std::string, int> powers;
+  for (const auto& f : a) powers[f.first] += f.second;
+  for (const auto& f : b) powers[f.first] += f.second;
+  return Monomial(powers.begin(), powers.end());
+}
+
+std::vector<DimTerm> as_terms(const Dim& d) { return d.terms(); }
+
+}  // namespace
+
+Dim Dim::symbol(const std::string& name) {
+  return from_terms({DimTerm{Monomial{{name, 1}}, 1}});
+}
+
+Dim Dim::from_terms(std::vector<DimTerm> terms) {
+  std::sort(terms.begin(), terms.end(), term_before);
+  std::vector<DimTerm> merged;
+  for (auto& t : terms) {
+    if (!merged.empty() && merged.back().monomial == t.monomial) {
+      merged.back().coeff += t.coeff;
+    } else {
+      merged.push_back(std::move(t));
+    }
+  }
+  merged.erase(std::remove_if(merged.begin(), merged.end(),
+                              [](const DimTerm& t) { return t.coeff == 0; }),
+               merged.end());
+  if (merged.empty()) return Dim(0);
+  if (merged.size() == 1 && merged[0].monomial.empty()) return Dim(merged[0].coeff);
+  Dim d;
+  d.value_ = 0;
+  d.terms_ = std::make_shared<const std::vector<DimTerm>>(std::move(merged));
+  return d;
+}
+
+std::vector<DimTerm> Dim::terms() const {
+  if (terms_) return *terms_;
+  if (value_ == 0) return {};
+  return {DimTerm{{}, value_}};
+}
+
+std::vector<std::string> Dim::symbols() const {
+  std::vector<std::string> out;
+  if (!terms_) return out;
+  for (const auto& t : *terms_)
+    for (const auto& f : t.monomial)
+      if (std::find(out.begin(), out.end(), f.first) == out.end()) out.push_back(f.first);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t>& env) const {
+  if (!terms_) return value_;
+  int64_t total = 0;
+  for (const auto& t : *terms_) {
+    int64_t v = t.coeff;
+    for (const auto& f : t.monomial) {
+      auto it = env.find(f.first);
+      if (it == env.end()) return std::nullopt;
+      for (int i = 0; i < f.second; ++i) v *= it->second;
+    }
+    total += v;
+  }
+  return total;
+}
+
+Dim Dim::operator+(const Dim& o) const {
+  if (is_const() && o.is_const()) return Dim(value_ + o.value_);
+  auto t = as_terms(*this);
+  auto u = as_terms(o);
+  t.insert(t.end(), u.begin(), u.end());
+  return from_terms(std::move(t));
+}
+
+Dim Dim::operator-(const Dim& o) const {
+  if (is_const() && o.is_const()) return Dim(value_ - o.value_);
+  auto t = as_terms(*this);
+  for (auto u : as_terms(o)) {
+    u.coeff = -u.coeff;
+    t.push_back(std::move(u));
+  }
+  return from_terms(std::move(t));
+}
+
+Dim Dim::operator*(const Dim& o) const {
+  if (is_const() && o.is_const()) return Dim(value_ * o.value_);
+  std::vector<DimTerm> out;
+  for (const auto& a : as_terms(*this))
+    for (const auto& b : as_terms(o))
+      out.push_back(DimTerm{multiply(a.monomial, b.monomial), a.coeff * b.coeff});
+  return from_terms(std::move(out));
+}
+
+bool Dim::operator==(const Dim& o) const {
+  if (is_const() != o.is_const()) return false;
+  if (is_const()) return value_ == o.value_;
+  if (terms_ == o.terms_) return true;
+  const auto& a = *terms_;
+  const auto& b = *o.terms_;
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (a[i].coeff != b[i].coeff || a[i].monomial != b[i].monomial) return false;
+  return true;
+}
+
+size_t Dim::hash() const {
+  if (!terms_) return std::hash<int64_t>()(value_);
+  size_t h = 0x9e3779b97f4a7c15ULL;
+  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  for (const auto& t : *terms_) {
+    mix(std::hash<int64_t>()(t.coeff));
+    for (const auto& f : t.monomial) {
+      mix(std::hash<std::string>()(f.first));
+      mix(std::hash<int>()(f.second));
+    }
+  }
+  return h;
+}
+
+std::string Dim::to_string() const {
+  if (!terms_) return std::to_string(value_);
+  std::string out;
+  bool first = true;
+  for (const auto& t : *terms_) {
+    int64_t c = t.coeff;
+    if (first) {
+      if (c < 0) out += "-";
+    } else {
+      out += c < 0 ? " - " : " + ";
+    }
+    int64_t mag = c < 0 ? -c : c;
+    first = false;
+    if (t.monomial.empty()) {
+      out += std::to_string(mag);
+      continue;
+    }
+    bool need_star = false;
+    if (mag != 1) {
+      out += std::to_string(mag);
+      need_star = true;
+    }
+    for (const auto& f : t.monomial) {
+      if (need_star) out += "*";
+      out += f.first;
+      if (f.second != 1) out += "**" + std::to_string(f.second);
+      need_star = true;
+    }
+  }
+  return out;
+}
+
+// Recursive descent over: expr := term (('+'|'-') term)*; term := power ('*' power)*;
+// power := atom ('**' int)?; atom := int | name | '(' expr ')' | '-' atom.
+namespace {
+class DimParser {
+ public:
+  explicit DimParser(const std::string& s) : s_(s) {}
+
+  Dim parse() {
+    Dim d = expr();
+    skip_ws();
+    if (pos_ != s_.size()) fail("unexpected '" + std::string(1, s_[pos_]) + "'");
+    return d;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) {
+    throw Error(str("bad symbolic dim \"", s_, "\": ", why, " at offset ", pos_));
+  }
+  void skip_ws() {
+    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
+  }
+  bool eat(const char* tok) {
+    skip_ws();
+    size_t n = std::char_traits<char>::length(tok);
+    if (s_.compare(pos_, n, tok) == 0) {
+      pos_ += n;
+      return true;
+    }
+    return false;
+  }
+  Dim expr() {
+    Dim d = term();
+    while (true) {
+      if (eat("+")) d = d + term();
+      else if (eat("-")) d = d - term();
+      else return d;
+    }
+  }
+  Dim term() {
+    Dim d = power();
+    while (true) {
+      skip_ws();
+      if (s_.compare(pos_, 2, "**") == 0) fail("misplaced '**'");
+      if (!eat("*")) return d;
+      d = d * power();
+    }
+  }
+  Dim power() {
+    Dim base = atom();
+    if (!eat("**")) return base;
+    skip_ws();
+    int64_t e = integer();
+    if (e < 0 || e > 16) fail("exponent must be an integer from 0 to 16");
+    Dim out(1);
+    for (int64_t i = 0; i < e; ++i) out = out * base;
+    return out;
+  }
+  int64_t integer() {
+    size_t start = pos_;
+    int64_t v = 0;
+    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
+      if (v > (INT64_MAX - 9) / 10) fail("integer too large");
+      v = v * 10 + (s_[pos_++] - '0');
+    }
+    if (pos_ == start) fail("expected an integer");
+    return v;
+  }
+  Dim atom() {
+    skip_ws();
+    if (pos_ >= s_.size()) fail("unexpected end");
+    char c = s_[pos_];
+    if (c == '(') {
+      ++pos_;
+      Dim d = expr();
+      if (!eat(")")) fail("expected ')'");
+      return d;
+    }
+    if (c == '-') {
+      ++pos_;
+      return Dim(0) - atom();
+    }
+    if (std::isdigit(static_cast<unsigned char>(c))) return Dim(integer());
+    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
+      size_t start = pos_;
+      while (pos_ < s_.size() &&
+             (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
+        ++pos_;
+      return Dim::symbol(s_.substr(start, pos_ - start));
+    }
+    fail("unexpected '" + std::string(1, c) + "'");
+  }
+
+  const std::string& s_;
+  size_t pos_ = 0;
+};
+}  // namespace
+
+Dim Dim::parse(const std::string& text) { return DimParser(text).parse(); }
+
+std::string shape_to_string(const Shape& shape) {
+  std::string out = "(";
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i) out += ", ";
+    if (shape[i].is_const()) out += shape[i].to_string();
+    else out += "\"" + shape[i].to_string() + "\"";
+  }
+  if (shape.size() == 1) out += ",";
+  return out + ")";
+}
+
+}  // namespace aj

@@ -1,0 +1,72 @@
+// Construction of expr nodes: types of constants, tuples and tuple items, and
+// make_call, which resolves an op's attrs and infers the call's type.
+#include "adjoint/ir/expr.h"
+
+#include "adjoint/op/registry.h"
+#include "adjoint/support/error.h"
+
+namespace aj {
+namespace {
+
+Type constant_type(const NDArray& a) {
+  Shape shape(a.shape().begin(), a.shape().end());
+  return TypeNode::tensor(std::move(shape), a.dtype());
+}
+
+Type tuple_type(const std::vector<Expr>& fields) {
+  std::vector<Type> types;
+  types.reserve(fields.size());
+  for (const auto& f : fields) types.push_back(f->type());
+  return TypeNode::tuple(std::move(types));
+}
+
+Type item_type(const Expr& tuple, int index) {
+  const Type& t = tuple->type();
+  if (!t->is_tuple())
+    throw TypeInferenceError(str("tuple item [", index, "] of a non-tuple of type ", t->to_string()));
+  int n = static_cast<int>(t->fields().size());
+  if (index < 0 || index >= n)
+    throw TypeInferenceError(str("tuple index ", index, " out of range for a tuple of ", n, " fields"));
+  return t->fields()[index];
+}
+
+}  // namespace
+
+ConstantNode::ConstantNode(NDArray data)
+    : ExprNode(ExprKind::kConstant, constant_type(data)), data_(std::move(data)) {}
+
+TupleNode::TupleNode(std::vector<Expr> fields)
+    : ExprNode(ExprKind::kTuple, tuple_type(fields)), fields_(std::move(fields)) {}
+
+TupleGetItemNode::TupleGetItemNode(Expr tuple, int index)
+    : ExprNode(ExprKind::kTupleGetItem, item_type(tuple, index)), tuple_(std::move(tuple)),
+      index_(index) {}
+
+bool is_leaf(const Expr& e) {
+  switch (e->kind()) {
+    case ExprKind::kVar:
+    case ExprKind::kConstant:
+      return true;
+    case ExprKind::kTuple:
+      for (const auto& f : static_cast<const TupleNode&>(*e).fields())
+        if (!is_leaf(f)) return false;
+      return true;
+    default:
+      return false;
+  }
+}
+
+Call make_call(const OpDef& op, std::vector<Expr> args, Attrs attrs) {
+  if (args.size() != op.arg_names.size())
+    throw TypeInferenceError(str("op '", op.name, "' takes ", op.arg_names.size(),
+                                 " argument(s), got ", args.size()));
+  if (attrs.size() != op.attrs.size())
+    throw TypeInferenceError(str("op '", op.name, "' expects ", op.attrs.size(),
+                                 " attr value(s), got ", attrs.size()));
+  for (size_t i = 0; i < attrs.size(); ++i) attrs[i] = coerce_attr(op, op.attrs[i], attrs[i]);
+  TypeContext ctx{op, args, attrs};
+  Type type = op.infer_type(ctx);
+  return std::make_shared<CallNode>(&op, std::move(args), std::move(attrs), std::move(type));
+}
+
+}  // namespace aj

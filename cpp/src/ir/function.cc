@@ -1,0 +1,65 @@
+// Functions and modules: construction, attrs, lookup.
+#include "adjoint/ir/function.h"
+
+#include "adjoint/support/error.h"
+
+namespace aj {
+
+FunctionNode::FunctionNode(std::vector<Var> params, std::vector<Binding> bindings, Expr ret,
+                           FuncAttrs attrs)
+    : params_(std::move(params)), bindings_(std::move(bindings)), ret_(std::move(ret)),
+      attrs_(std::move(attrs)) {
+  if (!ret_) throw Error("a function needs a returned expr");
+}
+
+const AttrValue* FunctionNode::attr(const std::string& name) const {
+  for (const auto& kv : attrs_)
+    if (kv.first == name) return &kv.second;
+  return nullptr;
+}
+
+size_t FunctionNode::num_input() const {
+  const AttrValue* v = attr("num_input");
+  if (v) {
+    if (const int64_t* n = std::get_if<int64_t>(v)) {
+      if (*n >= 0 && static_cast<size_t>(*n) <= params_.size()) return static_cast<size_t>(*n);
+    }
+  }
+  return params_.size();
+}
+
+Function FunctionNode::with_attr(const std::string& name, AttrValue value) const {
+  FuncAttrs attrs = attrs_;
+  bool found = false;
+  for (auto& kv : attrs)
+    if (kv.first == name) {
+      kv.second = value;
+      found = true;
+    }
+  if (!found) attrs.emplace_back(name, std::move(value));
+  return std::make_shared<FunctionNode>(params_, bindings_, ret_, std::move(attrs));
+}
+
+ModuleNode::ModuleNode(std::vector<std::pair<std::string, Function>> functions)
+    : functions_(std::move(functions)) {
+  for (size_t i = 0; i < functions_.size(); ++i) {
+    if (!functions_[i].second) throw Error(str("function '", functions_[i].first, "' is null"));
+    if (!index_.emplace(functions_[i].first, i).second)
+      throw Error(str("module defines function '", functions_[i].first, "' twice"));
+  }
+}
+
+Function ModuleNode::lookup(const std::string& name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : functions_[it->second].second;
+}
+
+Module ModuleNode::with_function(const std::string& name, Function fn) const {
+  auto fns = functions_;
+  auto it = index_.find(name);
+  if (it != index_.end()) fns[it->second].second = std::move(fn);
+  else fns.emplace_back(name, std::move(fn));
+  return std::make_shared<ModuleNode>(std::move(fns));
+}
+
+}  // namespace aj

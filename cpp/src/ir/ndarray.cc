@@ -1,0 +1,41 @@
+// NDArray: allocation (64-byte aligned, zeroed) and element access.
+#include "adjoint/ir/ndarray.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+namespace aj {
+
+NDArray::NDArray(std::vector<int64_t> shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
+  size_t bytes = nbytes();
+  size_t alloc = ((bytes + 63) / 64) * 64;
+  if (alloc == 0) alloc = 64;
+  void* p = std::aligned_alloc(64, alloc);
+  if (!p) throw std::bad_alloc();
+  std::memset(p, 0, alloc);
+  owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  data_ = p;
+}
+
+NDArray::NDArray(std::vector<int64_t> shape, DType dtype, std::shared_ptr<void> owner, void* data)
+    : shape_(std::move(shape)), dtype_(dtype), owner_(std::move(owner)), data_(data) {}
+
+int64_t NDArray::numel() const {
+  int64_t n = 1;
+  for (auto d : shape_) n *= d;
+  return n;
+}
+
+double NDArray::get_as_double(int64_t i) const {
+  switch (dtype_) {
+    case DType::kFloat32: return static_cast<const float*>(data_)[i];
+    case DType::kFloat64: return static_cast<const double*>(data_)[i];
+    case DType::kInt32: return static_cast<const int32_t*>(data_)[i];
+    case DType::kInt64: return static_cast<double>(static_cast<const int64_t*>(data_)[i]);
+    case DType::kBool: return static_cast<const uint8_t*>(data_)[i] ? 1.0 : 0.0;
+  }
+  return 0;
+}
+
+}  // namespace aj

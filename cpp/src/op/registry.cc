@@ -1,0 +1,217 @@
+// The op registry, the type-rule context helpers, and attr checking.
+#include "adjoint/op/registry.h"
+
+#include "families.h"
+
+namespace aj {
+
+const char* attr_kind_name(AttrKind kind) {
+  switch (kind) {
+    case AttrKind::kInt: return "an int";
+    case AttrKind::kFloat: return "a float";
+    case AttrKind::kBool: return "a bool";
+    case AttrKind::kString: return "a string";
+    case AttrKind::kDType: return "a dtype";
+    case AttrKind::kOptDType: return "a dtype or None";
+    case AttrKind::kIntList: return "a list of ints";
+    case AttrKind::kOptIntList: return "None or a list of ints";
+    case AttrKind::kShape: return "a shape (a tuple of dims)";
+    case AttrKind::kIntOrIntList: return "an int or a list of ints";
+  }
+  return "?";
+}
+
+OpRegistry::OpRegistry() {
+  register_binary_ops(*this);
+  register_unary_ops(*this);
+  register_linalg_ops(*this);
+  register_manipulate_ops(*this);
+  register_reduce_ops(*this);
+  register_create_ops(*this);
+  register_nn_ops(*this);
+}
+
+OpRegistry& OpRegistry::global() {
+  static OpRegistry* reg = new OpRegistry();
+  return *reg;
+}
+
+OpDef& OpRegistry::define(const std::string& name) {
+  auto def = std::make_unique<OpDef>();
+  def->name = name;
+  OpDef* raw = def.get();
+  if (!ops_.emplace(name, std::move(def)).second) throw Error(str("op '", name, "' defined twice"));
+  order_.push_back(raw);
+  return *raw;
+}
+
+const OpDef* OpRegistry::find(const std::string& name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : it->second.get();
+}
+
+const OpDef& OpRegistry::get(const std::string& name) const {
+  const OpDef* op = find(name);
+  if (!op) throw Error(str("unknown op '", name, "'"));
+  return *op;
+}
+
+int OpDef::attr_index(const std::string& attr_name) const {
+  for (size_t i = 0; i < attrs.size(); ++i)
+    if (attrs[i].name == attr_name) return static_cast<int>(i);
+  return -1;
+}
+
+// ---- TypeContext ----
+
+const std::string& TypeContext::op_name() const { return op.name; }
+
+const TypeNode& TypeContext::tensor(size_t i) const {
+  const Type& t = args[i]->type();
+  if (!t->is_tensor())
+    fail("argument '", op.arg_names[i], "' must be a tensor, got ", t->to_string());
+  return *t;
+}
+
+const AttrValue& TypeContext::attr(const std::string& name) const {
+  int i = op.attr_index(name);
+  if (i < 0) throw Error(str("op '", op.name, "' has no attr '", name, "'"));
+  return attrs[i];
+}
+
+int64_t TypeContext::attr_int(const std::string& name) const { return std::get<int64_t>(attr(name)); }
+double TypeContext::attr_float(const std::string& name) const { return std::get<double>(attr(name)); }
+bool TypeContext::attr_bool(const std::string& name) const { return std::get<bool>(attr(name)); }
+DType TypeContext::attr_dtype(const std::string& name) const { return std::get<DType>(attr(name)); }
+std::optional<DType> TypeContext::attr_opt_dtype(const std::string& name) const {
+  const AttrValue& v = attr(name);
+  if (std::holds_alternative<NoneValue>(v)) return std::nullopt;
+  return std::get<DType>(v);
+}
+std::optional<std::vector<int64_t>> TypeContext::attr_opt_ints(const std::string& name) const {
+  const AttrValue& v = attr(name);
+  if (std::holds_alternative<NoneValue>(v)) return std::nullopt;
+  return std::get<std::vector<int64_t>>(v);
+}
+const std::vector<int64_t>& TypeContext::attr_ints(const std::string& name) const {
+  return std::get<std::vector<int64_t>>(attr(name));
+}
+const Shape& TypeContext::attr_shape(const std::string& name) const {
+  return std::get<Shape>(attr(name));
+}
+
+// ---- attr checking ----
+
+namespace {
+
+[[noreturn]] void bad_attr(const OpDef& op, const AttrSpec& spec, const AttrValue& raw) {
+  throw TypeInferenceError(str("op '", op.name, "': attr '", spec.name, "' expects ",
+                               attr_kind_name(spec.kind), ", got ", attr_to_string(raw)));
+}
+
+std::optional<DType> as_dtype(const AttrValue& raw) {
+  if (auto* t = std::get_if<DType>(&raw)) return *t;
+  if (auto* s = std::get_if<std::string>(&raw)) return dtype_from_name(*s);
+  return std::nullopt;
+}
+
+std::optional<std::vector<int64_t>> as_int_list(const AttrValue& raw) {
+  if (auto* l = std::get_if<std::vector<int64_t>>(&raw)) return *l;
+  if (auto* i = std::get_if<int64_t>(&raw)) return std::vector<int64_t>{*i};
+  if (auto* s = std::get_if<Shape>(&raw)) {  // (1, 2) written as a tuple
+    std::vector<int64_t> out;
+    for (const auto& d : *s) {
+      if (!d.is_const()) return std::nullopt;
+      out.push_back(d.value());
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<Shape> as_shape(const AttrValue& raw) {
+  if (auto* s = std::get_if<Shape>(&raw)) return *s;
+  if (auto* l = std::get_if<std::vector<int64_t>>(&raw)) return Shape(l->begin(), l->end());
+  if (auto* i = std::get_if<int64_t>(&raw)) return Shape{Dim(*i)};
+  return std::nullopt;
+}
+
+}  // namespace
+
+AttrValue coerce_attr(const OpDef& op, const AttrSpec& spec, const AttrValue& raw) {
+  bool is_none = std::holds_alternative<NoneValue>(raw);
+  switch (spec.kind) {
+    case AttrKind::kInt:
+      if (std::holds_alternative<int64_t>(raw)) return raw;
+      break;
+    case AttrKind::kFloat:
+      if (std::holds_alternative<double>(raw)) return raw;
+      if (auto* i = std::get_if<int64_t>(&raw)) return static_cast<double>(*i);
+      break;
+    case AttrKind::kBool:
+      if (std::holds_alternative<bool>(raw)) return raw;
+      break;
+    case AttrKind::kString:
+      if (std::holds_alternative<std::string>(raw)) return raw;
+      break;
+    case AttrKind::kOptDType:
+      if (is_none) return raw;
+      [[fallthrough]];
+    case AttrKind::kDType:
+      if (auto t = as_dtype(raw)) return *t;
+      break;
+    case AttrKind::kOptIntList:
+      if (is_none) return raw;
+      [[fallthrough]];
+    case AttrKind::kIntList:
+      if (auto l = as_int_list(raw)) return *l;
+      break;
+    case AttrKind::kShape:
+      if (auto s = as_shape(raw)) {
+        for (const auto& d : *s)
+          if (d.is_const() && d.value() < 0)
+            throw TypeInferenceError(str("op '", op.name, "': attr '", spec.name,
+                                         "' has a negative dim ", d.value()));
+        return *s;
+      }
+      break;
+    case AttrKind::kIntOrIntList:
+      if (std::holds_alternative<int64_t>(raw)) return raw;
+      if (auto l = as_int_list(raw)) return *l;
+      break;
+  }
+  bad_attr(op, spec, raw);
+}
+
+Attrs resolve_attrs(const OpDef& op, const std::vector<AttrValue>& positional,
+                    const std::vector<std::pair<std::string, AttrValue>>& keyword) {
+  if (positional.size() > op.attrs.size())
+    throw TypeInferenceError(str("op '", op.name, "' takes ", op.arg_names.size(),
+                                 " argument(s) and ", op.attrs.size(), " attr(s), got ",
+                                 op.arg_names.size() + positional.size(), " positional values"));
+  std::vector<std::optional<AttrValue>> slots(op.attrs.size());
+  for (size_t i = 0; i < positional.size(); ++i) slots[i] = positional[i];
+  for (const auto& kv : keyword) {
+    int i = op.attr_index(kv.first);
+    if (i < 0) {
+      std::string known;
+      for (const auto& a : op.attrs) known += (known.empty() ? "" : ", ") + a.name;
+      throw TypeInferenceError(str("op '", op.name, "' has no attr '", kv.first, "'",
+                                   known.empty() ? std::string(" (it takes none)")
+                                                 : " (it takes: " + known + ")"));
+    }
+    if (slots[i]) throw TypeInferenceError(str("op '", op.name, "': attr '", kv.first, "' given twice"));
+    slots[i] = kv.second;
+  }
+  Attrs out;
+  out.reserve(op.attrs.size());
+  for (size_t i = 0; i < op.attrs.size(); ++i) {
+    const AttrSpec& spec = op.attrs[i];
+    if (slots[i]) out.push_back(coerce_attr(op, spec, *slots[i]));
+    else if (spec.default_value) out.push_back(*spec.default_value);
+    else throw TypeInferenceError(str("op '", op.name, "': missing required attr '", spec.name, "'"));
+  }
+  return out;
+}
+
+}  // namespace aj

@@ -1,0 +1,39 @@
+"""adjoint's exceptions. Every failure that Python input can cause is an
+:class:`Error` subclass; errors found in text carry ``line`` and ``column``."""
+
+from __future__ import annotations
+
+
+class Error(Exception):
+    """Base class of every adjoint error.
+
+    Attributes ``line`` and ``column`` (1-based) and ``source_line`` are set
+    when the error was found at a place in a text, else ``None``.
+    """
+
+    line: int | None = None
+    column: int | None = None
+    source_line: str | None = None
+
+
+class ParseError(Error):
+    """Text that is not valid adjoint text: syntax, unknown names, bad indentation."""
+
+
+class TypeInferenceError(Error):
+    """Shapes, dtypes, arity or attrs that an op's type rule rejects."""
+
+
+class VerifyError(Error):
+    """A module that is not well formed (see ``aj.analysis.verify``)."""
+
+
+class ExecutionError(Error):
+    """Inputs of the wrong count, dtype or shape given to an executable, or a run-time failure."""
+
+
+class TransformError(Error):
+    """A pass asked to do something it cannot (unknown function, bad arguments)."""
+
+
+__all__ = ["Error", "ParseError", "TypeInferenceError", "VerifyError", "ExecutionError", "TransformError"]
