@@ -1,8 +1,437 @@
-// Bindings of the IR (placeholder until the full IR bindings land in this file).
+// Bindings of the IR: types, exprs, functions, modules, the text format,
+// structural equality, the verifier, the function builder and the op
+// registry's schemas. Nodes are immutable: only getters are exposed.
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+
+#include "adjoint/analysis/verifier.h"
+#include "adjoint/ir/builder.h"
+#include "adjoint/ir/parser.h"
+#include "adjoint/ir/printer.h"
+#include "adjoint/ir/structural.h"
+#include "adjoint/op/registry.h"
+#include "adjoint/support/error.h"
+#include "convert.h"
 
 namespace py = pybind11;
 
 namespace aj::bindings {
-void bind_ir(py::module_& m) {}
+namespace {
+
+using PyType = std::shared_ptr<TypeNode>;
+using PyExpr = std::shared_ptr<ExprNode>;
+using PyVar = std::shared_ptr<VarNode>;
+using PyModule = std::shared_ptr<ModuleNode>;
+
+Expr expr_in(const PyExpr& e, const char* what) {
+  if (!e) throw Error(str(what, ": expected an expr, got None"));
+  return e;
+}
+
+py::list exprs_out(const std::vector<Expr>& es) {
+  py::list out;
+  for (const auto& e : es) out.append(unconst(e));
+  return out;
+}
+
+py::dict func_attrs_out(const FuncAttrs& attrs) {
+  py::dict d;
+  for (const auto& kv : attrs) d[py::str(kv.first)] = attr_to_py(kv.second);
+  return d;
+}
+
+py::dict call_attrs_out(const CallNode& c) {
+  py::dict d;
+  for (size_t i = 0; i < c.attrs().size(); ++i) d[py::str(c.op().attrs[i].name)] = attr_to_py(c.attrs()[i]);
+  return d;
+}
+
+Module module_in(const PyModule& m) {
+  if (!m) throw Error("expected an aj.Module, got None");
+  return m;
+}
+
+// Structural comparison accepts two modules or two functions.
+template <typename R, typename FnM, typename FnF>
+R on_pair(const py::object& a, const py::object& b, FnM on_modules, FnF on_functions) {
+  if (py::isinstance<ModuleNode>(a) && py::isinstance<ModuleNode>(b))
+    return on_modules(a.cast<PyModule>(), b.cast<PyModule>());
+  if (py::isinstance<NamedFunction>(a) && py::isinstance<NamedFunction>(b))
+    return on_functions(a.cast<NamedFunction>().fn, b.cast<NamedFunction>().fn);
+  throw Error(str("structural comparison needs two aj.Module or two aj.Function, got ",
+                  py::str(py::type::of(a).attr("__name__")).cast<std::string>(), " and ",
+                  py::str(py::type::of(b).attr("__name__")).cast<std::string>()));
+}
+
+// The Python face of FunctionBuilder: ops by name, attrs from Python values.
+class PyFunctionBuilder {
+ public:
+  PyFunctionBuilder(std::string name, const py::dict& attrs) : name_(std::move(name)) {
+    FuncAttrs fa;
+    for (const auto& kv : attrs) {
+      std::string key = py::str(kv.first).cast<std::string>();
+      fa.emplace_back(key, attr_from_py(kv.second, "function attr '" + key + "'"));
+    }
+    builder_ = std::make_unique<FunctionBuilder>(std::move(fa));
+  }
+
+  PyVar param(const std::string& name, const py::handle& shape, const py::handle& dtype) {
+    live();
+    std::string what = "param '" + name + "'";
+    Type t = TypeNode::tensor(shape_from_py(shape, what), dtype_from_py(dtype, what));
+    return unconst(builder_->add_param(name, t));
+  }
+
+  PyVar param_of_type(const std::string& name, const PyType& type) {
+    live();
+    if (!type) throw Error(str("param '", name, "': expected an aj.Type"));
+    return unconst(builder_->add_param(name, type));
+  }
+
+  PyVar emit_call(const std::string& op_name, const std::vector<PyExpr>& args,
+                  const py::list& positional, const py::dict& keyword, const std::string& name) {
+    live();
+    const OpDef& op = OpRegistry::global().get(op_name);
+    std::vector<Expr> in;
+    for (const auto& a : args) in.push_back(expr_in(a, op_name.c_str()));
+    std::vector<AttrValue> pos;
+    for (const auto& v : positional) pos.push_back(attr_from_py(v, "op '" + op_name + "'"));
+    std::vector<std::pair<std::string, AttrValue>> kw;
+    for (const auto& kv : keyword) {
+      std::string key = py::str(kv.first).cast<std::string>();
+      kw.emplace_back(key, attr_from_py(kv.second, "op '" + op_name + "': attr '" + key + "'"));
+    }
+    Attrs attrs = resolve_attrs(op, pos, kw);
+    return unconst(builder_->emit_call(op, std::move(in), std::move(attrs), name));
+  }
+
+  PyVar emit(const PyExpr& value, const std::string& name) {
+    live();
+    return unconst(builder_->emit(expr_in(value, "emit"), name));
+  }
+
+  PyModule finish(const PyExpr& ret) {
+    live();
+    Function fn = builder_->finish(expr_in(ret, "finish"));
+    builder_.reset();
+    return unconst(std::make_shared<const ModuleNode>(
+        std::vector<std::pair<std::string, Function>>{{name_, fn}}));
+  }
+
+  const std::string& name() const { return name_; }
+  bool finished() const { return !builder_; }
+  py::list params() const {
+    live();
+    py::list out;
+    for (const auto& p : builder_->params()) out.append(unconst(p));
+    return out;
+  }
+
+ private:
+  void live() const {
+    if (!builder_) throw Error(str("FunctionBuilder '", name_, "' is already finished"));
+  }
+  std::string name_;
+  std::unique_ptr<FunctionBuilder> builder_;
+};
+
+py::dict op_schema(const OpDef& op) {
+  py::dict d;
+  d["name"] = op.name;
+  d["family"] = op.family;
+  d["args"] = op.arg_names;
+  py::list attrs;
+  for (const auto& a : op.attrs) {
+    py::dict ad;
+    ad["name"] = a.name;
+    ad["kind"] = attr_kind_name(a.kind);
+    ad["required"] = !a.default_value.has_value();
+    ad["default"] = a.default_value ? attr_to_py(*a.default_value) : py::none();
+    attrs.append(ad);
+  }
+  d["attrs"] = attrs;
+  d["differentiable"] = op.differentiable;
+  d["has_vjp"] = static_cast<bool>(op.vjp);
+  d["has_kernel"] = static_cast<bool>(op.kernel);
+  return d;
+}
+
+Dim dim_in(const py::handle& o) {
+  if (py::isinstance<Dim>(o)) return o.cast<Dim>();
+  if (py::isinstance<py::str>(o)) return Dim::parse(o.cast<std::string>());
+  Shape s = shape_from_py(py::make_tuple(o), "Dim");
+  return s[0];
+}
+
+void bind_dims(py::module_& m) {
+  py::class_<Dim>(m, "Dim", "A dim: an int or a polynomial over named symbols, in canonical form.")
+      .def(py::init([](const py::handle& v) { return dim_in(v); }), py::arg("value"))
+      .def_property_readonly("is_const", &Dim::is_const)
+      .def_property_readonly("value", [](const Dim& d) -> py::object {
+        if (d.is_const()) return py::int_(d.value());
+        return py::none();
+      }, "The int value, or None when symbolic.")
+      .def_property_readonly("symbols", &Dim::symbols)
+      .def("evaluate", [](const Dim& d, const std::map<std::string, int64_t>& env) -> int64_t {
+        auto v = d.evaluate(env);
+        if (!v) throw Error(str("cannot evaluate dim ", d.to_string(), ": a symbol is unbound"));
+        return *v;
+      }, py::arg("env"))
+      .def("__add__", [](const Dim& a, const py::handle& b) { return a + dim_in(b); })
+      .def("__radd__", [](const Dim& a, const py::handle& b) { return dim_in(b) + a; })
+      .def("__sub__", [](const Dim& a, const py::handle& b) { return a - dim_in(b); })
+      .def("__rsub__", [](const Dim& a, const py::handle& b) { return dim_in(b) - a; })
+      .def("__mul__", [](const Dim& a, const py::handle& b) { return a * dim_in(b); })
+      .def("__rmul__", [](const Dim& a, const py::handle& b) { return dim_in(b) * a; })
+      .def("__eq__", [](const Dim& a, const py::handle& b) {
+        try {
+          return a == dim_in(b);
+        } catch (const Error&) {
+          return false;
+        }
+      })
+      .def("__hash__", &Dim::hash)
+      .def("__str__", &Dim::to_string)
+      .def("__repr__", [](const Dim& d) { return "Dim(\"" + d.to_string() + "\")"; });
+}
+
+void bind_types(py::module_& m) {
+  py::class_<TypeNode, PyType>(m, "Type", "The type of a value: a tensor (shape, dtype) or a tuple of types.")
+      .def_property_readonly("is_tensor", &TypeNode::is_tensor)
+      .def_property_readonly("is_tuple", &TypeNode::is_tuple)
+      .def_property_readonly("shape", [](const TypeNode& t) {
+        if (!t.is_tensor()) throw Error(str("a tuple type has no shape: ", t.to_string()));
+        return shape_to_py(t.shape());
+      }, "Dims: ints, and strings for symbolic dims.")
+      .def_property_readonly("dtype", [](const TypeNode& t) {
+        if (!t.is_tensor()) throw Error(str("a tuple type has no dtype: ", t.to_string()));
+        return std::string(dtype_name(t.dtype()));
+      })
+      .def_property_readonly("ndim", [](const TypeNode& t) {
+        if (!t.is_tensor()) throw Error(str("a tuple type has no rank: ", t.to_string()));
+        return t.ndim();
+      })
+      .def_property_readonly("fields", [](const TypeNode& t) {
+        py::list out;
+        for (const auto& f : t.fields()) out.append(unconst(f));
+        return out;
+      })
+      .def("__str__", &TypeNode::to_string)
+      .def("__repr__", &TypeNode::to_string)
+      .def("__eq__", [](const PyType& a, const py::object& b) {
+        return py::isinstance<TypeNode>(b) && type_equal(a, b.cast<PyType>());
+      })
+      .def("__hash__", [](const PyType& t) { return type_hash(t); });
+  m.def("TensorType", [](const py::handle& shape, const py::handle& dtype) {
+    return unconst(TypeNode::tensor(shape_from_py(shape, "TensorType"), dtype_from_py(dtype, "TensorType")));
+  }, py::arg("shape"), py::arg("dtype") = "float32", "A tensor type: TensorType((3, \"n\"), \"float32\").");
+  m.def("TupleType", [](const std::vector<PyType>& fields) {
+    std::vector<Type> fs;
+    for (const auto& f : fields) {
+      if (!f) throw Error("TupleType: a field is None");
+      fs.push_back(f);
+    }
+    return unconst(TypeNode::tuple(std::move(fs)));
+  }, py::arg("fields"));
+}
+
+void bind_exprs(py::module_& m) {
+  py::class_<ExprNode, PyExpr>(m, "Expr", "An IR expression; every expr has a type.")
+      .def_property_readonly("type", [](const ExprNode& e) { return unconst(e.type()); });
+  py::class_<VarNode, ExprNode, PyVar>(m, "Var", "A variable: a param or the result of a binding.")
+      .def(py::init([](const std::string& name, const PyType& type) {
+        if (!type) throw Error(str("Var '", name, "' needs a type"));
+        return std::make_shared<VarNode>(name, type);
+      }), py::arg("name_hint"), py::arg("type"))
+      .def_property_readonly("name_hint", &VarNode::name_hint)
+      .def("__repr__", [](const VarNode& v) { return "Var(" + v.name_hint() + ": " + v.type()->to_string() + ")"; });
+  py::class_<ConstantNode, ExprNode, std::shared_ptr<ConstantNode>>(m, "Constant", "A tensor value.")
+      .def(py::init([](const py::handle& value, const py::object& dtype) {
+        std::optional<DType> dt;
+        if (!dtype.is_none()) dt = dtype_from_py(dtype, "Constant");
+        return std::make_shared<ConstantNode>(ndarray_from_py(value, dt, "Constant"));
+      }), py::arg("value"), py::arg("dtype") = py::none())
+      .def_property_readonly("data", [](const ConstantNode& c) { return ndarray_to_py(c.data()); },
+                             "A NumPy copy of the value.");
+  py::class_<CallNode, ExprNode, std::shared_ptr<CallNode>>(m, "Call", "A call of an op on leaves, with attrs.")
+      .def_property_readonly("op", [](const CallNode& c) { return c.op().name; })
+      .def_property_readonly("args", [](const CallNode& c) { return exprs_out(c.args()); })
+      .def_property_readonly("attrs", &call_attrs_out)
+      .def(py::init([](const std::string& op_name, const std::vector<PyExpr>& args, const py::dict& attrs) {
+        const OpDef& op = OpRegistry::global().get(op_name);
+        std::vector<Expr> in;
+        for (const auto& a : args) in.push_back(expr_in(a, op_name.c_str()));
+        std::vector<std::pair<std::string, AttrValue>> kw;
+        for (const auto& kv : attrs) {
+          std::string key = py::str(kv.first).cast<std::string>();
+          kw.emplace_back(key, attr_from_py(kv.second, "op '" + op_name + "': attr '" + key + "'"));
+        }
+        return unconst(make_call(op, std::move(in), resolve_attrs(op, {}, kw)));
+      }), py::arg("op"), py::arg("args"), py::arg("attrs") = py::dict(),
+      "A call with attr defaults filled in and its type inferred (not emitted anywhere).");
+  py::class_<TupleNode, ExprNode, std::shared_ptr<TupleNode>>(m, "Tuple", "A tuple of exprs.")
+      .def(py::init([](const std::vector<PyExpr>& fields) {
+        std::vector<Expr> fs;
+        for (const auto& f : fields) fs.push_back(expr_in(f, "Tuple"));
+        return std::make_shared<TupleNode>(std::move(fs));
+      }), py::arg("fields"))
+      .def_property_readonly("fields", [](const TupleNode& t) { return exprs_out(t.fields()); });
+  py::class_<TupleGetItemNode, ExprNode, std::shared_ptr<TupleGetItemNode>>(m, "TupleGetItem")
+      .def(py::init([](const PyExpr& t, int index) {
+        return std::make_shared<TupleGetItemNode>(expr_in(t, "TupleGetItem"), index);
+      }), py::arg("tuple"), py::arg("index"))
+      .def_property_readonly("tuple", [](const TupleGetItemNode& g) { return unconst(g.tuple()); })
+      .def_property_readonly("index", &TupleGetItemNode::index);
+  py::class_<Binding>(m, "Binding", "var = value")
+      .def_property_readonly("var", [](const Binding& b) { return unconst(b.var); })
+      .def_property_readonly("value", [](const Binding& b) { return unconst(b.value); })
+      .def("__repr__", [](const Binding& b) { return "Binding(" + b.var->name_hint() + ")"; });
+}
+
+void bind_functions(py::module_& m) {
+  py::class_<NamedFunction>(m, "Function", "A function of a module: params, bindings, a returned expr, attrs.")
+      .def(py::init([](const std::vector<PyVar>& params, const std::vector<std::pair<PyVar, PyExpr>>& bindings,
+                       const PyExpr& ret, const py::dict& attrs, const std::string& name) {
+        std::vector<Var> ps(params.begin(), params.end());
+        std::vector<Binding> bs;
+        for (const auto& [v, e] : bindings) {
+          if (!v) throw Error("Function: a binding's var is None");
+          bs.push_back({v, expr_in(e, "Function binding")});
+        }
+        FuncAttrs fa;
+        for (const auto& kv : attrs) {
+          std::string key = py::str(kv.first).cast<std::string>();
+          fa.emplace_back(key, attr_from_py(kv.second, "function attr '" + key + "'"));
+        }
+        return NamedFunction{name, std::make_shared<const FunctionNode>(std::move(ps), std::move(bs),
+                                                                        expr_in(ret, "Function return"), std::move(fa))};
+      }), py::arg("params"), py::arg("bindings"), py::arg("ret"), py::arg("attrs") = py::dict(),
+      py::arg("name") = "main",
+      "A function from its parts, unchecked: aj.analysis.verify tells whether it is well formed.")
+      .def_property_readonly("name", [](const NamedFunction& f) { return f.name; })
+      .def_property_readonly("params", [](const NamedFunction& f) {
+        py::list out;
+        for (const auto& p : f.fn->params()) out.append(unconst(p));
+        return out;
+      })
+      .def_property_readonly("bindings", [](const NamedFunction& f) { return f.fn->bindings(); })
+      .def_property_readonly("ret", [](const NamedFunction& f) { return unconst(f.fn->ret()); })
+      .def_property_readonly("ret_type", [](const NamedFunction& f) { return unconst(f.fn->ret_type()); })
+      .def_property_readonly("attrs", [](const NamedFunction& f) { return func_attrs_out(f.fn->attrs()); })
+      .def("with_attr", [](const NamedFunction& f, const std::string& key, const py::handle& value) {
+        return NamedFunction{f.name, f.fn->with_attr(key, attr_from_py(value, "function attr '" + key + "'"))};
+      }, py::arg("name"), py::arg("value"), "A copy with attr `name` set to `value`.")
+      .def("script", [](const NamedFunction& f) { return print_function(f.name, f.fn); })
+      .def("__str__", [](const NamedFunction& f) { return print_function(f.name, f.fn); })
+      .def("__repr__", [](const NamedFunction& f) {
+        return str("<aj.Function '", f.name, "': ", f.fn->params().size(), " params, ",
+                   f.fn->bindings().size(), " bindings>");
+      });
+
+  py::class_<ModuleNode, PyModule>(m, "Module", "An ordered map from names to functions.")
+      .def(py::init([](const py::dict& functions) {
+        std::vector<std::pair<std::string, Function>> fns;
+        for (const auto& kv : functions) {
+          std::string name = py::str(kv.first).cast<std::string>();
+          if (!py::isinstance<NamedFunction>(kv.second))
+            throw Error(str("Module: value for '", name, "' is not an aj.Function"));
+          fns.emplace_back(name, kv.second.cast<NamedFunction>().fn);
+        }
+        return unconst(std::make_shared<const ModuleNode>(std::move(fns)));
+      }), py::arg("functions") = py::dict())
+      .def("__getitem__", [](const PyModule& mod, const std::string& name) {
+        Function fn = mod->lookup(name);
+        if (!fn) {
+          py::object cls = py::module_::import("adjoint.errors").attr("FunctionNotFoundError");
+          PyErr_SetObject(cls.ptr(), py::str("module has no function '" + name + "'").ptr());
+          throw py::error_already_set();
+        }
+        return NamedFunction{name, fn};
+      })
+      .def("__contains__", [](const PyModule& mod, const std::string& name) { return mod->contains(name); })
+      .def("__len__", [](const PyModule& mod) { return mod->functions().size(); })
+      .def("__iter__", [](const PyModule& mod) {
+        py::list names;
+        for (const auto& kv : mod->functions()) names.append(kv.first);
+        return py::iter(names);
+      })
+      .def_property_readonly("functions", [](const PyModule& mod) {
+        py::dict d;
+        for (const auto& kv : mod->functions()) d[py::str(kv.first)] = NamedFunction{kv.first, kv.second};
+        return d;
+      }, "A dict name -> aj.Function, in module order.")
+      .def("with_function", [](const PyModule& mod, const std::string& name, const NamedFunction& f) {
+        return unconst(mod->with_function(name, f.fn));
+      }, py::arg("name"), py::arg("function"), "A copy with `name` added or replaced.")
+      .def("script", [](const PyModule& mod) { return print_module(mod); }, "The canonical text.")
+      .def("__str__", [](const PyModule& mod) { return print_module(mod); })
+      .def("__repr__", [](const PyModule& mod) {
+        std::string names;
+        for (const auto& kv : mod->functions()) names += (names.empty() ? "" : ", ") + kv.first;
+        return "<aj.Module: " + names + ">";
+      });
+}
+
+void bind_text_and_analysis(py::module_& m) {
+  m.def("parse", [](const std::string& text) {
+    Module mod;
+    {
+      py::gil_scoped_release nogil;
+      mod = parse_module(text);
+    }
+    return unconst(mod);
+  }, py::arg("text"), "Parses adjoint text into an aj.Module; aj.ParseError / aj.TypeInferenceError with line:col.");
+  m.def("structural_equal", [](const py::object& a, const py::object& b) {
+    return on_pair<bool>(a, b, [](const PyModule& x, const PyModule& y) { return structural_equal(Module(x), Module(y)); },
+                         [](const Function& x, const Function& y) { return structural_equal(x, y); });
+  }, py::arg("lhs"), py::arg("rhs"));
+  m.def("structural_diff", [](const py::object& a, const py::object& b) {
+    return on_pair<std::optional<std::string>>(
+        a, b, [](const PyModule& x, const PyModule& y) { return structural_diff(Module(x), Module(y)); },
+        [](const Function& x, const Function& y) { return structural_diff(x, y); });
+  }, py::arg("lhs"), py::arg("rhs"), "None when equal, else a message naming the first difference.");
+  m.def("structural_hash", [](const py::object& a) -> size_t {
+    if (py::isinstance<ModuleNode>(a)) return structural_hash(Module(a.cast<PyModule>()));
+    if (py::isinstance<NamedFunction>(a)) return structural_hash(a.cast<NamedFunction>().fn);
+    throw Error("structural_hash needs an aj.Module or an aj.Function");
+  }, py::arg("node"));
+  m.def("verify_problems", [](const PyModule& mod) { return verify_problems(module_in(mod)); }, py::arg("mod"));
+  m.def("well_formed", [](const PyModule& mod) { return well_formed(module_in(mod)); }, py::arg("mod"));
+  m.def("verify", [](const PyModule& mod) { verify(module_in(mod)); }, py::arg("mod"));
+}
+
+void bind_builder(py::module_& m) {
+  py::class_<PyFunctionBuilder>(m, "_FunctionBuilder")
+      .def(py::init<std::string, py::dict>(), py::arg("name"), py::arg("attrs"))
+      .def("param", &PyFunctionBuilder::param, py::arg("name"), py::arg("shape"), py::arg("dtype"))
+      .def("param_of_type", &PyFunctionBuilder::param_of_type, py::arg("name"), py::arg("type"))
+      .def("emit_call", &PyFunctionBuilder::emit_call, py::arg("op"), py::arg("args"),
+           py::arg("positional"), py::arg("keyword"), py::arg("name") = "")
+      .def("emit", &PyFunctionBuilder::emit, py::arg("value"), py::arg("name") = "")
+      .def("finish", &PyFunctionBuilder::finish, py::arg("ret"))
+      .def_property_readonly("name", &PyFunctionBuilder::name)
+      .def_property_readonly("finished", &PyFunctionBuilder::finished)
+      .def_property_readonly("params", &PyFunctionBuilder::params);
+  m.def("op_names", [] {
+    std::vector<std::string> out;
+    for (const OpDef* op : OpRegistry::global().all()) out.push_back(op->name);
+    return out;
+  }, "Every registered op, in registry order.");
+  m.def("op_schema", [](const std::string& name) { return op_schema(OpRegistry::global().get(name)); },
+        py::arg("name"), "An op's argument names, attrs (kind, default) and facets.");
+}
+
+}  // namespace
+
+void bind_ir(py::module_& m) {
+  bind_dims(m);
+  bind_types(m);
+  bind_exprs(m);
+  bind_functions(m);
+  bind_text_and_analysis(m);
+  bind_builder(m);
+}
+
 }  // namespace aj::bindings

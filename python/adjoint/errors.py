@@ -36,4 +36,18 @@ class TransformError(Error):
     """A pass asked to do something it cannot (unknown function, bad arguments)."""
 
 
-__all__ = ["Error", "ParseError", "TypeInferenceError", "VerifyError", "ExecutionError", "TransformError"]
+class FunctionNotFoundError(Error, KeyError):
+    """A module has no function of the name asked for."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+class StructuralMismatch(Error, AssertionError):
+    """Raised by ``assert_structural_equal``: names the first difference."""
+
+
+__all__ = [
+    "Error", "ParseError", "TypeInferenceError", "VerifyError", "ExecutionError", "TransformError",
+    "FunctionNotFoundError", "StructuralMismatch",
+]

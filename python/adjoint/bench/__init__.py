@@ -1,0 +1,36 @@
+"""Benchmarks: ``python -m adjoint.bench <suite>``. Each suite prints a table
+of medians of repeated runs, with ratios computed in the same run."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from typing import Callable
+
+
+def median_seconds(fn: Callable[[], object], repeat: int = 5, warmup: int = 1) -> float:
+    """Median wall time of ``fn`` over ``repeat`` runs, after ``warmup`` runs."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def print_table(headers: list[str], rows: list[list[object]]) -> None:
+    """Prints rows as an aligned plain-text table."""
+    cells = [headers] + [[_fmt(c) for c in r] for r in rows]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    for k, row in enumerate(cells):
+        print("  ".join(c.rjust(w) for c, w in zip(row, widths)))
+        if k == 0:
+            print("  ".join("-" * w for w in widths))
+
+
+def _fmt(v: object) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)

@@ -1,0 +1,71 @@
+"""The operators, one Python function per op of the C++ registry.
+
+The functions are generated from the registry's schemas, so the registry is
+the one list of ops: ``aj.op.sum(x, axis=[1], keepdims=True)`` checks its
+arguments against the schema of ``sum`` and emits a binding into the active
+``aj.FunctionBuilder``. Every op also takes ``name=`` for the var's name hint.
+Tensor arguments may be exprs, NumPy arrays or Python numbers (numbers take
+the dtype of the op's first expr argument).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable
+
+from . import _core
+from .builder import _first_expr, as_expr, current_builder
+from .errors import TypeInferenceError
+
+
+def _signature(schema: dict) -> inspect.Signature:
+    P = inspect.Parameter
+    params = [P(a, P.POSITIONAL_OR_KEYWORD) for a in schema["args"]]
+    for attr in schema["attrs"]:
+        default = P.empty if attr["required"] else attr["default"]
+        params.append(P(attr["name"], P.POSITIONAL_OR_KEYWORD, default=default))
+    params.append(P("name", P.KEYWORD_ONLY, default=""))
+    return inspect.Signature(params)
+
+
+def _doc(schema: dict) -> str:
+    attrs = ", ".join(
+        f"{a['name']}: {a['kind']}" + ("" if a["required"] else f" = {a['default']!r}") for a in schema["attrs"]
+    )
+    return (
+        f"{schema['name']}({', '.join(schema['args'])}{', ' if attrs else ''}{attrs}) -> Var\n\n"
+        f"The '{schema['family']}' op '{schema['name']}'; emits a binding into the active FunctionBuilder."
+    )
+
+
+def _make_op(op_name: str) -> Callable[..., Any]:
+    schema = _core.op_schema(op_name)
+    sig = _signature(schema)
+    arg_names = schema["args"]
+
+    def op_fn(*args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeInferenceError(f"op '{op_name}': {e}") from None
+        given = bound.arguments
+        name = given.pop("name", "")
+        like = _first_expr(*(given.get(a) for a in arg_names))
+        tensors = [as_expr(given.pop(a), like) for a in arg_names]
+        return current_builder(f"aj.op.{op_name}")._emit_call(op_name, tensors, given, name)
+
+    op_fn.__name__ = op_fn.__qualname__ = op_name
+    op_fn.__signature__ = sig  # type: ignore[attr-defined]
+    op_fn.__doc__ = _doc(schema)
+    op_fn.__module__ = __name__
+    return op_fn
+
+
+def _install() -> list[str]:
+    names = list(_core.op_names())
+    for n in names:
+        globals()[n] = _make_op(n)
+    return names
+
+
+__all__ = _install()

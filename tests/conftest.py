@@ -1,0 +1,40 @@
+"""Shared test helpers: random well-formed graphs built through the public
+builder, and Hypothesis settings."""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+import adjoint as aj
+
+settings.register_profile(
+    "ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+)
+settings.register_profile("dev", deadline=None, max_examples=50)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# Ops that map two (4, 4) tensors, or one, to a (4, 4) tensor.
+BINARY = ["add", "subtract", "multiply", "maximum", "minimum", "divide", "matmul"]
+UNARY_SQUARE = ["permute_dims", "row_sum", "col_sum"]
+
+
+def build_graph(steps, names=("x", "y"), prefix="lv", dtype="float32", name="main"):
+    """Builds main(x, y) from `steps`: tuples (op, i, j) whose operands are
+    earlier values by index (0 and 1 are the params). Returns the module."""
+    bb = aj.FunctionBuilder(name)
+    vals = [bb.param(names[0], (4, 4), dtype), bb.param(names[1], (4, 4), dtype)]
+    for k, (op, i, j) in enumerate(steps):
+        a, b = vals[i % len(vals)], vals[j % len(vals)]
+        hint = f"{prefix}{k}"
+        if op in BINARY:
+            v = getattr(aj.op, op)(a, b, name=hint)
+        elif op == "permute_dims":
+            v = aj.op.permute_dims(a, name=hint)
+        elif op == "row_sum":
+            v = aj.op.broadcast_to(aj.op.sum(a, axis=[1], keepdims=True), (4, 4), name=hint)
+        else:
+            v = aj.op.broadcast_to(aj.op.sum(a, axis=[0], keepdims=True), (4, 4), name=hint)
+        vals.append(v)
+    return bb.finish(aj.op.sum(vals[-1], name="out"))

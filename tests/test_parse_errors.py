@@ -1,0 +1,104 @@
+"""Bad texts: each gives the right aj.Error subclass, with the line and
+column of the problem and the offending source line under a caret."""
+
+import pytest
+
+import adjoint as aj
+
+HEAD = '@function\ndef main(x: Tensor((3, 3), "float32"), y: Tensor((3,), "float32")) -> Tensor((3, 3), "float32"):\n'
+
+
+def body(*lines):
+    """A module whose main has the given body lines (line 3 onward)."""
+    return HEAD + "".join(f"    {ln}\n" for ln in lines)
+
+
+P, T = aj.ParseError, aj.TypeInferenceError
+
+# (id, text, error class, line of the problem)
+BAD = [
+    ("unknown_op", body("lv = foo(x)", "return lv"), P, 3),
+    ("wrong_arity", body("lv = add(x)", "return lv"), T, 3),
+    ("too_many_args", body("lv = permute_dims(x, x, x)", "return lv"), T, 3),
+    ("unknown_attr", body("lv = sum(x, axes=[0])", "return x"), T, 3),
+    ("bad_attr_kind", body('lv = sum(x, keepdims="yes")', "return x"), T, 3),
+    ("attr_given_twice", body("lv = sum(x, [0], axis=[1])", "return x"), T, 3),
+    ("shape_mismatch", body("a = concat((x, y))", "return x"), T, 3),
+    ("broadcast_mismatch", body("lv = add(x, const([1.0, 2.0], \"float32\"))", "return lv"), T, 3),
+    ("matmul_contraction", body("lv = matmul(y, permute_dims(const([[1.0, 2.0]], \"float32\")))", "return x"), T, 3),
+    ("dtype_mismatch", body('lv = add(x, const(1, "int32"))', "return lv"), T, 3),
+    ("undefined_var", body("lv = add(x, z)", "return lv"), P, 3),
+    ("undefined_return", body("lv = add(x, x)", "return nothing"), P, 4),
+    ("rebinding_param", body("x = add(x, x)", "return x"), P, 3),
+    ("rebinding_var", body("lv = add(x, x)", "lv = add(lv, x)", "return lv"), P, 4),
+    ("bad_dtype", body('lv: Tensor((3, 3), "float16") = add(x, x)', "return lv"), P, 3),
+    ("bad_param_dtype", '@function\ndef main(x: Tensor((3,), "half")) -> Tensor((3,), "float32"):\n    return x\n', P, 2),
+    ("unclosed_paren", body("lv = add(x, x", "return lv"), P, 3),
+    ("unclosed_bracket", body("lv = sum(x, axis=[0)", "return x"), P, 3),
+    ("bad_indentation", HEAD + "    lv = add(x, x)\n      lv2 = add(lv, x)\n    return lv2\n", P, 4),
+    ("dedent_inside_body", HEAD + "    lv = add(x, x)\n  return lv\n", P, 4),
+    ("missing_return", body("lv = add(x, x)"), P, 4),
+    ("annotation_mismatch", body('lv: Tensor((4,), "float32") = add(x, x)', "return lv"), T, 3),
+    ("return_type_mismatch", body("lv = sum(x)", "return lv"), T, 4),
+    ("bad_symbolic_dim", '@function\ndef main(x: Tensor(("n +", 3), "float32")) -> Tensor((3,), "float32"):\n    return x\n', P, 2),
+    ("missing_decorator", 'def main(x: Tensor((3,), "float32")) -> Tensor((3,), "float32"):\n    return x\n', P, 1),
+    ("tuple_index_out_of_range", body("t = (x, x)", "u = t[5]", "return x"), T, 4),
+    ("index_of_tensor", body("u = x[0]", "return x"), T, 3),
+    ("concat_of_tensor", body("c = concat(x)", "return x"), T, 3),
+    ("permute_axes_length", body("lv = permute_dims(x, axes=[0])", "return lv"), T, 3),
+    ("sum_axis_out_of_range", body("lv = sum(x, axis=[5])", "return x"), T, 3),
+    ("split_not_divisible", body("s = split(x, 2)", "return x"), T, 3),
+    ("broadcast_to_incompatible", body("b = broadcast_to(x, (4, 4))", "return x"), T, 3),
+    ("duplicate_function", body("return x") + "\n" + body("return x"), P, 6),
+    ("duplicate_param", '@function\ndef main(x: Tensor((3,), "float32"), x: Tensor((3,), "float32")) -> Tensor((3,), "float32"):\n    return x\n', P, 2),
+    ("bad_number", body('c = const(1.2.3, "float32")', "return x"), P, 3),
+    ("ragged_constant", body('c = const([[1.0, 2.0], [3.0]], "float32")', "return x"), P, 3),
+    ("int_out_of_range", body('c = const(3000000000, "int32")', "return x"), P, 3),
+    ("unterminated_string", body('lv: Tensor((3, 3), "float32 = add(x, x)', "return lv"), P, 3),
+    ("stray_character", body("lv = add(x, x) $", "return lv"), P, 3),
+    ("empty_body", '@function\ndef main(x: Tensor((3,), "float32")) -> Tensor((3,), "float32"):\n', P, 3),
+    ("missing_colon", '@function\ndef main(x: Tensor((3,), "float32")) -> Tensor((3,), "float32")\n    return x\n', P, 2),
+    ("untyped_param", '@function\ndef main(x) -> Tensor((3,), "float32"):\n    return x\n', P, 2),
+    ("negative_dim", '@function\ndef main(x: Tensor((-3,), "float32")) -> Tensor((3,), "float32"):\n    return x\n', P, 2),
+]
+
+
+@pytest.mark.parametrize("text,cls,line", [b[1:] for b in BAD], ids=[b[0] for b in BAD])
+def test_bad_text_gives_located_error(text, cls, line):
+    with pytest.raises(cls) as info:
+        aj.parse(text)
+    err = info.value
+    assert isinstance(err, aj.Error)
+    assert err.line == line, f"line {err.line} != {line}: {err}"
+    assert err.column is not None and err.column >= 1
+    msg = str(err)
+    assert msg.startswith(f"{line}:{err.column}: "), msg
+    src_line = text.split("\n")[line - 1] if line - 1 < len(text.split("\n")) else ""
+    assert err.source_line == src_line
+    lines = msg.split("\n")
+    assert len(lines) >= 3 and lines[1] == src_line and lines[2].rstrip() == " " * (err.column - 1) + "^", msg
+
+
+def test_at_least_25_bad_texts():
+    assert len(BAD) >= 25
+
+
+def test_messages_name_what_is_wrong():
+    def msg(text):
+        with pytest.raises(aj.Error) as info:
+            aj.parse(text)
+        return str(info.value).split("\n")[0]
+
+    assert "foo" in msg(body("lv = foo(x)", "return lv"))
+    assert "add" in msg(body("lv = add(x)", "return lv")) and "2" in msg(body("lv = add(x)", "return lv"))
+    assert "z" in msg(body("lv = add(x, z)", "return lv"))
+    assert "float16" in msg(body('lv: Tensor((3, 3), "float16") = add(x, x)', "return lv"))
+    m = msg(body("a = concat((x, y))", "return x"))
+    assert "concat" in m and "(3, 3)" in m and "(3,)" in m
+    m = msg(body("lv = add(x, x)", "lv = add(lv, x)", "return lv"))
+    assert "lv" in m and "3" in m  # names the var and where it was first bound
+
+
+def test_parse_rejects_non_text():
+    with pytest.raises(aj.ParseError):
+        aj.parse(b"@function")  # type: ignore[arg-type]

@@ -1,0 +1,176 @@
+"""The text format: print(parse(t)) == t for canonical text, and
+non-canonical input (no annotations, nested calls, comments, positional
+attrs) parses into the same structure as its canonical form."""
+
+import pytest
+
+import adjoint as aj
+from adjoint import examples
+
+# Every example of DESIGN.md, as complete modules in canonical form.
+DESIGN_EXAMPLES = {
+    **examples.ALL,
+    "pattern_a_tb": '''\
+@function
+def main(a: Tensor((4, 3), "float32"), b: Tensor((5, 3), "float32")) -> Tensor((), "float32"):
+    lv: Tensor((3, 5), "float32") = permute_dims(b)
+    out: Tensor((4, 5), "float32") = matmul(a, lv)
+    gv: Tensor((), "float32") = sum(out)
+    return gv
+''',
+    "pattern_ta_b": '''\
+@function
+def main(a: Tensor((3, 4), "float32"), b: Tensor((3, 5), "float32")) -> Tensor((), "float32"):
+    lv: Tensor((4, 3), "float32") = permute_dims(a)
+    out: Tensor((4, 5), "float32") = matmul(lv, b)
+    gv: Tensor((), "float32") = sum(out)
+    return gv
+''',
+    "symbolic_and_attrs": '''\
+@function(num_input=1)
+def main(x: Tensor(("n", 4096), "float32"), y: Tensor(("m + n", 4), "float32"), w: Tensor((4096, 4), "float32")) -> Tensor((), "float32"):
+    lv: Tensor(("n", 4), "float32") = matmul(x, w)
+    lv1: Tensor((4, "n"), "float32") = permute_dims(lv, axes=[1, 0])
+    lv2: Tensor((4, 1), "float32") = sum(lv1, axis=[1], keepdims=True)
+    lv3: Tensor((4, 4), "float32") = broadcast_to(lv2, (4, 4))
+    c: Tensor((), "float32") = const(1.5, "float32")
+    lv4: Tensor((4, 4), "float32") = multiply(lv3, c)
+    z: Tensor((16,), "int32") = zeros((16,), "int32")
+    o: Tensor((4, 4), "float32") = ones((4, 4), "float32")
+    lv5: Tensor((4, 4), "float32") = add(lv4, o)
+    gv: Tensor((), "float32") = sum(lv5)
+    return gv
+''',
+    "two_functions_and_tuple_return": '''\
+@function
+def main(x: Tensor((2, 2), "float64")) -> Tuple(Tensor((), "float64"), Tuple(Tensor((2, 2), "float64"))):
+    c: Tensor((2, 2), "float64") = const([[1.0, 2.0], [3.0, 4.0]], "float64")
+    lv: Tensor((2, 2), "float64") = multiply(x, c)
+    gv: Tensor((), "float64") = sum(lv)
+    return (gv, (c,))
+
+@function
+def other(a: Tensor((6,), "int64"), b: Tensor((6,), "int64")) -> Tensor((6,), "bool"):
+    s: Tuple(Tensor((3,), "int64"), Tensor((3,), "int64")) = split(a, 2)
+    s0: Tensor((3,), "int64") = s[0]
+    s1: Tensor((3,), "int64") = s[1]
+    c: Tensor((6,), "int64") = concat((s1, s0))
+    e: Tensor((6,), "bool") = equal(c, b)
+    return e
+''',
+}
+
+
+@pytest.mark.parametrize("name", sorted(DESIGN_EXAMPLES))
+def test_print_of_parse_is_identity(name):
+    text = DESIGN_EXAMPLES[name]
+    mod = aj.parse(text)
+    assert mod.script() == text
+    assert str(mod) == text
+    aj.analysis.verify(mod)
+    aj.assert_structural_equal(aj.parse(mod.script()), mod)
+
+
+def test_design_section3_example_prints_as_written():
+    mod = aj.parse(examples.TRANSPOSED_MATMUL)
+    assert str(mod) == examples.TRANSPOSED_MATMUL
+    fn = mod["main"]
+    assert [p.name_hint for p in fn.params] == ["x", "y"]
+    assert [b.var.name_hint for b in fn.bindings] == ["lv1", "lv2", "lv3", "gv"]
+    assert fn.bindings[2].value.op == "matmul"
+    assert fn.ret_type.shape == () and fn.ret_type.dtype == "float32"
+
+
+def test_annotations_are_optional_and_inferred():
+    text = '''
+@function
+def main(x: Tensor((3, 3), "float32"), y: Tensor((3, 3), "float32")) -> Tensor((), "float32"):
+    lv1 = permute_dims(x)
+    lv2 = permute_dims(y)
+    lv3 = matmul(lv1, lv2)
+    gv = sum(lv3)
+    return gv
+'''
+    assert aj.parse(text).script() == examples.TRANSPOSED_MATMUL
+
+
+def test_nested_calls_are_normalized_into_bindings():
+    text = '''\
+@function
+def main(x: Tensor((2, 3), "float32"), w: Tensor((4, 3), "float32")) -> Tensor((2, 4), "float32"):
+    y = matmul(x, permute_dims(w))
+    return y
+'''
+    mod = aj.parse(text)
+    fn = mod["main"]
+    assert [b.value.op for b in fn.bindings] == ["permute_dims", "matmul"]
+    assert fn.bindings[1].var.name_hint == "y"
+    again = aj.parse(mod.script())
+    aj.assert_structural_equal(again, mod)
+    assert again.script() == mod.script()
+
+
+def test_comments_blank_lines_positional_and_keyword_attrs():
+    text = '''
+# a comment before the module
+
+@function
+def main(x: Tensor((3, 4), "float32")) -> Tensor((4,), "float32"):
+    # sum over rows
+    s = sum(x, [0])       # positional axis
+
+    t = sum(x, axis=0, keepdims=False)
+    return t
+'''
+    mod = aj.parse(text)
+    assert 'sum(x, axis=[0])' in mod.script()
+    fn = mod["main"]
+    assert fn.bindings[0].value.attrs == fn.bindings[1].value.attrs == {"axis": [0], "keepdims": False}
+
+
+def test_noncanonical_constants_print_canonically():
+    text = '''
+@function
+def main(x: Tensor((2, 2), "float32")) -> Tensor((2, 2), "float32"):
+    y = add(x, const([[1, 2], [3, 4]], "float32"))
+    return y
+'''
+    mod = aj.parse(text)
+    assert 'const([[1.0, 2.0], [3.0, 4.0]], "float32")' in mod.script()
+    aj.assert_structural_equal(aj.parse(mod.script()), mod)
+
+
+def test_float_literals_round_trip_exactly():
+    vals = [0.1, 1e-05, 1.5e20, -2.5, 3.0, 1 / 3]
+    body = "\n".join(f'    c{i} = const({v!r}, "float64")' for i, v in enumerate(vals))
+    text = f'@function\ndef main(x: Tensor((), "float64")) -> Tensor((), "float64"):\n{body}\n    return c0\n'
+    mod = aj.parse(text)
+    got = [float(b.value.data) for b in mod["main"].bindings]
+    assert got == vals
+    for v in vals:
+        assert f"const({v!r}, " in mod.script()
+
+
+def test_duplicate_name_hints_print_uniquely():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (2,), "float32")
+    a = aj.op.add(x, x, name="h")
+    b = aj.op.add(a, x, name="h")
+    mod = bb.finish(aj.op.add(a, b, name="h"))
+    names = [b.var.name_hint for b in mod["main"].bindings]
+    assert names == ["h", "h_1", "h_2"]
+    aj.assert_structural_equal(aj.parse(mod.script()), mod)
+
+
+def test_vars_sharing_a_hint_print_uniquely():
+    t = aj.TensorType((2,), "float32")
+    x = aj.Var("v", t)
+    v1 = aj.Var("v", t)
+    v2 = aj.Var("v", t)
+    fn = aj.Function([x], [(v1, aj.Call("add", [x, x])), (v2, aj.Call("add", [v1, x]))], v2)
+    mod = aj.Module({"main": fn})
+    aj.analysis.verify(mod)
+    text = mod.script()
+    again = aj.parse(text)
+    aj.assert_structural_equal(again, mod)
+    assert again.script() == text

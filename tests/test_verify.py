@@ -1,0 +1,82 @@
+"""The verifier: well-formed modules pass; each kind of malformed module is
+rejected with an aj.VerifyError naming the function and the var or binding."""
+
+import pytest
+
+import adjoint as aj
+from adjoint import examples
+
+T3 = aj.TensorType((3,), "float32")
+
+
+def fn(params, bindings, ret, **attrs):
+    return aj.Module({"main": aj.Function(params, bindings, ret, attrs)})
+
+
+def test_examples_are_well_formed():
+    for text in examples.ALL.values():
+        mod = aj.parse(text)
+        assert aj.analysis.well_formed(mod)
+        aj.analysis.verify(mod)
+        assert aj.analysis.problems(mod) == []
+
+
+def test_use_before_binding():
+    x, a, b = aj.Var("x", T3), aj.Var("a", T3), aj.Var("b", T3)
+    mod = fn([x], [(a, aj.Call("add", [x, b])), (b, aj.Call("add", [x, x]))], a)
+    assert not aj.analysis.well_formed(mod)
+    with pytest.raises(aj.VerifyError, match=r"function 'main', binding 0 'a': uses var 'b'"):
+        aj.analysis.verify(mod)
+
+
+def test_var_bound_twice():
+    x, a = aj.Var("x", T3), aj.Var("a", T3)
+    mod = fn([x], [(a, aj.Call("add", [x, x])), (a, aj.Call("add", [x, x]))], a)
+    with pytest.raises(aj.VerifyError, match=r"binding 1 'a': var 'a' is bound twice \(first at binding 0 'a'\)"):
+        aj.analysis.verify(mod)
+
+
+def test_param_rebound():
+    x = aj.Var("x", T3)
+    mod = fn([x], [(x, aj.Call("add", [x, x]))], x)
+    with pytest.raises(aj.VerifyError, match="bound twice"):
+        aj.analysis.verify(mod)
+
+
+def test_unbound_var_in_return():
+    x, z = aj.Var("x", T3), aj.Var("z", T3)
+    with pytest.raises(aj.VerifyError, match=r"the return value: uses var 'z'"):
+        aj.analysis.verify(fn([x], [], z))
+
+
+def test_var_type_differs_from_value_type():
+    x, a = aj.Var("x", T3), aj.Var("a", aj.TensorType((4,), "float32"))
+    mod = fn([x], [(a, aj.Call("add", [x, x]))], a)
+    with pytest.raises(aj.VerifyError, match=r"binding 0 'a': var has type Tensor\(\(4,\), \"float32\"\)"):
+        aj.analysis.verify(mod)
+
+
+def test_nested_call_is_not_anf():
+    x, a = aj.Var("x", T3), aj.Var("a", T3)
+    nested = aj.Call("add", [x, x])
+    mod = fn([x], [(a, aj.Tuple([nested]))], a)
+    assert not aj.analysis.well_formed(mod)
+
+
+def test_num_input_out_of_range():
+    x = aj.Var("x", T3)
+    with pytest.raises(aj.VerifyError, match=r"num_input: 5 is outside \[0, 1\]"):
+        aj.analysis.verify(fn([x], [], x, num_input=5))
+    with pytest.raises(aj.VerifyError, match="num_input: must be an int"):
+        aj.analysis.verify(fn([x], [], x, num_input="one"))
+
+
+def test_all_problems_are_listed():
+    x, a, b = aj.Var("x", T3), aj.Var("a", T3), aj.Var("b", T3)
+    mod = fn([x], [(a, aj.Call("add", [x, b])), (a, aj.Call("add", [x, x]))], b, num_input=9)
+    assert len(aj.analysis.problems(mod)) == 4
+
+
+def test_verify_rejects_non_modules():
+    with pytest.raises(aj.Error, match="aj.Module"):
+        aj.analysis.verify("not a module")  # type: ignore[arg-type]
