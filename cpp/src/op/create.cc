@@ -9,8 +9,6 @@ Type filled_type(const TypeContext& ctx) {
   return TypeNode::tensor(ctx.attr_shape("shape"), ctx.attr_dtype("dtype"));
 }
 
-Dim zero_flops(const CallNode&) { return Dim(0); }
-
 }  // namespace
 
 void register_create_ops(OpRegistry& reg) {

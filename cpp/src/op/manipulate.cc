@@ -104,20 +104,9 @@ Type split_type(const TypeContext& ctx) {
 Type broadcast_to_type(const TypeContext& ctx) {
   const TypeNode& x = ctx.tensor(0);
   const Shape& target = ctx.attr_shape("shape");
-  if (x.ndim() > target.size())
-    ctx.fail("cannot broadcast ", shape_to_string(x.shape()), " to the lower-rank shape ",
-             shape_to_string(target));
-  size_t off = target.size() - x.ndim();
-  for (size_t i = 0; i < x.ndim(); ++i) {
-    const Dim& d = x.shape()[i];
-    if (d == target[off + i] || (d.is_const() && d.value() == 1)) continue;
-    ctx.fail("cannot broadcast ", shape_to_string(x.shape()), " to ", shape_to_string(target),
-             ": dim ", i, " is ", d.to_string(), ", target has ", target[off + i].to_string());
-  }
+  require_broadcastable(ctx, x.shape(), "x", target, "shape");
   return TypeNode::tensor(target, x.dtype());
 }
-
-Dim zero_flops(const CallNode&) { return Dim(0); }
 
 }  // namespace
 
