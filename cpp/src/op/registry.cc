@@ -17,6 +17,7 @@ const char* attr_kind_name(AttrKind kind) {
     case AttrKind::kOptIntList: return "None or a list of ints";
     case AttrKind::kShape: return "a shape (a tuple of dims)";
     case AttrKind::kIntOrIntList: return "an int or a list of ints";
+    case AttrKind::kReshapeShape: return "a shape (a tuple of dims, one may be -1)";
   }
   return "?";
 }
@@ -129,6 +130,22 @@ std::optional<std::vector<int64_t>> as_int_list(const AttrValue& raw) {
   return std::nullopt;
 }
 
+// Dims of a shape must be non-negative; a reshape target may hold one -1.
+void check_shape_dims(const OpDef& op, const AttrSpec& spec, const Shape& shape) {
+  bool inferred = false;
+  for (const auto& d : shape) {
+    if (!d.is_const() || d.value() >= 0) continue;
+    bool may_infer = spec.kind == AttrKind::kReshapeShape && d.value() == -1;
+    if (may_infer && !inferred) {
+      inferred = true;
+      continue;
+    }
+    throw TypeInferenceError(str("op '", op.name, "': attr '", spec.name, "' ",
+                                 may_infer ? std::string("has more than one -1 dim")
+                                           : str("has a negative dim ", d.value())));
+  }
+}
+
 std::optional<Shape> as_shape(const AttrValue& raw) {
   if (auto* s = std::get_if<Shape>(&raw)) return *s;
   if (auto* l = std::get_if<std::vector<int64_t>>(&raw)) return Shape(l->begin(), l->end());
@@ -167,11 +184,9 @@ AttrValue coerce_attr(const OpDef& op, const AttrSpec& spec, const AttrValue& ra
       if (auto l = as_int_list(raw)) return *l;
       break;
     case AttrKind::kShape:
+    case AttrKind::kReshapeShape:
       if (auto s = as_shape(raw)) {
-        for (const auto& d : *s)
-          if (d.is_const() && d.value() < 0)
-            throw TypeInferenceError(str("op '", op.name, "': attr '", spec.name,
-                                         "' has a negative dim ", d.value()));
+        check_shape_dims(op, spec, *s);
         return *s;
       }
       break;

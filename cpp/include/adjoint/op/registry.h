@@ -28,6 +28,7 @@ enum class AttrKind {
   kOptIntList,  // None or [int, ...] (a single int becomes [int])
   kShape,       // (dim, ...): ints or symbolic dims
   kIntOrIntList,  // an int (kept as int) or a list of ints
+  kReshapeShape,  // a kShape that may hold one -1 (a dim to infer)
 };
 const char* attr_kind_name(AttrKind kind);
 
