@@ -1,9 +1,15 @@
-// Bindings of the runtime: BLAS information and thread control.
+// Bindings of the runtime: the executor (aj.build, exe["name"](*arrays)),
+// BLAS information and thread control. Inputs are read in place when
+// contiguous, native-endian and of the param's dtype; outputs are handed to
+// NumPy without copying; the GIL is released while a function runs.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include "adjoint/runtime/blas.h"
+#include "adjoint/runtime/executor.h"
 #include "adjoint/support/error.h"
+#include "convert.h"
 
 namespace py = pybind11;
 
@@ -27,6 +33,78 @@ py::array_t<double> blas_smoke_matmul(
   return c;
 }
 
+// The array for param i: the caller's own memory when it already fits.
+py::array input_array(const py::handle& obj, const Var& param, size_t i, const std::string& fn_name) {
+  std::string where = str("function '", fn_name, "', param '", param->name_hint(), "' (#", i, ")");
+  const char* want = dtype_name(param->type()->dtype());
+  py::module_ np = py::module_::import("numpy");
+  py::object arr;
+  if (py::isinstance<py::array>(obj)) {
+    py::array a = py::reinterpret_borrow<py::array>(obj);
+    std::string got = py::str(a.dtype().attr("name"));
+    if (got != want)
+      throw ExecutionError(str(where, ": expected dtype ", want, ", got ", got));
+    arr = a;
+    if (!a.dtype().attr("isnative").cast<bool>()) arr = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
+  } else {
+    try {
+      arr = np.attr("asarray")(obj, py::str(want));
+    } catch (const py::error_already_set& e) {
+      throw ExecutionError(str(where, ": cannot convert a ", py::str(py::type::of(obj).attr("__name__")).cast<std::string>(),
+                               " to a ", want, " array"));
+    }
+  }
+  py::array out = np.attr("ascontiguousarray")(arr);
+  return out;
+}
+
+NDArray view_of(const py::array& a, DType dtype) {
+  std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
+  return NDArray(std::move(shape), dtype, nullptr, const_cast<void*>(a.data()));
+}
+
+py::array to_numpy(const NDArray& a) {
+  auto* keep = new std::shared_ptr<void>(a.owner());
+  py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
+  return py::array(py::dtype(dtype_name(a.dtype())), a.shape(), a.data(), base);
+}
+
+py::object rebuild(const Type& t, const std::vector<NDArray>& flat, size_t& pos) {
+  if (t->is_tensor()) return to_numpy(flat[pos++]);
+  py::tuple out(t->fields().size());
+  for (size_t i = 0; i < t->fields().size(); ++i) out[i] = rebuild(t->fields()[i], flat, pos);
+  return out;
+}
+
+// exe["name"]: a callable that keeps its executable alive.
+struct ExecFunction {
+  std::shared_ptr<Executable> exe;
+  CompiledFunction* fn;
+
+  py::object call(const py::args& args) {
+    const auto& params = fn->function()->params();
+    if (args.size() != params.size()) {
+      std::string names;
+      for (const auto& p : params) names += (names.empty() ? "" : ", ") + p->name_hint();
+      throw ExecutionError(str("function '", fn->name(), "' takes ", params.size(), " input(s) (", names,
+                               "), got ", args.size()));
+    }
+    std::vector<py::array> keep;
+    std::vector<NDArray> inputs;
+    for (size_t i = 0; i < params.size(); ++i) {
+      keep.push_back(input_array(args[i], params[i], i, fn->name()));
+      inputs.push_back(view_of(keep.back(), params[i]->type()->dtype()));
+    }
+    std::vector<NDArray> out;
+    {
+      py::gil_scoped_release nogil;
+      out = fn->run(inputs);
+    }
+    size_t pos = 0;
+    return rebuild(fn->function()->ret_type(), out, pos);
+  }
+};
+
 }  // namespace
 
 void bind_runtime(py::module_& m) {
@@ -48,6 +126,29 @@ void bind_runtime(py::module_& m) {
     blas::set_num_threads(n);
   }, py::arg("n"), "Sets the number of threads OpenBLAS uses in adjoint's kernels.");
   m.def("get_num_threads", &blas::num_threads);
+
+  py::class_<ExecFunction>(m, "ExecFunction", "A compiled function: call it with NumPy arrays.")
+      .def("__call__", &ExecFunction::call)
+      .def_property_readonly("name", [](const ExecFunction& f) { return f.fn->name(); })
+      .def_property_readonly("num_instructions", [](const ExecFunction& f) { return f.fn->num_instructions(); })
+      .def_property_readonly("num_folded_transposes", [](const ExecFunction& f) { return f.fn->num_folded_transposes(); })
+      .def_property_readonly("pool_bytes", [](const ExecFunction& f) { return f.fn->pool_bytes(); })
+      .def("__repr__", [](const ExecFunction& f) { return "<aj.ExecFunction '" + f.fn->name() + "'>"; });
+  py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable", "Every function of a module, planned for the CPU.")
+      .def(py::init([](const std::shared_ptr<ModuleNode>& mod) {
+        if (!mod) throw Error("build expects an aj.Module, got None");
+        return std::make_shared<Executable>(mod);
+      }), py::arg("mod"))
+      .def("__getitem__", [](const std::shared_ptr<Executable>& exe, const std::string& name) {
+        if (!exe->module()->contains(name)) {
+          py::object cls = py::module_::import("adjoint.errors").attr("FunctionNotFoundError");
+          PyErr_SetObject(cls.ptr(), py::str("the executable has no function '" + name + "'").ptr());
+          throw py::error_already_set();
+        }
+        return ExecFunction{exe, &exe->get(name)};
+      })
+      .def("__contains__", [](const Executable& exe, const std::string& name) { return exe.module()->contains(name); })
+      .def_property_readonly("names", &Executable::names);
 }
 
 }  // namespace aj::bindings

@@ -38,6 +38,7 @@ from .ir import (
 )
 from .builder import FunctionBuilder
 from . import analysis, op
+from .runtime import build
 
 __version__ = "0.1.0"
 
@@ -58,5 +59,5 @@ __all__ = [
     "Binding", "Call", "Constant", "Dim", "Expr", "Function", "Module", "TensorType", "Tuple",
     "TupleGetItem", "TupleType", "Type", "Var",
     "assert_structural_equal", "parse", "structural_equal", "structural_hash",
-    "FunctionBuilder", "analysis", "op", "blas_info", "set_num_threads",
+    "FunctionBuilder", "analysis", "op", "build", "blas_info", "set_num_threads",
 ]

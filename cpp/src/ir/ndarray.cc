@@ -7,15 +7,28 @@
 
 namespace aj {
 
-NDArray::NDArray(std::vector<int64_t> shape, DType dtype) : shape_(std::move(shape)), dtype_(dtype) {
-  size_t bytes = nbytes();
+namespace {
+// 64-byte aligned storage of at least `bytes` (and at least 64) bytes.
+std::shared_ptr<void> aligned_storage(size_t bytes) {
   size_t alloc = ((bytes + 63) / 64) * 64;
   if (alloc == 0) alloc = 64;
   void* p = std::aligned_alloc(64, alloc);
   if (!p) throw std::bad_alloc();
-  std::memset(p, 0, alloc);
-  owner_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-  data_ = p;
+  return std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+}
+}  // namespace
+
+NDArray NDArray::empty(std::vector<int64_t> shape, DType dtype) {
+  NDArray a;
+  a.shape_ = std::move(shape);
+  a.dtype_ = dtype;
+  a.owner_ = aligned_storage(a.nbytes());
+  a.data_ = a.owner_.get();
+  return a;
+}
+
+NDArray::NDArray(std::vector<int64_t> shape, DType dtype) : NDArray(empty(std::move(shape), dtype)) {
+  std::memset(data_, 0, nbytes());
 }
 
 NDArray::NDArray(std::vector<int64_t> shape, DType dtype, std::shared_ptr<void> owner, void* data)

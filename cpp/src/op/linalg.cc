@@ -1,5 +1,13 @@
 // Linear algebra: matmul with NumPy semantics (1-D operands, batched with
-// broadcast batch dims) and an optional out_dtype.
+// broadcast batch dims) and an optional out_dtype. The kernel runs float
+// matmuls through OpenBLAS sgemm/dgemm, with transposed operands passed as
+// GEMM transpose flags and a batch folded into one GEMM when it can be.
+#include <algorithm>
+#include <cstring>
+
+#include "adjoint/runtime/blas.h"
+#include "adjoint/runtime/kernel.h"
+#include "adjoint/runtime/kernel_util.h"
 #include "families.h"
 #include "op_util.h"
 
@@ -37,12 +45,129 @@ Dim matmul_flops(const CallNode& call) {
   return Dim(2) * num_elements(call.type()->shape()) * a.back();
 }
 
+
+// The operands as matrices: logical (m, k) x (k, n), over a broadcast batch.
+struct GemmShape {
+  int64_t m, k, n;
+  std::vector<int64_t> batch;            // broadcast batch dims of the output
+  std::vector<int64_t> a_batch_strides;  // in matrices (0 where broadcast)
+  std::vector<int64_t> b_batch_strides;
+  bool ta, tb;                           // stored transposed (GEMM flags)
+  int64_t lda, ldb;                      // row-major leading dims of the stored operands
+};
+
+GemmShape gemm_shape(const KernelContext& ctx) {
+  GemmShape g;
+  g.ta = ctx.transposed[0];
+  g.tb = ctx.transposed[1];
+  std::vector<int64_t> sa = ctx.in(0).shape(), sb = ctx.in(1).shape();
+  if (g.ta) std::swap(sa[sa.size() - 1], sa[sa.size() - 2]);
+  if (g.tb) std::swap(sb[sb.size() - 1], sb[sb.size() - 2]);
+  if (sa.size() == 1) sa.insert(sa.begin(), 1);
+  if (sb.size() == 1) sb.push_back(1);
+  g.m = sa[sa.size() - 2];
+  g.k = sa[sa.size() - 1];
+  g.n = sb[sb.size() - 1];
+  std::vector<int64_t> ba(sa.begin(), sa.end() - 2), bb(sb.begin(), sb.end() - 2);
+  size_t nb = std::max(ba.size(), bb.size());
+  g.batch.assign(nb, 1);
+  for (size_t i = 0; i < nb; ++i) {
+    int64_t da = i < nb - ba.size() ? 1 : ba[i - (nb - ba.size())];
+    int64_t db = i < nb - bb.size() ? 1 : bb[i - (nb - bb.size())];
+    g.batch[i] = std::max(da, db);
+    if (da == 0 || db == 0) g.batch[i] = 0;
+  }
+  g.a_batch_strides = broadcast_strides(ba, g.batch);
+  g.b_batch_strides = broadcast_strides(bb, g.batch);
+  g.lda = g.ta ? g.m : g.k;
+  g.ldb = g.tb ? g.k : g.n;
+  return g;
+}
+
+template <typename T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+          int64_t ldb, T* c, int64_t ldc) {
+  using blas::Trans;
+  Trans fa = ta ? Trans::kYes : Trans::kNo, fb = tb ? Trans::kYes : Trans::kNo;
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  if constexpr (std::is_same_v<T, float>) {
+    blas::sgemm(fa, fb, i(m), i(n), i(k), 1.0f, a, i(std::max<int64_t>(lda, 1)), b,
+                i(std::max<int64_t>(ldb, 1)), 0.0f, c, i(std::max<int64_t>(ldc, 1)));
+  } else {
+    blas::dgemm(fa, fb, i(m), i(n), i(k), 1.0, a, i(std::max<int64_t>(lda, 1)), b,
+                i(std::max<int64_t>(ldb, 1)), 0.0, c, i(std::max<int64_t>(ldc, 1)));
+  }
+}
+
+// A naive product for integer and bool dtypes and for a differing out_dtype:
+// accumulates in Acc and casts to O.
+template <typename T, typename O, typename Acc>
+void naive_matmul(const GemmShape& g, const T* a, const T* b, O* c) {
+  for (int64_t i = 0; i < g.m; ++i)
+    for (int64_t j = 0; j < g.n; ++j) {
+      Acc acc = 0;
+      for (int64_t p = 0; p < g.k; ++p) {
+        T x = g.ta ? a[p * g.lda + i] : a[i * g.lda + p];
+        T y = g.tb ? b[j * g.ldb + p] : b[p * g.ldb + j];
+        acc += static_cast<Acc>(x) * static_cast<Acc>(y);
+      }
+      c[i * g.n + j] = static_cast<O>(acc);
+    }
+}
+
+template <typename T, typename O>
+void matmul_typed(const KernelContext& ctx, const GemmShape& g) {
+  const T* a = ctx.in(0).data_as<T>();
+  const T* b = ctx.in(1).data_as<T>();
+  O* c = ctx.out().data_as<O>();
+  constexpr bool use_blas = std::is_same_v<T, O> && std::is_floating_point_v<T>;
+  int64_t a_size = g.m * g.k, b_size = g.k * g.n, c_size = g.m * g.n;
+  if (c_size == 0 || ctx.out().numel() == 0) return;
+  if (g.k == 0) {
+    std::memset(static_cast<void*>(c), 0, ctx.out().nbytes());
+    return;
+  }
+  bool b_shared = std::all_of(g.b_batch_strides.begin(), g.b_batch_strides.end(), [](int64_t s) { return s == 0; });
+  bool a_dense = !g.ta && ctx.in(0).numel() == a_size * std::max<int64_t>(1, ctx.out().numel() / c_size);
+  if constexpr (use_blas) {
+    if (b_shared && a_dense) {  // (batch, m, k) x (k, n): one GEMM with M = batch * m
+      gemm<T>(false, g.tb, ctx.out().numel() / g.n, g.n, g.k, a, g.lda, b, g.ldb, c, g.n);
+      return;
+    }
+  }
+  strided_loop<3>(g.batch, {contiguous_strides(g.batch), g.a_batch_strides, g.b_batch_strides},
+                  [&](const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& s) {
+                    for (int64_t r = 0; r < len; ++r) {
+                      const T* pa = a + (off[1] + r * s[1]) * a_size;
+                      const T* pb = b + (off[2] + r * s[2]) * b_size;
+                      O* pc = c + (off[0] + r * s[0]) * c_size;
+                      if constexpr (use_blas) {
+                        gemm<T>(g.ta, g.tb, g.m, g.n, g.k, pa, g.lda, pb, g.ldb, pc, g.n);
+                      } else {
+                        using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
+                        naive_matmul<T, O, Acc>(g, pa, pb, pc);
+                      }
+                    }
+                  });
+}
+
+void matmul_kernel(KernelContext& ctx) {
+  GemmShape g = gemm_shape(ctx);
+  dispatch_dtype(ctx.in(0).dtype(), [&](auto in_tag) {
+    using T = typename decltype(in_tag)::type;
+    dispatch_dtype(ctx.out().dtype(), [&](auto out_tag) {
+      using O = typename decltype(out_tag)::type;
+      matmul_typed<T, O>(ctx, g);
+    });
+  });
+}
+
 }  // namespace
 
 void register_linalg_ops(OpRegistry& reg) {
   reg.define("matmul").set_family("linalg").set_args({"x1", "x2"})
       .add_attr("out_dtype", AttrKind::kOptDType, NoneValue{})
-      .set_type_rule(matmul_type).set_flops(matmul_flops);
+      .set_type_rule(matmul_type).set_flops(matmul_flops).set_kernel(matmul_kernel);
 }
 
 }  // namespace aj

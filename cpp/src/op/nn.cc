@@ -62,7 +62,7 @@ Type nll_loss_type(const TypeContext& ctx) {
   require_int(ctx, 1);
   const TypeNode& pred = ctx.tensor(0);
   const TypeNode& targets = ctx.tensor(1);
-  const auto& reduction = std::get<std::string>(ctx.attr("reduction"));
+  const std::string& reduction = ctx.attr_string("reduction");
   if (reduction != "mean" && reduction != "sum" && reduction != "none")
     ctx.fail("attr 'reduction' must be \"mean\", \"sum\" or \"none\", got \"", reduction, "\"");
   if (pred.ndim() < 1 || pred.ndim() > 2)

@@ -74,31 +74,10 @@ const TypeNode& TypeContext::tensor(size_t i) const {
   return *t;
 }
 
-const AttrValue& TypeContext::attr(const std::string& name) const {
+const AttrValue& lookup_attr(const OpDef& op, const Attrs& attrs, const std::string& name) {
   int i = op.attr_index(name);
   if (i < 0) throw Error(str("op '", op.name, "' has no attr '", name, "'"));
   return attrs[i];
-}
-
-int64_t TypeContext::attr_int(const std::string& name) const { return std::get<int64_t>(attr(name)); }
-double TypeContext::attr_float(const std::string& name) const { return std::get<double>(attr(name)); }
-bool TypeContext::attr_bool(const std::string& name) const { return std::get<bool>(attr(name)); }
-DType TypeContext::attr_dtype(const std::string& name) const { return std::get<DType>(attr(name)); }
-std::optional<DType> TypeContext::attr_opt_dtype(const std::string& name) const {
-  const AttrValue& v = attr(name);
-  if (std::holds_alternative<NoneValue>(v)) return std::nullopt;
-  return std::get<DType>(v);
-}
-std::optional<std::vector<int64_t>> TypeContext::attr_opt_ints(const std::string& name) const {
-  const AttrValue& v = attr(name);
-  if (std::holds_alternative<NoneValue>(v)) return std::nullopt;
-  return std::get<std::vector<int64_t>>(v);
-}
-const std::vector<int64_t>& TypeContext::attr_ints(const std::string& name) const {
-  return std::get<std::vector<int64_t>>(attr(name));
-}
-const Shape& TypeContext::attr_shape(const std::string& name) const {
-  return std::get<Shape>(attr(name));
 }
 
 // ---- attr checking ----

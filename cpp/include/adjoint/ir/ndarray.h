@@ -14,8 +14,10 @@ namespace aj {
 class NDArray {
  public:
   NDArray() = default;
-  // Allocates an uninitialized (zeroed) array.
+  // Allocates a zero-filled array.
   NDArray(std::vector<int64_t> shape, DType dtype);
+  // Allocates an array whose contents are unspecified (for kernel outputs).
+  static NDArray empty(std::vector<int64_t> shape, DType dtype);
   // Wraps memory owned by `owner` (no copy).
   NDArray(std::vector<int64_t> shape, DType dtype, std::shared_ptr<void> owner, void* data);
 

@@ -38,24 +38,51 @@ struct AttrSpec {
   std::optional<AttrValue> default_value;  // none: required (printed positionally)
 };
 
+// An attr of a call by name; throws aj::Error when the op has no such attr.
+const AttrValue& lookup_attr(const OpDef& op, const Attrs& attrs, const std::string& name);
+
+// Typed reads of a call's resolved attrs, by name; shared by type rules
+// (TypeContext) and kernels (KernelContext). Self provides op() and attrs().
+template <class Self>
+struct AttrReader {
+  const AttrValue& attr(const std::string& name) const {
+    const Self& s = static_cast<const Self&>(*this);
+    return lookup_attr(s.op_def(), s.attr_values(), name);
+  }
+  int64_t attr_int(const std::string& name) const { return std::get<int64_t>(attr(name)); }
+  double attr_float(const std::string& name) const { return std::get<double>(attr(name)); }
+  bool attr_bool(const std::string& name) const { return std::get<bool>(attr(name)); }
+  const std::string& attr_string(const std::string& name) const { return std::get<std::string>(attr(name)); }
+  DType attr_dtype(const std::string& name) const { return std::get<DType>(attr(name)); }
+  std::optional<DType> attr_opt_dtype(const std::string& name) const {
+    const AttrValue& v = attr(name);
+    if (std::holds_alternative<NoneValue>(v)) return std::nullopt;
+    return std::get<DType>(v);
+  }
+  std::optional<std::vector<int64_t>> attr_opt_ints(const std::string& name) const {
+    const AttrValue& v = attr(name);
+    if (std::holds_alternative<NoneValue>(v)) return std::nullopt;
+    return std::get<std::vector<int64_t>>(v);
+  }
+  const std::vector<int64_t>& attr_ints(const std::string& name) const {
+    return std::get<std::vector<int64_t>>(attr(name));
+  }
+  const Shape& attr_shape(const std::string& name) const { return std::get<Shape>(attr(name)); }
+};
+
 // What a type rule sees. fail() throws TypeInferenceError prefixed with the op name.
-struct TypeContext {
+struct TypeContext : AttrReader<TypeContext> {
+  TypeContext(const OpDef& op_, const std::vector<Expr>& args_, const Attrs& attrs_)
+      : op(op_), args(args_), attrs(attrs_) {}
   const OpDef& op;
   const std::vector<Expr>& args;
   const Attrs& attrs;
 
+  const OpDef& op_def() const { return op; }
+  const Attrs& attr_values() const { return attrs; }
   const Type& arg_type(size_t i) const { return args[i]->type(); }
   // The i-th arg's type, which must be a tensor (else fail naming the arg).
   const TypeNode& tensor(size_t i) const;
-  const AttrValue& attr(const std::string& name) const;
-  int64_t attr_int(const std::string& name) const;
-  double attr_float(const std::string& name) const;
-  bool attr_bool(const std::string& name) const;
-  DType attr_dtype(const std::string& name) const;
-  std::optional<DType> attr_opt_dtype(const std::string& name) const;
-  std::optional<std::vector<int64_t>> attr_opt_ints(const std::string& name) const;
-  const std::vector<int64_t>& attr_ints(const std::string& name) const;
-  const Shape& attr_shape(const std::string& name) const;
 
   template <typename... Parts>
   [[noreturn]] void fail(const Parts&... parts) const {
@@ -96,6 +123,8 @@ struct OpDef {
   OpDef& set_type_rule(TypeRule r) { infer_type = r; return *this; }
   OpDef& set_flops(FlopRule r) { flops = r; return *this; }
   OpDef& set_differentiable(bool d) { differentiable = d; return *this; }
+  OpDef& set_kernel(Kernel k) { kernel = std::move(k); return *this; }
+  OpDef& set_vjp(VJPRule r) { vjp = std::move(r); return *this; }
 };
 
 class OpRegistry {

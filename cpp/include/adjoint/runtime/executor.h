@@ -1,0 +1,86 @@
+// The CPU executor. build() plans each function of a module once:
+//   1. every tensor value gets a slot; tuples, tuple items and var aliases
+//      are resolved to the slots of their fields (no copies, no work);
+//   2. a permute_dims that swaps the last two axes and is used only as a
+//      matmul operand is not run: the matmul reads its input with the GEMM
+//      transpose flag set;
+//   3. each slot's last use is found, so its buffer returns to a pool right
+//      after it, and the next allocation of a fitting size reuses it;
+//   4. output shapes are computed once when static, or per run by evaluating
+//      the symbolic dims with the symbols bound from the inputs.
+// run() executes the plan with the GIL released (the bindings do that).
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "adjoint/ir/function.h"
+#include "adjoint/runtime/kernel.h"
+
+namespace aj {
+
+class BufferPool;
+
+class CompiledFunction {
+ public:
+  CompiledFunction(std::string name, Function fn);
+  ~CompiledFunction();
+
+  const std::string& name() const { return name_; }
+  const Function& function() const { return fn_; }
+
+  // Checks inputs against the params (count, dtype, rank, dims; symbols bound
+  // consistently) and runs. Inputs must be C-contiguous; they are read in place.
+  // Returns the tensors of the result, flattened in order.
+  std::vector<NDArray> run(const std::vector<NDArray>& inputs);
+
+  // Validates inputs against the params and binds the symbolic dims.
+  std::map<std::string, int64_t> bind_symbols(const std::vector<NDArray>& inputs) const;
+
+  size_t num_instructions() const { return instrs_.size(); }
+  size_t num_folded_transposes() const { return folded_transposes_; }
+  size_t pool_bytes() const;  // bytes held by the buffer pool between runs
+
+ private:
+  struct Instr {
+    const Kernel* kernel;
+    KernelContext ctx;
+    std::vector<int> in_slots;
+    std::vector<int> out_slots;
+    std::vector<Type> out_types;                  // symbolic, for dynamic shapes
+    std::vector<std::vector<int64_t>> out_shapes;  // static shapes; empty when symbolic
+    std::vector<int> release_after;               // slots whose last use is here
+  };
+
+  void plan();
+  int new_slot();
+  std::vector<int64_t> concrete(const Type& t, const std::map<std::string, int64_t>& env) const;
+
+  std::string name_;
+  Function fn_;
+  std::vector<NDArray> slots_;
+  std::vector<bool> pooled_;          // slot buffers come from the pool
+  std::vector<int> param_slots_;
+  std::vector<int> ret_slots_;
+  std::vector<Instr> instrs_;
+  size_t folded_transposes_ = 0;
+  std::unique_ptr<BufferPool> pool_;
+  std::mutex mu_;  // one run at a time: the plan's slots are reused
+};
+
+class Executable {
+ public:
+  explicit Executable(const Module& mod);
+  CompiledFunction& get(const std::string& name);  // throws Error when absent
+  std::vector<std::string> names() const;
+  const Module& module() const { return mod_; }
+
+ private:
+  Module mod_;
+  std::map<std::string, std::unique_ptr<CompiledFunction>> fns_;
+};
+
+}  // namespace aj

@@ -1,0 +1,143 @@
+// Building blocks of CPU kernels: dispatch on dtype, and a broadcasting loop
+// that collapses contiguous dims and hands the kernel long inner runs, so an
+// elementwise kernel is one tight loop over pointers with fixed strides.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "adjoint/ir/ndarray.h"
+#include "adjoint/support/error.h"
+
+namespace aj {
+
+template <typename T> struct TypeTag { using type = T; };
+
+// Calls f(TypeTag<T>{}) with T the C++ type of `t` (bool is uint8_t).
+template <typename F>
+decltype(auto) dispatch_dtype(DType t, F&& f) {
+  switch (t) {
+    case DType::kFloat32: return f(TypeTag<float>{});
+    case DType::kFloat64: return f(TypeTag<double>{});
+    case DType::kInt32: return f(TypeTag<int32_t>{});
+    case DType::kInt64: return f(TypeTag<int64_t>{});
+    case DType::kBool: return f(TypeTag<uint8_t>{});
+  }
+  throw Error("unknown dtype");
+}
+
+// Like dispatch_dtype, for float32/float64 only.
+template <typename F>
+decltype(auto) dispatch_float(DType t, F&& f) {
+  if (t == DType::kFloat32) return f(TypeTag<float>{});
+  if (t == DType::kFloat64) return f(TypeTag<double>{});
+  throw Error(str("expected a float dtype, got ", dtype_name(t)));
+}
+
+// Row-major strides (in elements) of `in` read as if broadcast to `out`:
+// right-aligned, 0 where `in` has a 1 (or no dim) and `out` does not.
+std::vector<int64_t> broadcast_strides(const std::vector<int64_t>& in, const std::vector<int64_t>& out);
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& shape);
+
+// Iterates over `shape` with N strided operands (strides in elements; operand
+// 0 is usually the output). Adjacent dims that every operand walks
+// contiguously are merged; then inner(offsets, n, inner_strides) is called for
+// each run of the last dim, with each operand's element offset at the run's
+// start and its stride along the run.
+template <size_t N, typename Inner>
+void strided_loop(const std::vector<int64_t>& shape, std::array<std::vector<int64_t>, N> strides,
+                  Inner&& inner) {
+  std::vector<int64_t> dims;
+  std::array<std::vector<int64_t>, N> st;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return;
+    if (shape[d] == 1) continue;
+    bool merge = !dims.empty();
+    for (size_t k = 0; k < N && merge; ++k) merge = st[k].back() == strides[k][d] * shape[d];
+    if (merge) {
+      dims.back() *= shape[d];
+      for (size_t k = 0; k < N; ++k) st[k].back() = strides[k][d];
+    } else {
+      dims.push_back(shape[d]);
+      for (size_t k = 0; k < N; ++k) st[k].push_back(strides[k][d]);
+    }
+  }
+  std::array<int64_t, N> off{};
+  if (dims.empty()) {
+    std::array<int64_t, N> zero{};
+    inner(off, int64_t{1}, zero);
+    return;
+  }
+  size_t nd = dims.size();
+  std::array<int64_t, N> inner_stride;
+  for (size_t k = 0; k < N; ++k) inner_stride[k] = st[k][nd - 1];
+  int64_t run = dims[nd - 1];
+  std::vector<int64_t> idx(nd, 0);
+  while (true) {
+    inner(off, run, inner_stride);
+    size_t d = nd - 1;
+    while (true) {
+      if (d == 0) return;
+      --d;
+      ++idx[d];
+      for (size_t k = 0; k < N; ++k) off[k] += st[k][d];
+      if (idx[d] < dims[d]) break;
+      for (size_t k = 0; k < N; ++k) off[k] -= st[k][d] * dims[d];
+      idx[d] = 0;
+    }
+  }
+}
+
+// out[i] = f(a[i]) over same-shape contiguous arrays of types A -> O.
+template <typename O, typename A, typename F>
+void unary_map(const NDArray& a, NDArray& out, F&& f) {
+  const A* pa = a.data_as<A>();
+  O* po = out.data_as<O>();
+  int64_t n = out.numel();
+  for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i]);
+}
+
+// out = f(a, b) with NumPy broadcasting; fast paths for equal shapes and a
+// scalar operand, strided_loop otherwise.
+template <typename O, typename A, typename B, typename F>
+void binary_map(const NDArray& a, const NDArray& b, NDArray& out, F&& f) {
+  const A* pa = a.data_as<A>();
+  const B* pb = b.data_as<B>();
+  O* po = out.data_as<O>();
+  int64_t n = out.numel();
+  if (a.numel() == n && b.numel() == n) {
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+    return;
+  }
+  if (b.numel() == 1 && a.numel() == n) {
+    B s = pb[0];
+    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], s);
+    return;
+  }
+  if (a.numel() == 1 && b.numel() == n) {
+    A s = pa[0];
+    for (int64_t i = 0; i < n; ++i) po[i] = f(s, pb[i]);
+    return;
+  }
+  const auto& shape = out.shape();
+  strided_loop<3>(shape, {contiguous_strides(shape), broadcast_strides(a.shape(), shape),
+                          broadcast_strides(b.shape(), shape)},
+                  [&](const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& s) {
+                    O* o = po + off[0];
+                    const A* x = pa + off[1];
+                    const B* y = pb + off[2];
+                    if (s[1] == 1 && s[2] == 0) {
+                      B c = *y;
+                      for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], c);
+                    } else if (s[1] == 0 && s[2] == 1) {
+                      A c = *x;
+                      for (int64_t i = 0; i < len; ++i) o[i] = f(c, y[i]);
+                    } else {
+                      for (int64_t i = 0; i < len; ++i) o[i * s[0]] = f(x[i * s[1]], y[i * s[2]]);
+                    }
+                  });
+}
+
+}  // namespace aj

@@ -1,0 +1,38 @@
+// The executor's buffer pool (buffer_pool.h): best fit over a short free list.
+#include "buffer_pool.h"
+
+namespace aj {
+
+NDArray BufferPool::take(std::vector<int64_t> shape, DType dtype) {
+  int64_t n = 1;
+  for (auto d : shape) n *= d;
+  size_t need = static_cast<size_t>(n) * dtype_size(dtype);
+  size_t best = free_.size();
+  for (size_t i = 0; i < free_.size(); ++i) {
+    size_t cap = free_[i].capacity;
+    if (cap >= need && cap <= 2 * need + 256 && (best == free_.size() || cap < free_[best].capacity))
+      best = i;
+  }
+  if (best == free_.size()) return NDArray::empty(std::move(shape), dtype);
+  Buffer buf = std::move(free_[best]);
+  free_[best] = std::move(free_.back());
+  free_.pop_back();
+  void* data = buf.owner.get();
+  return NDArray(std::move(shape), dtype, std::move(buf.owner), data);
+}
+
+void BufferPool::give(NDArray& a) {
+  if (!a.owner()) return;
+  size_t cap = ((a.nbytes() + 63) / 64) * 64;
+  if (cap == 0) cap = 64;
+  free_.push_back({cap, a.owner()});
+  a = NDArray();
+}
+
+size_t BufferPool::bytes() const {
+  size_t total = 0;
+  for (const auto& b : free_) total += b.capacity;
+  return total;
+}
+
+}  // namespace aj

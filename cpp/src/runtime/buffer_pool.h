@@ -1,0 +1,31 @@
+// A pool of reusable buffers for the executor: a buffer freed after its
+// value's last use serves the next allocation that fits, so a function's
+// peak memory stays near its live set and repeated runs allocate nothing.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "adjoint/ir/ndarray.h"
+
+namespace aj {
+
+class BufferPool {
+ public:
+  // An array of `shape` and `dtype` backed by a pooled buffer when one fits
+  // (capacity >= need and not more than twice it), else by a new one.
+  NDArray take(std::vector<int64_t> shape, DType dtype);
+  // Returns a's buffer to the pool (a must have been taken from it).
+  void give(NDArray& a);
+  size_t bytes() const;
+  void clear() { free_.clear(); }
+
+ private:
+  struct Buffer {
+    size_t capacity;
+    std::shared_ptr<void> owner;
+  };
+  std::vector<Buffer> free_;
+};
+
+}  // namespace aj

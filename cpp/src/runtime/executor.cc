@@ -1,0 +1,344 @@
+// The CPU executor (runtime/executor.h): planning a function into
+// instructions over slots, validating inputs, and running the plan.
+#include "adjoint/runtime/executor.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <unordered_map>
+
+#include "buffer_pool.h"
+
+namespace aj {
+namespace {
+
+// The flattened tensor slots of a value (one for a tensor, one per field,
+// recursively, for a tuple).
+using SlotList = std::vector<int>;
+
+size_t count_tensors(const Type& t) {
+  if (t->is_tensor()) return 1;
+  size_t n = 0;
+  for (const auto& f : t->fields()) n += count_tensors(f);
+  return n;
+}
+
+void flatten_types(const Type& t, std::vector<Type>& out) {
+  if (t->is_tensor()) {
+    out.push_back(t);
+    return;
+  }
+  for (const auto& f : t->fields()) flatten_types(f, out);
+}
+
+// permute_dims that swaps exactly the last two axes (for rank 2 also axes=None).
+bool swaps_last_two(const CallNode& call) {
+  if (call.op().name != "permute_dims") return false;
+  size_t n = call.args()[0]->type()->ndim();
+  if (n < 2) return false;
+  const auto& axes = call.attrs()[0];
+  if (std::holds_alternative<NoneValue>(axes)) return n == 2;
+  const auto& a = std::get<std::vector<int64_t>>(axes);
+  for (size_t i = 0; i + 2 < n; ++i)
+    if (a[i] != static_cast<int64_t>(i) && a[i] != static_cast<int64_t>(i) - static_cast<int64_t>(n)) return false;
+  auto is = [n](int64_t v, size_t want) { return v == static_cast<int64_t>(want) || v + static_cast<int64_t>(n) == static_cast<int64_t>(want); };
+  return is(a[n - 2], n - 1) && is(a[n - 1], n - 2);
+}
+
+// Vars used only as matmul operands (so a transpose feeding them can fold).
+std::unordered_map<const VarNode*, bool> matmul_only_uses(const FunctionNode& fn) {
+  std::unordered_map<const VarNode*, bool> only;
+  auto note = [&only](const Expr& e, bool is_matmul_operand) {
+    if (auto* v = as<VarNode>(e)) {
+      auto it = only.find(v);
+      if (it == only.end()) only.emplace(v, is_matmul_operand);
+      else it->second = it->second && is_matmul_operand;
+    }
+  };
+  std::function<void(const Expr&)> note_other = [&](const Expr& e) {
+    note(e, false);
+    if (auto* t = as<TupleNode>(e))
+      for (const auto& f : t->fields()) note_other(f);
+  };
+  for (const auto& b : fn.bindings()) {
+    if (auto* c = as<CallNode>(b.value)) {
+      bool mm = c->op().name == "matmul";
+      for (const auto& a : c->args()) {
+        if (mm) note(a, true);
+        else note_other(a);
+      }
+    } else if (auto* g = as<TupleGetItemNode>(b.value)) {
+      note_other(g->tuple());
+    } else {
+      note_other(b.value);
+    }
+  }
+  note_other(fn.ret());
+  return only;
+}
+
+}  // namespace
+
+CompiledFunction::CompiledFunction(std::string name, Function fn)
+    : name_(std::move(name)), fn_(std::move(fn)), pool_(std::make_unique<BufferPool>()) {
+  plan();
+}
+
+CompiledFunction::~CompiledFunction() = default;
+
+int CompiledFunction::new_slot() {
+  slots_.emplace_back();
+  pooled_.push_back(false);
+  return static_cast<int>(slots_.size() - 1);
+}
+
+void CompiledFunction::plan() {
+  const FunctionNode& fn = *fn_;
+  std::unordered_map<const ExprNode*, SlotList> refs;  // var or constant -> slots
+  std::unordered_map<const VarNode*, int> transposed_source;  // folded transposes
+  auto only_matmul = matmul_only_uses(fn);
+
+  std::function<SlotList(const Expr&)> slots_of = [&](const Expr& e) -> SlotList {
+    if (auto* c = as<ConstantNode>(e)) {
+      auto it = refs.find(c);
+      if (it != refs.end()) return it->second;
+      int s = new_slot();
+      slots_[s] = c->data();
+      return refs[c] = {s};
+    }
+    if (auto* t = as<TupleNode>(e)) {
+      SlotList out;
+      for (const auto& f : t->fields()) {
+        SlotList fs = slots_of(f);
+        out.insert(out.end(), fs.begin(), fs.end());
+      }
+      return out;
+    }
+    auto it = refs.find(e.get());
+    if (it == refs.end())
+      throw ExecutionError(str("function '", name_, "' is not well formed: a var is used before it is bound"));
+    return it->second;
+  };
+
+  for (size_t i = 0; i < fn.params().size(); ++i) {
+    const Var& p = fn.params()[i];
+    if (!p->type()->is_tensor())
+      throw ExecutionError(str("function '", name_, "', param '", p->name_hint(),
+                               "': the executor takes tensor params only, got ", p->type()->to_string()));
+    int s = new_slot();
+    param_slots_.push_back(s);
+    refs[p.get()] = {s};
+  }
+
+  std::vector<std::vector<int>> instr_inputs;
+  for (const auto& b : fn.bindings()) {
+    const Expr& v = b.value;
+    if (auto* g = as<TupleGetItemNode>(v)) {
+      SlotList whole = slots_of(g->tuple());
+      const auto& fields = g->tuple()->type()->fields();
+      size_t start = 0;
+      for (int k = 0; k < g->index(); ++k) start += count_tensors(fields[k]);
+      size_t len = count_tensors(fields[g->index()]);
+      refs[b.var.get()] = SlotList(whole.begin() + start, whole.begin() + start + len);
+      continue;
+    }
+    auto* call = as<CallNode>(v);
+    if (!call) {
+      refs[b.var.get()] = slots_of(v);
+      continue;
+    }
+    if (swaps_last_two(*call) && only_matmul.count(b.var.get()) && only_matmul[b.var.get()]) {
+      transposed_source[b.var.get()] = slots_of(call->args()[0])[0];
+      refs[b.var.get()] = slots_of(call->args()[0]);
+      ++folded_transposes_;
+      continue;
+    }
+    const OpDef& op = call->op();
+    if (!op.kernel)
+      throw ExecutionError(str("function '", name_, "', binding '", b.var->name_hint(), "': op '", op.name,
+                               "' has no CPU kernel"));
+    Instr ins{&op.kernel, KernelContext{}, {}, {}, {}, {}, {}};
+    ins.ctx.call = call;
+    for (size_t a = 0; a < call->args().size(); ++a) {
+      const Expr& arg = call->args()[a];
+      auto* av = as<VarNode>(arg);
+      if (av && transposed_source.count(av)) {
+        ins.in_slots.push_back(transposed_source[av]);
+        if (a < 2) ins.ctx.transposed[a] = true;
+        continue;
+      }
+      SlotList s = slots_of(arg);
+      ins.in_slots.insert(ins.in_slots.end(), s.begin(), s.end());
+    }
+    flatten_types(call->type(), ins.out_types);
+    SlotList outs;
+    for (const auto& t : ins.out_types) {
+      int s = new_slot();
+      pooled_[s] = true;
+      outs.push_back(s);
+      bool is_static = true;
+      std::vector<int64_t> shape;
+      for (const auto& d : t->shape()) {
+        if (!d.is_const()) is_static = false;
+        else shape.push_back(d.value());
+      }
+      ins.out_shapes.push_back(is_static ? shape : std::vector<int64_t>{});
+    }
+    ins.out_slots = outs;
+    refs[b.var.get()] = outs;
+    instrs_.push_back(std::move(ins));
+  }
+  ret_slots_ = slots_of(fn.ret());
+
+  // Liveness: release each pooled slot after its last reader (or its producer
+  // when nothing reads it); returned slots live on.
+  std::vector<int> last(slots_.size(), -1);
+  for (size_t i = 0; i < instrs_.size(); ++i) {
+    for (int s : instrs_[i].out_slots) last[s] = static_cast<int>(i);
+    for (int s : instrs_[i].in_slots) last[s] = static_cast<int>(i);
+  }
+  for (int s : ret_slots_) last[s] = -2;
+  for (size_t s = 0; s < slots_.size(); ++s)
+    if (pooled_[s] && last[s] >= 0) instrs_[last[s]].release_after.push_back(static_cast<int>(s));
+
+  for (auto& ins : instrs_) {
+    for (int s : ins.in_slots) ins.ctx.inputs.push_back(&slots_[s]);
+    for (int s : ins.out_slots) ins.ctx.outputs.push_back(&slots_[s]);
+  }
+}
+
+std::map<std::string, int64_t> CompiledFunction::bind_symbols(const std::vector<NDArray>& inputs) const {
+  const auto& params = fn_->params();
+  if (inputs.size() != params.size()) {
+    std::string names;
+    for (const auto& p : params) names += (names.empty() ? "" : ", ") + p->name_hint();
+    throw ExecutionError(str("function '", name_, "' takes ", params.size(), " input(s) (", names, "), got ",
+                             inputs.size()));
+  }
+  std::map<std::string, int64_t> env;
+  std::map<std::string, std::string> bound_by;
+  auto where = [&](size_t i) { return str("function '", name_, "', param '", params[i]->name_hint(), "' (#", i, ")"); };
+  for (size_t i = 0; i < params.size(); ++i) {
+    const TypeNode& t = *params[i]->type();
+    const NDArray& a = inputs[i];
+    if (a.dtype() != t.dtype())
+      throw ExecutionError(str(where(i), ": expected dtype ", dtype_name(t.dtype()), ", got ", dtype_name(a.dtype())));
+    if (a.shape().size() != t.ndim())
+      throw ExecutionError(str(where(i), ": expected rank ", t.ndim(), " (shape ", shape_to_string(t.shape()),
+                               "), got shape ", shape_to_string(Shape(a.shape().begin(), a.shape().end()))));
+    for (size_t d = 0; d < t.ndim(); ++d) {
+      const Dim& dim = t.shape()[d];
+      int64_t got = a.shape()[d];
+      if (dim.is_const()) {
+        if (dim.value() != got)
+          throw ExecutionError(str(where(i), ": dim ", d, " must be ", dim.value(), ", got ", got));
+        continue;
+      }
+      auto terms = dim.terms();
+      if (terms.size() == 1 && terms[0].coeff == 1 && terms[0].monomial.size() == 1 && terms[0].monomial[0].second == 1) {
+        const std::string& sym = terms[0].monomial[0].first;
+        auto it = env.find(sym);
+        if (it == env.end()) {
+          env[sym] = got;
+          bound_by[sym] = str("param '", params[i]->name_hint(), "' dim ", d);
+        } else if (it->second != got) {
+          throw ExecutionError(str(where(i), ": dim ", d, " is symbol '", sym, "' = ", it->second, " (from ",
+                                   bound_by[sym], "), but here it is ", got));
+        }
+      }
+    }
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    const TypeNode& t = *params[i]->type();
+    for (size_t d = 0; d < t.ndim(); ++d) {
+      const Dim& dim = t.shape()[d];
+      if (dim.is_const()) continue;
+      auto v = dim.evaluate(env);
+      if (!v)
+        throw ExecutionError(str(where(i), ": dim ", d, " (", dim.to_string(),
+                                 ") uses a symbol that no param binds alone"));
+      if (*v != inputs[i].shape()[d])
+        throw ExecutionError(str(where(i), ": dim ", d, " is ", dim.to_string(), " = ", *v, ", got ",
+                                 inputs[i].shape()[d]));
+    }
+  }
+  return env;
+}
+
+std::vector<int64_t> CompiledFunction::concrete(const Type& t, const std::map<std::string, int64_t>& env) const {
+  std::vector<int64_t> out;
+  out.reserve(t->ndim());
+  for (const auto& d : t->shape()) {
+    auto v = d.evaluate(env);
+    if (!v || *v < 0)
+      throw ExecutionError(str("function '", name_, "': cannot compute dim ", d.to_string(), " from the inputs"));
+    out.push_back(*v);
+  }
+  return out;
+}
+
+namespace {
+NDArray copy_of(const NDArray& a) {
+  NDArray out = NDArray::empty(a.shape(), a.dtype());
+  if (a.nbytes()) std::memcpy(out.data(), a.data(), a.nbytes());
+  return out;
+}
+}  // namespace
+
+std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<std::string, int64_t> env = bind_symbols(inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) slots_[param_slots_[i]] = inputs[i];
+  auto reset = [&] {
+    for (size_t s = 0; s < slots_.size(); ++s)
+      if (pooled_[s]) slots_[s] = NDArray();
+    for (int s : param_slots_) slots_[s] = NDArray();
+  };
+  try {
+    for (auto& ins : instrs_) {
+      for (size_t k = 0; k < ins.out_slots.size(); ++k) {
+        bool known = ins.out_shapes[k].size() == ins.out_types[k]->ndim();
+        std::vector<int64_t> shape = known ? ins.out_shapes[k] : concrete(ins.out_types[k], env);
+        slots_[ins.out_slots[k]] = pool_->take(std::move(shape), ins.out_types[k]->dtype());
+      }
+      (*ins.kernel)(ins.ctx);
+      for (int s : ins.release_after) pool_->give(slots_[s]);
+    }
+  } catch (...) {
+    reset();
+    throw;
+  }
+  std::vector<NDArray> out;
+  out.reserve(ret_slots_.size());
+  std::vector<bool> handed(slots_.size(), false);
+  for (int s : ret_slots_) {
+    if (pooled_[s] && !handed[s]) {
+      handed[s] = true;
+      out.push_back(slots_[s]);
+    } else {
+      out.push_back(copy_of(slots_[s]));
+    }
+  }
+  reset();
+  return out;
+}
+
+size_t CompiledFunction::pool_bytes() const { return pool_->bytes(); }
+
+Executable::Executable(const Module& mod) : mod_(mod) {
+  for (const auto& [name, fn] : mod->functions()) fns_[name] = std::make_unique<CompiledFunction>(name, fn);
+}
+
+CompiledFunction& Executable::get(const std::string& name) {
+  auto it = fns_.find(name);
+  if (it == fns_.end()) throw Error(str("the executable has no function '", name, "'"));
+  return *it->second;
+}
+
+std::vector<std::string> Executable::names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, fn] : mod_->functions()) out.push_back(name);
+  return out;
+}
+
+}  // namespace aj
