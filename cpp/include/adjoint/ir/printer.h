@@ -40,6 +40,13 @@ std::string print_module(const Module& mod);
 std::string print_function(const std::string& name, const Function& fn);
 std::string print_type(const Type& type);  // Tensor((3,), "float32")
 
+// Single lines of print_function's output, unindented, with the var names
+// print_function gives; for messages (structural_diff, verifier).
+std::string print_decorator(const Function& fn);                        // @function(num_input=1)
+std::string print_signature(const std::string& name, const Function& fn);  // def main(x: ...) -> T:
+std::string print_binding(const Function& fn, size_t index);            // lv: T = op(x)
+std::string print_return(const Function& fn);                           // return lv
+
 // Shortest round-trip text of a float, with a '.' or exponent ("1.0", "1e-05", "inf", "nan").
 std::string format_double(double v);
 std::string format_float32(float v);
