@@ -37,7 +37,7 @@ BAD = [
     ("unclosed_bracket", body("lv = sum(x, axis=[0)", "return x"), P, 3),
     ("bad_indentation", HEAD + "    lv = add(x, x)\n      lv2 = add(lv, x)\n    return lv2\n", P, 4),
     ("dedent_inside_body", HEAD + "    lv = add(x, x)\n  return lv\n", P, 4),
-    ("missing_return", body("lv = add(x, x)"), P, 4),
+    ("missing_return", body("lv = add(x, x)"), P, 2),
     ("annotation_mismatch", body('lv: Tensor((4,), "float32") = add(x, x)', "return lv"), T, 3),
     ("return_type_mismatch", body("lv = sum(x)", "return lv"), T, 4),
     ("bad_symbolic_dim", '@function\ndef main(x: Tensor(("n +", 3), "float32")) -> Tensor((3,), "float32"):\n    return x\n', P, 2),

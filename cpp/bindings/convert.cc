@@ -1,6 +1,8 @@
 // Python <-> core value conversions (see convert.h).
 #include "convert.h"
 
+#include <pybind11/stl.h>
+
 #include <cstring>
 
 #include "adjoint/support/error.h"

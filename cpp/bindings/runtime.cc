@@ -33,6 +33,28 @@ py::array_t<double> blas_smoke_matmul(
   return c;
 }
 
+// out = a @ b through sgemm/dgemm, GIL released: the reference GEMM time.
+void gemm_into(const py::array& a, const py::array& b, py::array& out) {
+  auto ok = [](const py::array& x) { return x.ndim() == 2 && (x.flags() & py::array::c_style); };
+  if (!ok(a) || !ok(b) || !ok(out) || a.shape(1) != b.shape(0) || out.shape(0) != a.shape(0) ||
+      out.shape(1) != b.shape(1) || !out.writeable())
+    throw Error("gemm needs C-contiguous 2-D arrays a (m, k), b (k, n) and a writable out (m, n)");
+  int m = static_cast<int>(a.shape(0)), k = static_cast<int>(a.shape(1)), n = static_cast<int>(b.shape(1));
+  std::string dt = py::str(a.dtype().attr("name"));
+  if (dt != py::str(b.dtype().attr("name")).cast<std::string>() || dt != py::str(out.dtype().attr("name")).cast<std::string>())
+    throw Error("gemm needs a, b and out of one dtype");
+  void* c = out.mutable_data();
+  py::gil_scoped_release nogil;
+  if (dt == "float32")
+    blas::sgemm(blas::Trans::kNo, blas::Trans::kNo, m, n, k, 1.0f, static_cast<const float*>(a.data()), k,
+                static_cast<const float*>(b.data()), n, 0.0f, static_cast<float*>(c), n);
+  else if (dt == "float64")
+    blas::dgemm(blas::Trans::kNo, blas::Trans::kNo, m, n, k, 1.0, static_cast<const double*>(a.data()), k,
+                static_cast<const double*>(b.data()), n, 0.0, static_cast<double*>(c), n);
+  else
+    throw Error("gemm supports float32 and float64");
+}
+
 // The array for param i: the caller's own memory when it already fits.
 py::array input_array(const py::handle& obj, const Var& param, size_t i, const std::string& fn_name) {
   std::string where = str("function '", fn_name, "', param '", param->name_hint(), "' (#", i, ")");
@@ -126,6 +148,9 @@ void bind_runtime(py::module_& m) {
     blas::set_num_threads(n);
   }, py::arg("n"), "Sets the number of threads OpenBLAS uses in adjoint's kernels.");
   m.def("get_num_threads", &blas::num_threads);
+  m.def("gemm", &gemm_into, py::arg("a"), py::arg("b"), py::arg("out"),
+        "out = a @ b for C-contiguous 2-D float32/float64 arrays, straight through OpenBLAS "
+        "(no checks beyond shapes and dtypes; for benchmarks).");
 
   py::class_<ExecFunction>(m, "ExecFunction", "A compiled function: call it with NumPy arrays.")
       .def("__call__", &ExecFunction::call)
@@ -133,6 +158,8 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("num_instructions", [](const ExecFunction& f) { return f.fn->num_instructions(); })
       .def_property_readonly("num_folded_transposes", [](const ExecFunction& f) { return f.fn->num_folded_transposes(); })
       .def_property_readonly("pool_bytes", [](const ExecFunction& f) { return f.fn->pool_bytes(); })
+      .def_property_readonly("peak_bytes", [](const ExecFunction& f) { return f.fn->peak_bytes(); },
+                             "Peak bytes of intermediates and results alive at once in the last run.")
       .def("__repr__", [](const ExecFunction& f) { return "<aj.ExecFunction '" + f.fn->name() + "'>"; });
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable", "Every function of a module, planned for the CPU.")
       .def(py::init([](const std::shared_ptr<ModuleNode>& mod) {

@@ -33,6 +33,7 @@ from .ir import (
     Var,
     assert_structural_equal,
     parse,
+    structural_diff,
     structural_equal,
     structural_hash,
 )
@@ -58,6 +59,6 @@ __all__ = [
     "TransformError", "TypeInferenceError", "VerifyError",
     "Binding", "Call", "Constant", "Dim", "Expr", "Function", "Module", "TensorType", "Tuple",
     "TupleGetItem", "TupleType", "Type", "Var",
-    "assert_structural_equal", "parse", "structural_equal", "structural_hash",
+    "assert_structural_equal", "parse", "structural_diff", "structural_equal", "structural_hash",
     "FunctionBuilder", "analysis", "op", "build", "blas_info", "set_num_threads",
 ]

@@ -48,6 +48,11 @@ def structural_hash(node: Node) -> int:
     return _core.structural_hash(node)
 
 
+def structural_diff(lhs: Node, rhs: Node) -> str | None:
+    """None when equal, else a message naming the first difference."""
+    return _core.structural_diff(lhs, rhs)
+
+
 def assert_structural_equal(lhs: Node, rhs: Node) -> None:
     """Raises ``aj.StructuralMismatch`` (an ``AssertionError``) naming the first
     difference: the function, the binding, and both sides printed."""

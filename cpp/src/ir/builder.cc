@@ -9,8 +9,9 @@ namespace aj {
 std::string FunctionBuilder::unique_name(const std::string& hint) {
   std::string base = hint.empty() ? "lv" : hint;
   if (names_.insert(base).second) return base;
-  for (size_t k = 1;; ++k) {
-    std::string candidate = base + "_" + std::to_string(k);
+  size_t& k = next_suffix_[base];  // resume where the last search for this hint stopped
+  while (true) {
+    std::string candidate = base + "_" + std::to_string(++k);
     if (names_.insert(candidate).second) return candidate;
   }
 }

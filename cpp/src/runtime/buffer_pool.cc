@@ -1,12 +1,16 @@
 // The executor's buffer pool (buffer_pool.h): best fit over a short free list.
 #include "buffer_pool.h"
 
+#include <algorithm>
+
 namespace aj {
 
 NDArray BufferPool::take(std::vector<int64_t> shape, DType dtype) {
   int64_t n = 1;
   for (auto d : shape) n *= d;
   size_t need = static_cast<size_t>(n) * dtype_size(dtype);
+  live_ += need;
+  peak_ = std::max(peak_, live_);
   size_t best = free_.size();
   for (size_t i = 0; i < free_.size(); ++i) {
     size_t cap = free_[i].capacity;
@@ -23,6 +27,7 @@ NDArray BufferPool::take(std::vector<int64_t> shape, DType dtype) {
 
 void BufferPool::give(NDArray& a) {
   if (!a.owner()) return;
+  live_ -= std::min(live_, a.nbytes());
   size_t cap = ((a.nbytes() + 63) / 64) * 64;
   if (cap == 0) cap = 64;
   free_.push_back({cap, a.owner()});

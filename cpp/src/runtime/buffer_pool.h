@@ -17,8 +17,15 @@ class BufferPool {
   NDArray take(std::vector<int64_t> shape, DType dtype);
   // Returns a's buffer to the pool (a must have been taken from it).
   void give(NDArray& a);
+  // a leaves the pool's care for good (a function result handed to the caller).
+  void hand_out(const NDArray& a) { live_ -= std::min(live_, a.nbytes()); }
   size_t bytes() const;
   void clear() { free_.clear(); }
+
+  // Bytes of taken buffers not yet given back, and their peak since reset_peak().
+  size_t live_bytes() const { return live_; }
+  size_t peak_bytes() const { return peak_; }
+  void reset_peak() { peak_ = live_; }
 
  private:
   struct Buffer {
@@ -26,6 +33,8 @@ class BufferPool {
     std::shared_ptr<void> owner;
   };
   std::vector<Buffer> free_;
+  size_t live_ = 0;
+  size_t peak_ = 0;
 };
 
 }  // namespace aj

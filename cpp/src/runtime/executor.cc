@@ -288,10 +288,12 @@ NDArray copy_of(const NDArray& a) {
 std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, int64_t> env = bind_symbols(inputs);
+  pool_->reset_peak();
   for (size_t i = 0; i < inputs.size(); ++i) slots_[param_slots_[i]] = inputs[i];
-  auto reset = [&] {
+  // Returns what the pool lent to still-filled slots and drops the inputs.
+  auto release_all = [&] {
     for (size_t s = 0; s < slots_.size(); ++s)
-      if (pooled_[s]) slots_[s] = NDArray();
+      if (pooled_[s]) pool_->give(slots_[s]);
     for (int s : param_slots_) slots_[s] = NDArray();
   };
   try {
@@ -305,25 +307,32 @@ std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
       for (int s : ins.release_after) pool_->give(slots_[s]);
     }
   } catch (...) {
-    reset();
+    release_all();
     throw;
   }
+  // Results leave without a copy, once each; a result that is an input, a
+  // constant or a repeat of another result is copied.
   std::vector<NDArray> out;
   out.reserve(ret_slots_.size());
-  std::vector<bool> handed(slots_.size(), false);
+  std::vector<int> handed;
   for (int s : ret_slots_) {
-    if (pooled_[s] && !handed[s]) {
-      handed[s] = true;
+    bool first = pooled_[s] && std::find(handed.begin(), handed.end(), s) == handed.end();
+    if (first) {
+      handed.push_back(s);
+      pool_->hand_out(slots_[s]);
       out.push_back(slots_[s]);
     } else {
       out.push_back(copy_of(slots_[s]));
     }
   }
-  reset();
+  for (int s : handed) slots_[s] = NDArray();
+  last_peak_ = pool_->peak_bytes();
+  release_all();
   return out;
 }
 
 size_t CompiledFunction::pool_bytes() const { return pool_->bytes(); }
+size_t CompiledFunction::peak_bytes() const { return last_peak_; }
 
 Executable::Executable(const Module& mod) : mod_(mod) {
   for (const auto& [name, fn] : mod->functions()) fns_[name] = std::make_unique<CompiledFunction>(name, fn);

@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-SUITES = {"ir": "adjoint.bench.ir"}
+SUITES = {"ir": "adjoint.bench.ir", "exec": "adjoint.bench.exec"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
@@ -17,6 +18,11 @@ class FunctionBuilder {
   explicit FunctionBuilder(FuncAttrs attrs = {}) : attrs_(std::move(attrs)) {}
 
   Var add_param(const std::string& name, Type type);
+  // Makes room for n more bindings and names (a hint for large functions).
+  void reserve(size_t n) {
+    bindings_.reserve(bindings_.size() + n);
+    names_.reserve(names_.size() + n);
+  }
   // Keeps `name` from being handed out by later de-duplication.
   void reserve_name(const std::string& name) { names_.insert(name); }
   // A fresh name for `hint` ("lv" when empty), unique in this function.
@@ -43,6 +49,7 @@ class FunctionBuilder {
   std::vector<Var> params_;
   std::vector<Binding> bindings_;
   std::unordered_set<std::string> names_;
+  std::unordered_map<std::string, size_t> next_suffix_;
 };
 
 }  // namespace aj

@@ -5,9 +5,9 @@
 //   @function                       (or @function(num_input=1); attrs in order)
 //   def main(x: Tensor((3, 3), "float32"), n: Tensor(("n", 4), "int64")) -> Tensor((), "float32"):
 //       lv1: Tensor((3, 3), "float32") = permute_dims(x)
-//       lv2: Tensor((3,), "float32") = sum(lv1, axis=[1], keepdims=True)
-//       t: Tuple(Tensor((3,), "float32"), Tensor((3,), "float32")) = (lv2, lv2)
-//       q: Tensor((3,), "float32") = t[0]
+//       lv2: Tensor((3, 1), "float32") = sum(lv1, axis=[1], keepdims=True)
+//       t: Tuple(Tensor((3, 1), "float32"), Tensor((3, 1), "float32")) = (lv2, lv2)
+//       q: Tensor((3, 1), "float32") = t[0]
 //       c: Tensor((), "float32") = const(1.0, "float32")
 //       return (q, c)
 //

@@ -43,6 +43,9 @@ class CompiledFunction {
   size_t num_instructions() const { return instrs_.size(); }
   size_t num_folded_transposes() const { return folded_transposes_; }
   size_t pool_bytes() const;  // bytes held by the buffer pool between runs
+  // Peak bytes of intermediate and result buffers alive at once in the last
+  // run (inputs and constants excluded).
+  size_t peak_bytes() const;
 
  private:
   struct Instr {
@@ -67,6 +70,7 @@ class CompiledFunction {
   std::vector<int> ret_slots_;
   std::vector<Instr> instrs_;
   size_t folded_transposes_ = 0;
+  size_t last_peak_ = 0;
   std::unique_ptr<BufferPool> pool_;
   std::mutex mu_;  // one run at a time: the plan's slots are reused
 };
