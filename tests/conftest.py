@@ -38,3 +38,30 @@ def build_graph(steps, names=("x", "y"), prefix="lv", dtype="float32", name="mai
             v = aj.op.broadcast_to(aj.op.sum(a, axis=[0], keepdims=True), (4, 4), name=hint)
         vals.append(v)
     return bb.finish(aj.op.sum(vals[-1], name="out"))
+
+
+def _params_for(bb, value, name):
+    """Params mirroring `value`: an array gives one, a list gives a tuple of them."""
+    if isinstance(value, (list, tuple)):
+        return [_params_for(bb, v, f"{name}_{i}") for i, v in enumerate(value)]
+    return bb.param(name, value.shape, value.dtype.name)
+
+
+def _flatten(value):
+    if isinstance(value, (list, tuple)):
+        return [a for v in value for a in _flatten(v)]
+    return [value]
+
+
+def build_op(op, *args, **attrs):
+    """A module whose main applies `op` to params shaped like `args` (arrays,
+    or lists of arrays for tuple arguments such as concat's), with `attrs`."""
+    bb = aj.FunctionBuilder("main")
+    params = [_params_for(bb, a, f"a{i}") for i, a in enumerate(args)]
+    return bb.finish(getattr(aj.op, op)(*params, **attrs))
+
+
+def run_op(op, *args, **attrs):
+    """Builds `op` over params shaped like `args` and runs it on them."""
+    mod = build_op(op, *args, **attrs)
+    return aj.build(mod)["main"](*_flatten(list(args)))
