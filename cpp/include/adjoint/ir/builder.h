@@ -17,6 +17,11 @@ class FunctionBuilder {
   explicit FunctionBuilder(FuncAttrs attrs = {}) : attrs_(std::move(attrs)) {}
 
   Var add_param(const std::string& name, Type type);
+  // Makes room for n more bindings and names (a hint for large functions).
+  void reserve(size_t n) {
+    bindings_.reserve(bindings_.size() + n);
+    names_.reserve(names_.size() + n);
+  }
   // Keeps `name` from being handed out by later de-duplication.
   void reserve_name(const std::string& name) { names_.insert(name); }
   // A fresh name for `hint` ("lv" when empty), unique in this function.
