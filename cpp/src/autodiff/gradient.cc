@@ -8,6 +8,7 @@
 #include "adjoint/autodiff/vjp.h"
 #include "adjoint/ir/builder.h"
 #include "adjoint/support/error.h"
+#include "adjoint/transform/passes.h"
 
 namespace aj {
 namespace {
@@ -300,6 +301,7 @@ Module gradient(const Module& mod, const GradientOptions& options) {
                              names.empty() ? std::string("none") : names, ")"));
   }
   Function adjoint = GradientBuilder(options.func_name, *fn, options).run();
+  if (options.simplify) adjoint = dead_code_elimination(adjoint);
   return mod->with_function(options.func_name + "_adjoint", adjoint);
 }
 

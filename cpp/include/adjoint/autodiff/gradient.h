@@ -24,10 +24,11 @@ struct GradientOptions {
   std::string func_name = "main";
   std::optional<std::vector<std::string>> require_grads;  // nullopt: all float params
   int target_index = 0;
+  bool simplify = true;  // simplify the adjoint and remove its dead bindings
 };
 
-// Returns the module with `<func_name>_adjoint` added (or replaced), not yet
-// simplified. Throws TransformError naming the function, var or op.
+// Returns the module with `<func_name>_adjoint` added (or replaced). Throws
+// TransformError naming the function, var or op.
 Module gradient(const Module& mod, const GradientOptions& options);
 
 }  // namespace aj
