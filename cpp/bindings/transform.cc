@@ -37,6 +37,12 @@ void bind_transform(py::module_& m) {
   m.def("dead_code_elimination", [](const PyModule& mod) {
     return unconst(dead_code_elimination(module_in(mod, "DeadCodeElimination")));
   }, py::arg("mod"));
+  m.def("eliminate_common_subexpr", [](const PyModule& mod) {
+    return unconst(eliminate_common_subexpr(module_in(mod, "EliminateCommonSubexpr")));
+  }, py::arg("mod"));
+  m.def("simplify_gradient", [](const PyModule& mod) {
+    return unconst(simplify_gradient(module_in(mod, "SimplifyGradient")));
+  }, py::arg("mod"));
 }
 
 }  // namespace aj::bindings

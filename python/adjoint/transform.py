@@ -33,8 +33,10 @@ class Gradient(Pass):
     ``(result, (grad, ...))``: the adjoints of ``require_grads`` (names or vars
     of params or intermediate vars; all float params when None) of field
     ``target_index`` of the result (the result itself when it is not a tuple),
-    which must be a float scalar. With ``simplify``, the adjoint is simplified
-    and its dead bindings removed. The original function is left as it was.
+    which must be a float scalar. With ``simplify`` (the default) the adjoint
+    goes through SimplifyGradient, EliminateCommonSubexpr and
+    DeadCodeElimination; ``simplify=False`` keeps the raw reverse-mode form.
+    The original function is left as it was.
     """
 
     name = "Gradient"
@@ -61,6 +63,34 @@ class DeadCodeElimination(Pass):
 
     def transform(self, mod: Module) -> Module:
         return _core.dead_code_elimination(mod)
+
+
+class EliminateCommonSubexpr(Pass):
+    """Binds identical pure values (same op, attrs and arguments) once, in every function."""
+
+    name = "EliminateCommonSubexpr"
+
+    def transform(self, mod: Module) -> Module:
+        return _core.eliminate_common_subexpr(mod)
+
+
+class SimplifyGradient(Pass):
+    """Simplifies what reverse mode emits around matmul and transposes, in
+    every function, then removes dead bindings:
+
+    - ``T(T(x)) -> x``, and consecutive ``permute_dims`` composed into one
+      (removed when the composition is the identity);
+    - ``T(matmul(a, b)) -> matmul(T(b), T(a))`` for operands of rank >= 2,
+      cancelling an existing transpose of ``a`` or ``b`` instead of stacking;
+    - identity ``broadcast_to``, ``reshape``, ``collapse_sum_to``, ``astype`` removed.
+
+    "T" is ``permute_dims`` swapping the last two axes.
+    """
+
+    name = "SimplifyGradient"
+
+    def transform(self, mod: Module) -> Module:
+        return _core.simplify_gradient(mod)
 
 
 class Sequential(Pass):
@@ -96,4 +126,4 @@ def _names(require: Sequence[str | Var] | str | Var) -> list[str]:
     return out
 
 
-__all__ = ["Pass", "Gradient", "DeadCodeElimination", "Sequential"]
+__all__ = ["Pass", "Gradient", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyGradient", "Sequential"]

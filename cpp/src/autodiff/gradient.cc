@@ -301,7 +301,7 @@ Module gradient(const Module& mod, const GradientOptions& options) {
                              names.empty() ? std::string("none") : names, ")"));
   }
   Function adjoint = GradientBuilder(options.func_name, *fn, options).run();
-  if (options.simplify) adjoint = dead_code_elimination(adjoint);
+  if (options.simplify) adjoint = dead_code_elimination(eliminate_common_subexpr(simplify_gradient(adjoint)));
   return mod->with_function(options.func_name + "_adjoint", adjoint);
 }
 

@@ -11,4 +11,14 @@ namespace aj {
 Module dead_code_elimination(const Module& mod);
 Function dead_code_elimination(const Function& fn);
 
+// Binds identical pure values (same op, attrs and arguments) once.
+Module eliminate_common_subexpr(const Module& mod);
+Function eliminate_common_subexpr(const Function& fn);
+
+// The rules of simplify_gradient.cc (no transpose of a transpose, no
+// transpose of a matmul, no identity permute/broadcast/reshape/astype),
+// applied to a fixed point, then dead-code elimination.
+Module simplify_gradient(const Module& mod);
+Function simplify_gradient(const Function& fn);
+
 }  // namespace aj
