@@ -11,6 +11,7 @@
 // Then dead-code elimination removes what the rewrites left unused.
 #include <numeric>
 
+#include "adjoint/analysis/verifier.h"
 #include "adjoint/transform/passes.h"
 #include "adjoint/transform/rewrite.h"
 
@@ -123,6 +124,7 @@ Function simplify_gradient(const Function& fn) {
 }
 
 Module simplify_gradient(const Module& mod) {
+  verify(mod);  // a malformed module is a VerifyError, not a failure inside a rule
   return dead_code_elimination(rewrite_bindings(mod, simplify_gradient_rules()));
 }
 
