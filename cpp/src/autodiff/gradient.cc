@@ -30,6 +30,15 @@ AdjointPtr tensor_adjoint(Expr e) {
 
 bool is_float_tensor(const Type& t) { return t->is_tensor() && is_float(t->dtype()); }
 
+// Whether an adjoint can flow through a value of this type: a float tensor,
+// or a tuple holding one.
+bool carries_gradient(const Type& t) {
+  if (t->is_tensor()) return is_float(t->dtype());
+  for (const auto& f : t->fields())
+    if (carries_gradient(f)) return true;
+  return false;
+}
+
 class GradientBuilder {
  public:
   GradientBuilder(const std::string& name, const FunctionNode& fn, const GradientOptions& opt)
@@ -267,7 +276,7 @@ class GradientBuilder {
     for (const auto& arg : call.args()) any_relevant = any_relevant || uses_any(arg, relevant_);
     if (!any_relevant) return;
     const OpDef& op = call.op();
-    if (!op.differentiable) return;
+    if (!op.differentiable || !carries_gradient(v->type())) return;
     if (!op.vjp) fail("op '", op.name, "' has no gradient rule (binding '", v->name_hint(), "')");
     VJPContext ctx(bb_, call, v, materialize(a, v->type()));
     std::vector<Expr> arg_adjoints;
