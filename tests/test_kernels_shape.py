@@ -74,6 +74,8 @@ PERMUTE_CASES = [
     ((37, 70), None),  # partial tiles and 4x4 remainders
     ((2, 33, 5, 67), [0, 3, 2, 1]),
     ((3, 8, 130, 9), [2, 0, 3, 1]),
+    ((50, 3), None),  # fewer than 4 rows or columns: no tiles
+    ((2, 3, 70), [2, 0, 1]),
     ((1, 5, 1, 6), [3, 2, 1, 0]),  # size-1 dims dropped
     ((2, 1, 3), [2, 1, 0]),
     ((0, 3, 4), [1, 0, 2]),

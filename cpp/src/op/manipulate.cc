@@ -119,9 +119,17 @@ void transpose_4x4<uint32_t>(const uint32_t* in, int64_t ld_in, uint32_t* out, i
 #endif
 
 // transpose_plain in 32 x 32 tiles, so both sides of a tile stay in L1, each
-// tile moved in 4 x 4 blocks.
+// tile moved in 4 x 4 blocks. Fewer than 4 columns or rows need no tiles: a
+// loop that writes `out` in order (cols < 4) or reads `in` in order
+// (rows < 4) streams both sides.
 template <typename U>
 void transpose_tiled(const U* in, int64_t ld_in, U* out, int64_t ld_out, int64_t rows, int64_t cols) {
+  if (cols < 4) return transpose_plain(in, ld_in, out, ld_out, rows, cols);
+  if (rows < 4) {
+    for (int64_t c = 0; c < cols; ++c)
+      for (int64_t r = 0; r < rows; ++r) out[r * ld_out + c] = in[c * ld_in + r];
+    return;
+  }
   constexpr int64_t kTile = 32;
   for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
     int64_t r1 = std::min(rows, r0 + kTile);
