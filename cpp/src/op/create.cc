@@ -1,6 +1,15 @@
 // Creation ops: tensors filled with a value, of a given shape and dtype
 // (zeros, ones, full) or of another tensor's shape (zeros_like, ones_like,
-// full_like). They have no gradient and cost no FLOPs.
+// full_like). They have no gradient and cost no FLOPs. The kernels fill the
+// output (the _like ops never read x); an integer fill_value must fit its
+// dtype after truncation, which the type rules check.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "adjoint/runtime/kernel.h"
+#include "adjoint/runtime/kernel_util.h"
 #include "families.h"
 #include "op_util.h"
 
@@ -18,24 +27,67 @@ Type filled_like_type(const TypeContext& ctx) {
   return TypeNode::tensor(x.shape(), ctx.attr_opt_dtype("dtype").value_or(x.dtype()));
 }
 
+// An integer dtype takes fill_value truncated toward zero (NumPy's cast), so
+// that must be in range (NaN and infinities are not); bool takes any value.
+Type require_fill_fits(const TypeContext& ctx, Type t) {
+  double v = ctx.attr_float("fill_value");
+  if (!is_int(t->dtype())) return t;
+  double hi = t->dtype() == DType::kInt32 ? 2147483648.0 : 9223372036854775808.0;
+  double whole = std::trunc(v);
+  if (!(whole >= -hi && whole < hi))
+    ctx.fail("fill_value ", v, " is out of range for dtype ", dtype_name(t->dtype()));
+  return t;
+}
+
+// shape, fill_value, dtype -> Tensor(shape, dtype)
+Type full_type(const TypeContext& ctx) { return require_fill_fits(ctx, filled_type(ctx)); }
+
+// x (...), fill_value, dtype=None -> (...), dtype or x's dtype
+Type full_like_type(const TypeContext& ctx) { return require_fill_fits(ctx, filled_like_type(ctx)); }
+
+// `v` as a T: nonzero is true for bool; the type rule checked integer range.
+template <typename T>
+T fill_cast(double v) {
+  if constexpr (std::is_same_v<T, uint8_t>) return T(v != 0.0);
+  else return static_cast<T>(v);
+}
+
+void fill(NDArray& out, double v) {
+  dispatch_dtype(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    std::fill_n(out.data_as<T>(), out.numel(), fill_cast<T>(v));
+  });
+}
+
+// Zero is all zero bytes in every dtype.
+void zeros_kernel(KernelContext& ctx) {
+  if (ctx.out().nbytes() != 0) std::memset(ctx.out().data(), 0, ctx.out().nbytes());
+}
+void ones_kernel(KernelContext& ctx) { fill(ctx.out(), 1.0); }
+void full_kernel(KernelContext& ctx) { fill(ctx.out(), ctx.attr_float("fill_value")); }
+
 }  // namespace
 
 void register_create_ops(OpRegistry& reg) {
-  for (const char* name : {"zeros", "ones"})
+  for (auto [name, kernel] : {std::pair{"zeros", zeros_kernel}, std::pair{"ones", ones_kernel}})
     reg.define(name).set_family("create").set_args({})
         .add_attr("shape", AttrKind::kShape).add_attr("dtype", AttrKind::kDType)
-        .set_type_rule(filled_type).set_flops(zero_flops).set_differentiable(false);
+        .set_type_rule(filled_type).set_flops(zero_flops).set_differentiable(false)
+        .set_kernel(kernel);
   reg.define("full").set_family("create").set_args({})
       .add_attr("shape", AttrKind::kShape).add_attr("fill_value", AttrKind::kFloat)
       .add_attr("dtype", AttrKind::kDType)
-      .set_type_rule(filled_type).set_flops(zero_flops).set_differentiable(false);
-  for (const char* name : {"zeros_like", "ones_like"})
+      .set_type_rule(full_type).set_flops(zero_flops).set_differentiable(false)
+      .set_kernel(full_kernel);
+  for (auto [name, kernel] : {std::pair{"zeros_like", zeros_kernel}, std::pair{"ones_like", ones_kernel}})
     reg.define(name).set_family("create").set_args({"x"})
         .add_attr("dtype", AttrKind::kOptDType, NoneValue{})
-        .set_type_rule(filled_like_type).set_flops(zero_flops).set_differentiable(false);
+        .set_type_rule(filled_like_type).set_flops(zero_flops).set_differentiable(false)
+        .set_kernel(kernel);
   reg.define("full_like").set_family("create").set_args({"x"})
       .add_attr("fill_value", AttrKind::kFloat).add_attr("dtype", AttrKind::kOptDType, NoneValue{})
-      .set_type_rule(filled_like_type).set_flops(zero_flops).set_differentiable(false);
+      .set_type_rule(full_like_type).set_flops(zero_flops).set_differentiable(false)
+      .set_kernel(full_kernel);
 }
 
 }  // namespace aj

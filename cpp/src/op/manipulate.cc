@@ -1,8 +1,19 @@
 // Shape manipulation and data movement: permute_dims, reshape, broadcast_to,
 // collapse_sum_to, expand_dims, squeeze, concat, split, take, where, cumsum,
-// triu. All move data only (zero FLOPs) except cumsum.
+// triu. All move data only (zero FLOPs) except cumsum. Each op's type rule is
+// followed by its CPU kernel. Kernels that only move elements dispatch on the
+// element size and copy contiguous runs with memcpy; the permute_dims kernel
+// merges dims that stay adjacent and transposes tile by tile when the last
+// axis moves; collapse_sum_to and cumsum accumulate along rows.
 #include <algorithm>
+#include <cstring>
+#include <type_traits>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
+#include "adjoint/runtime/kernel.h"
+#include "adjoint/runtime/kernel_util.h"
 #include "families.h"
 #include "op_util.h"
 
@@ -24,6 +35,154 @@ Type permute_dims_type(const TypeContext& ctx) {
     for (auto a : normalize_axes(ctx, *axes, n)) out.push_back(x.shape()[a]);
   }
   return TypeNode::tensor(std::move(out), x.dtype());
+}
+
+// The permutation of the call over `ndim` concrete axes (axes=None reverses).
+std::vector<size_t> permutation(const KernelContext& ctx, size_t ndim) {
+  auto axes = ctx.attr_opt_ints("axes");
+  std::vector<size_t> perm(ndim);
+  for (size_t i = 0; i < ndim; ++i) perm[i] = axes ? wrap_axis((*axes)[i], ndim) : ndim - 1 - i;
+  return perm;
+}
+
+// A permutation reduced for copying: the output's dims in order, each with its
+// size and its stride in the (contiguous) input, with size-1 dims dropped and
+// dims that stay adjacent merged. (2, 3, 4, 5) by [0, 2, 3, 1] -> sizes
+// (2, 20, 3), input strides (60, 1, 20).
+struct PermutedDims {
+  std::vector<int64_t> size, in_stride;
+};
+
+PermutedDims reduce_permutation(const std::vector<int64_t>& shape, const std::vector<size_t>& perm) {
+  std::vector<int64_t> strides = contiguous_strides(shape);
+  PermutedDims p;
+  for (size_t a : perm) {
+    if (shape[a] == 1) continue;
+    if (!p.size.empty() && p.in_stride.back() == strides[a] * shape[a]) {
+      p.size.back() *= shape[a];
+      p.in_stride.back() = strides[a];
+    } else {
+      p.size.push_back(shape[a]);
+      p.in_stride.push_back(strides[a]);
+    }
+  }
+  return p;
+}
+
+// The last output dim is contiguous in the input too: memcpy each run of it.
+void permute_runs(const PermutedDims& p, const char* in, char* out, size_t elem) {
+  size_t last = p.size.size() - 1;
+  int64_t run = p.size[last];
+  std::vector<int64_t> outer(p.size.begin(), p.size.begin() + last);
+  std::vector<int64_t> out_strides = contiguous_strides(outer);
+  for (auto& s : out_strides) s *= run;
+  std::vector<int64_t> in_strides(p.in_stride.begin(), p.in_stride.begin() + last);
+  size_t bytes = static_cast<size_t>(run) * elem;
+  strided_loop<2>(outer, {out_strides, in_strides},
+                  [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& s) {
+                    for (int64_t r = 0; r < len; ++r)
+                      std::memcpy(out + (off[0] + r * s[0]) * elem, in + (off[1] + r * s[1]) * elem, bytes);
+                  });
+}
+
+// out[r * ld_out + c] = in[c * ld_in + r] for r < rows, c < cols.
+template <typename U>
+void transpose_plain(const U* in, int64_t ld_in, U* out, int64_t ld_out, int64_t rows, int64_t cols) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[r * ld_out + c] = in[c * ld_in + r];
+}
+
+// transpose_plain of a 4 x 4 block, through registers.
+template <typename U>
+void transpose_4x4(const U* in, int64_t ld_in, U* out, int64_t ld_out) {
+  U t[4][4];
+  for (int c = 0; c < 4; ++c)
+    for (int r = 0; r < 4; ++r) t[r][c] = in[c * ld_in + r];
+  for (int r = 0; r < 4; ++r)
+    for (int c = 0; c < 4; ++c) out[r * ld_out + c] = t[r][c];
+}
+
+#ifdef __SSE2__
+// 4-byte elements: four row loads, two rounds of unpacks, four row stores.
+template <>
+void transpose_4x4<uint32_t>(const uint32_t* in, int64_t ld_in, uint32_t* out, int64_t ld_out) {
+  auto load = [&](int64_t c) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(in + c * ld_in)); };
+  auto store = [&](int64_t r, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(out + r * ld_out), v); };
+  __m128i a = load(0), b = load(1), c = load(2), d = load(3);
+  __m128i ab_lo = _mm_unpacklo_epi32(a, b), ab_hi = _mm_unpackhi_epi32(a, b);
+  __m128i cd_lo = _mm_unpacklo_epi32(c, d), cd_hi = _mm_unpackhi_epi32(c, d);
+  store(0, _mm_unpacklo_epi64(ab_lo, cd_lo));
+  store(1, _mm_unpackhi_epi64(ab_lo, cd_lo));
+  store(2, _mm_unpacklo_epi64(ab_hi, cd_hi));
+  store(3, _mm_unpackhi_epi64(ab_hi, cd_hi));
+}
+#endif
+
+// transpose_plain in 32 x 32 tiles, so both sides of a tile stay in L1, each
+// tile moved in 4 x 4 blocks. Fewer than 4 columns or rows need no tiles: a
+// loop that writes `out` in order (cols < 4) or reads `in` in order
+// (rows < 4) streams both sides.
+template <typename U>
+void transpose_tiled(const U* in, int64_t ld_in, U* out, int64_t ld_out, int64_t rows, int64_t cols) {
+  if (cols < 4) return transpose_plain(in, ld_in, out, ld_out, rows, cols);
+  if (rows < 4) {
+    for (int64_t c = 0; c < cols; ++c)
+      for (int64_t r = 0; r < rows; ++r) out[r * ld_out + c] = in[c * ld_in + r];
+    return;
+  }
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile) {
+    int64_t r1 = std::min(rows, r0 + kTile);
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      int64_t c1 = std::min(cols, c0 + kTile);
+      int64_t r = r0;
+      for (; r + 4 <= r1; r += 4) {
+        int64_t c = c0;
+        for (; c + 4 <= c1; c += 4) transpose_4x4(in + c * ld_in + r, ld_in, out + r * ld_out + c, ld_out);
+        transpose_plain(in + c * ld_in + r, ld_in, out + r * ld_out + c, ld_out, 4, c1 - c);
+      }
+      transpose_plain(in + c0 * ld_in + r, ld_in, out + r * ld_out + c0, ld_out, r1 - r, c1 - c0);
+    }
+  }
+}
+
+// The last output dim is strided in the input: a tiled 2-D transpose between
+// it and the dim the input walks contiguously, for each index of the others.
+template <typename U>
+void permute_transposed(const PermutedDims& p, const U* in, U* out) {
+  size_t last = p.size.size() - 1;
+  size_t inner = static_cast<size_t>(std::find(p.in_stride.begin(), p.in_stride.end(), 1) - p.in_stride.begin());
+  std::vector<int64_t> out_strides = contiguous_strides(p.size);
+  std::vector<int64_t> outer, outer_out, outer_in;
+  for (size_t d = 0; d < last; ++d) {
+    if (d == inner) continue;
+    outer.push_back(p.size[d]);
+    outer_out.push_back(out_strides[d]);
+    outer_in.push_back(p.in_stride[d]);
+  }
+  strided_loop<2>(outer, {outer_out, outer_in},
+                  [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& s) {
+                    for (int64_t r = 0; r < len; ++r)
+                      transpose_tiled(in + off[1] + r * s[1], p.in_stride[last], out + off[0] + r * s[0],
+                                      out_strides[inner], p.size[inner], p.size[last]);
+                  });
+}
+
+void permute_dims_kernel(KernelContext& ctx) {
+  const NDArray& x = ctx.in(0);
+  NDArray& out = ctx.out();
+  if (out.numel() == 0) return;
+  PermutedDims p = reduce_permutation(x.shape(), permutation(ctx, x.shape().size()));
+  if (p.size.size() <= 1) {
+    std::memcpy(out.data(), x.data(), out.nbytes());
+  } else if (p.in_stride.back() == 1) {
+    permute_runs(p, static_cast<const char*>(x.data()), static_cast<char*>(out.data()), dtype_size(x.dtype()));
+  } else {
+    dispatch_elem_size(x.dtype(), [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      permute_transposed(p, x.data_as<U>(), out.data_as<U>());
+    });
+  }
 }
 
 // x (a, b, ...) -> shape, when the element counts are provably equal; one -1
@@ -55,12 +214,42 @@ Type reshape_type(const TypeContext& ctx) {
   return TypeNode::tensor(std::move(out), x.dtype());
 }
 
+// reshape, expand_dims and squeeze keep the row-major order of the elements:
+// the output is a copy of the input's bytes.
+void copy_kernel(KernelContext& ctx) {
+  const NDArray& x = ctx.in(0);
+  NDArray& out = ctx.out();
+  if (out.nbytes() != 0) std::memcpy(out.data(), x.data(), out.nbytes());
+}
+
 // broadcast_to(x, shape): x's dims, right-aligned, equal the target's or are 1.
 Type broadcast_to_type(const TypeContext& ctx) {
   const TypeNode& x = ctx.tensor(0);
   const Shape& target = ctx.attr_shape("shape");
   require_broadcastable(ctx, x.shape(), "x", target, "shape");
   return TypeNode::tensor(target, x.dtype());
+}
+
+// Walks the output with x's broadcast strides: each run either copies a row
+// of x (memcpy) or repeats one element of it.
+void broadcast_to_kernel(KernelContext& ctx) {
+  const NDArray& x = ctx.in(0);
+  NDArray& out = ctx.out();
+  const auto& shape = out.shape();
+  dispatch_elem_size(x.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    const U* src = x.data_as<U>();
+    U* dst = out.data_as<U>();
+    // The output is contiguous, so its stride along a run (s[0]) is 1.
+    strided_loop<2>(shape, {contiguous_strides(shape), broadcast_strides(x.shape(), shape)},
+                    [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& s) {
+                      U* o = dst + off[0];
+                      const U* i = src + off[1];
+                      if (s[1] == 0) std::fill_n(o, len, *i);
+                      else if (s[1] == 1) std::memcpy(o, i, static_cast<size_t>(len) * sizeof(U));
+                      else for (int64_t k = 0; k < len; ++k) o[k] = i[k * s[1]];
+                    });
+  });
 }
 
 // collapse_sum_to(x, shape) -> shape, where shape broadcasts to x's shape
@@ -70,6 +259,132 @@ Type collapse_sum_to_type(const TypeContext& ctx) {
   const Shape& target = ctx.attr_shape("shape");
   require_broadcastable(ctx, target, "shape", x.shape(), "x");
   return TypeNode::tensor(target, x.dtype());
+}
+
+// The addition of sums: wrapping for integers (NumPy's), logical or for bool
+// (NumPy's add on bools), IEEE for floats.
+template <typename T>
+T sum_add(T a, T b) {
+  if constexpr (std::is_same_v<T, uint8_t>) return a | b;
+  else if constexpr (std::is_integral_v<T>) return T(std::make_unsigned_t<T>(a) + std::make_unsigned_t<T>(b));
+  else return a + b;
+}
+
+// Sum of a contiguous run, pairwise over blocks of 8 lanes (NumPy's scheme):
+// float rounding error grows with log(n), and the lanes vectorize.
+template <typename T>
+T pairwise_sum(const T* x, int64_t n) {
+  if (n < 8) {
+    T s = T(0);
+    for (int64_t i = 0; i < n; ++i) s = sum_add(s, x[i]);
+    return s;
+  }
+  if (n <= 128) {
+    T lane[8];
+    for (int k = 0; k < 8; ++k) lane[k] = x[k];
+    int64_t i = 8;
+    for (; i + 8 <= n; i += 8)
+      for (int k = 0; k < 8; ++k) lane[k] = sum_add(lane[k], x[i + k]);
+    T s = sum_add(sum_add(sum_add(lane[0], lane[1]), sum_add(lane[2], lane[3])),
+                  sum_add(sum_add(lane[4], lane[5]), sum_add(lane[6], lane[7])));
+    for (; i < n; ++i) s = sum_add(s, x[i]);
+    return s;
+  }
+  int64_t half = n / 2;
+  half -= half % 8;
+  return sum_add(pairwise_sum(x, half), pairwise_sum(x + half, n - half));
+}
+
+// x's dims, each summed or kept, with size-1 dims dropped and neighbours that
+// are both summed or both kept merged; strides (elements) in x and in the
+// output (0 along summed dims). (4, 128, 512) to (128, 1): sizes
+// (4, 128, 512), kept (no, yes, no), out strides (0, 1, 0).
+struct SumDims {
+  std::vector<int64_t> size, x_stride, out_stride;
+  std::vector<bool> kept;
+
+  SumDims(const std::vector<int64_t>& x_shape, const std::vector<int64_t>& out_shape) {
+    size_t lead = x_shape.size() - out_shape.size();
+    for (size_t i = 0; i < x_shape.size(); ++i) {
+      if (x_shape[i] == 1) continue;
+      bool keep = i >= lead && out_shape[i - lead] != 1;
+      if (!kept.empty() && kept.back() == keep) {
+        size.back() *= x_shape[i];
+      } else {
+        size.push_back(x_shape[i]);
+        kept.push_back(keep);
+      }
+    }
+    x_stride = contiguous_strides(size);
+    out_stride.assign(size.size(), 0);
+    int64_t acc = 1;
+    for (size_t d = size.size(); d-- > 0;)
+      if (kept[d]) {
+        out_stride[d] = acc;
+        acc *= size[d];
+      }
+  }
+
+  // Calls f(x_offset, out_offset) at each index of the first n dims.
+  template <typename F>
+  void for_each_outer(size_t n, F&& f) const {
+    std::vector<int64_t> outer(size.begin(), size.begin() + n);
+    std::vector<int64_t> xs(x_stride.begin(), x_stride.begin() + n), os(out_stride.begin(), out_stride.begin() + n);
+    strided_loop<2>(outer, {xs, os},
+                    [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& s) {
+                      for (int64_t r = 0; r < len; ++r) f(off[0] + r * s[0], off[1] + r * s[1]);
+                    });
+  }
+};
+
+// out[j] += x[0, j] + ... + x[rows - 1, j] for j < n: eight rows per pass, so
+// the output row is loaded and stored once per eight input rows.
+template <typename T>
+void add_rows(const T* x, int64_t rows, int64_t n, T* out) {
+  int64_t r = 0;
+  for (; r + 8 <= rows; r += 8)
+    for (int64_t j = 0; j < n; ++j) {
+      const T* p = x + r * n + j;
+      T s = sum_add(sum_add(sum_add(p[0], p[n]), sum_add(p[2 * n], p[3 * n])),
+                    sum_add(sum_add(p[4 * n], p[5 * n]), sum_add(p[6 * n], p[7 * n])));
+      out[j] = sum_add(out[j], s);
+    }
+  for (; r < rows; ++r)
+    for (int64_t j = 0; j < n; ++j) out[j] = sum_add(out[j], x[r * n + j]);
+}
+
+// When the last dim is summed, each run along it adds pairwise into one
+// output element; when it is kept, the dim before it is summed and its rows
+// add into one output row.
+template <typename T>
+void collapse_sum(const T* x, T* out, const SumDims& d, int64_t out_numel) {
+  std::fill_n(out, out_numel, T(0));
+  size_t k = d.size.size();
+  if (!d.kept[k - 1]) {
+    int64_t len = d.size[k - 1];
+    d.for_each_outer(k - 1, [&](int64_t xo, int64_t oo) { out[oo] = sum_add(out[oo], pairwise_sum(x + xo, len)); });
+  } else {
+    int64_t rows = d.size[k - 2], n = d.size[k - 1];
+    d.for_each_outer(k - 2, [&](int64_t xo, int64_t oo) { add_rows(x + xo, rows, n, out + oo); });
+  }
+}
+
+void collapse_sum_to_kernel(KernelContext& ctx) {
+  const NDArray& x = ctx.in(0);
+  NDArray& out = ctx.out();
+  if (out.numel() == x.numel()) {
+    copy_kernel(ctx);
+    return;
+  }
+  if (x.numel() == 0) {
+    std::memset(out.data(), 0, out.nbytes());
+    return;
+  }
+  SumDims d(x.shape(), out.shape());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    collapse_sum(x.data_as<T>(), out.data_as<T>(), d, out.numel());
+  });
 }
 
 // x (a, b), axis=[0, -1] -> (1, a, b, 1): axes index the output.
@@ -137,6 +452,30 @@ Type concat_type(const TypeContext& ctx) {
   return TypeNode::tensor(std::move(out), first->dtype());
 }
 
+// Copies `rows` blocks of `bytes`, the r-th from src + r * src_pitch to
+// dst + r * dst_pitch: the inner loop of concat and split.
+void copy_blocks(char* dst, size_t dst_pitch, const char* src, size_t src_pitch, size_t bytes, int64_t rows) {
+  if (bytes == 0) return;
+  for (int64_t r = 0; r < rows; ++r) std::memcpy(dst + r * dst_pitch, src + r * src_pitch, bytes);
+}
+
+// Each input fills a column block of the output seen as (before axis, rest).
+void concat_kernel(KernelContext& ctx) {
+  NDArray& out = ctx.out();
+  const auto& shape = out.shape();
+  size_t axis = wrap_axis(ctx.attr_int("axis"), shape.size());
+  size_t elem = dtype_size(out.dtype());
+  int64_t rows = extent(shape, 0, axis);
+  size_t pitch = static_cast<size_t>(extent(shape, axis, shape.size())) * elem;
+  char* dst = static_cast<char*>(out.data());
+  size_t col = 0;
+  for (const NDArray* in : ctx.inputs) {
+    size_t bytes = static_cast<size_t>(extent(in->shape(), axis, shape.size())) * elem;
+    copy_blocks(dst + col, pitch, static_cast<const char*>(in->data()), bytes, bytes, rows);
+    col += bytes;
+  }
+}
+
 // split(x, sections:int) -> equal parts; split(x, [i, j, ...]) -> parts
 // between the indices (NumPy semantics).
 Type split_type(const TypeContext& ctx) {
@@ -182,6 +521,23 @@ Type split_type(const TypeContext& ctx) {
   return TypeNode::tuple(std::move(fields));
 }
 
+// Each output takes a column block of the input seen as (before axis, rest).
+void split_kernel(KernelContext& ctx) {
+  const NDArray& x = ctx.in(0);
+  const auto& shape = x.shape();
+  size_t axis = wrap_axis(ctx.attr_int("axis"), shape.size());
+  size_t elem = dtype_size(x.dtype());
+  int64_t rows = extent(shape, 0, axis);
+  size_t pitch = static_cast<size_t>(extent(shape, axis, shape.size())) * elem;
+  const char* src = static_cast<const char*>(x.data());
+  size_t col = 0;
+  for (NDArray* out : ctx.outputs) {
+    size_t bytes = static_cast<size_t>(extent(out->shape(), axis, shape.size())) * elem;
+    copy_blocks(static_cast<char*>(out->data()), bytes, src + col, pitch, bytes, rows);
+    col += bytes;
+  }
+}
+
 // x (a, b, c), indices (i, j) int, axis=1 -> (a, i, j, c)
 Type take_type(const TypeContext& ctx) {
   const TypeNode& x = ctx.tensor(0);
@@ -194,6 +550,56 @@ Type take_type(const TypeContext& ctx) {
   return TypeNode::tensor(std::move(out), x.dtype());
 }
 
+// x seen as (outer, len, inner) along the axis, the indices as a flat list.
+struct TakeDims {
+  int64_t outer, len, inner, count;
+};
+
+// Fails on the first index outside [-len, len), before anything is read.
+template <typename I>
+void check_indices(const KernelContext& ctx, const I* idx, const TakeDims& t, size_t axis) {
+  for (int64_t j = 0; j < t.count; ++j)
+    if (idx[j] < -t.len || idx[j] >= t.len)
+      ctx.fail("index ", idx[j], " is out of range for axis ", axis, " (size ", t.len, ") of x ",
+               shape_to_string(Shape(ctx.in(0).shape().begin(), ctx.in(0).shape().end())));
+}
+
+// out[o, j, :] = x[o, idx[j], :], negative indices counting from the end.
+template <typename U, typename I>
+void gather(const U* x, const I* idx, U* out, const TakeDims& t) {
+  auto at = [&](int64_t j) { return idx[j] < 0 ? idx[j] + t.len : static_cast<int64_t>(idx[j]); };
+  for (int64_t o = 0; o < t.outer; ++o) {
+    const U* src = x + o * t.len * t.inner;
+    U* dst = out + o * t.count * t.inner;
+    if (t.inner == 1) {
+      for (int64_t j = 0; j < t.count; ++j) dst[j] = src[at(j)];
+    } else {
+      for (int64_t j = 0; j < t.count; ++j)
+        std::memcpy(dst + j * t.inner, src + at(j) * t.inner, static_cast<size_t>(t.inner) * sizeof(U));
+    }
+  }
+}
+
+template <typename I>
+void take_typed(const KernelContext& ctx, size_t axis) {
+  const NDArray& x = ctx.in(0);
+  const auto& shape = x.shape();
+  TakeDims t{extent(shape, 0, axis), shape[axis], extent(shape, axis + 1, shape.size()), ctx.in(1).numel()};
+  const I* idx = ctx.in(1).data_as<I>();
+  check_indices(ctx, idx, t, axis);
+  if (ctx.out().numel() == 0) return;
+  dispatch_elem_size(x.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    gather(x.data_as<U>(), idx, ctx.out().data_as<U>(), t);
+  });
+}
+
+void take_kernel(KernelContext& ctx) {
+  size_t axis = wrap_axis(ctx.attr_int("axis"), ctx.in(0).shape().size());
+  if (ctx.in(1).dtype() == DType::kInt32) take_typed<int32_t>(ctx, axis);
+  else take_typed<int64_t>(ctx, axis);
+}
+
 // condition bool, x1, x2 of one dtype -> broadcast of all three, x1's dtype
 Type where_type(const TypeContext& ctx) {
   require_bool(ctx, 0);
@@ -202,11 +608,88 @@ Type where_type(const TypeContext& ctx) {
   return TypeNode::tensor(broadcast_shapes(ctx, s, ctx.tensor(2).shape()), ctx.tensor(1).dtype());
 }
 
+// c ? a : b without a branch (a random mask would defeat the predictor):
+// U is an unsigned integer as wide as the element, so this moves bits.
+template <typename U>
+U select(uint8_t c, U a, U b) {
+  U mask = U(0) - U(c != 0);
+  return (a & mask) | (b & ~mask);
+}
+
+// o[i] = c[i] ? a[i] : b[i] along one run, with fast paths for contiguous
+// operands and a broadcast scalar branch. The output is contiguous (s[0] = 1).
+template <typename U>
+void select_run(U* o, const uint8_t* c, const U* a, const U* b, int64_t n, const std::array<int64_t, 4>& s) {
+  if (s[1] == 1 && s[2] == 1 && s[3] == 1) {
+    for (int64_t i = 0; i < n; ++i) o[i] = select(c[i], a[i], b[i]);
+  } else if (s[1] == 1 && s[2] == 1 && s[3] == 0) {
+    U y = *b;
+    for (int64_t i = 0; i < n; ++i) o[i] = select(c[i], a[i], y);
+  } else if (s[1] == 1 && s[2] == 0 && s[3] == 1) {
+    U y = *a;
+    for (int64_t i = 0; i < n; ++i) o[i] = select(c[i], y, b[i]);
+  } else {
+    for (int64_t i = 0; i < n; ++i) o[i] = select(c[i * s[1]], a[i * s[2]], b[i * s[3]]);
+  }
+}
+
+void where_kernel(KernelContext& ctx) {
+  NDArray& out = ctx.out();
+  const auto& shape = out.shape();
+  const NDArray &cond = ctx.in(0), &x1 = ctx.in(1), &x2 = ctx.in(2);
+  dispatch_elem_size(out.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    const uint8_t* c = cond.data_as<uint8_t>();
+    const U* a = x1.data_as<U>();
+    const U* b = x2.data_as<U>();
+    U* o = out.data_as<U>();
+    strided_loop<4>(shape,
+                    {contiguous_strides(shape), broadcast_strides(cond.shape(), shape),
+                     broadcast_strides(x1.shape(), shape), broadcast_strides(x2.shape(), shape)},
+                    [&](const std::array<int64_t, 4>& off, int64_t len, const std::array<int64_t, 4>& s) {
+                      select_run(o + off[0], c + off[1], a + off[2], b + off[3], len, s);
+                    });
+  });
+}
+
 // x (...) numeric, axis in range -> same type
 Type cumsum_type(const TypeContext& ctx) {
   require_numeric(ctx, 0);
   normalize_axis(ctx, ctx.attr_int("axis"), static_cast<int64_t>(ctx.tensor(0).ndim()));
   return ctx.arg_type(0);
+}
+
+// Running sums along the middle dim of x seen as (outer, n, inner), in T
+// (integers wrap): sequential along a row when inner is 1, row-wise adds of
+// the previous output row otherwise.
+template <typename T>
+void cumsum(const T* x, T* out, int64_t outer, int64_t n, int64_t inner) {
+  for (int64_t o = 0; o < outer; ++o) {
+    const T* src = x + o * n * inner;
+    T* dst = out + o * n * inner;
+    if (inner == 1) {
+      T acc = src[0];
+      dst[0] = acc;
+      for (int64_t k = 1; k < n; ++k) dst[k] = acc = sum_add(acc, src[k]);
+      continue;
+    }
+    std::copy_n(src, inner, dst);
+    for (int64_t k = 1; k < n; ++k)
+      for (int64_t j = 0; j < inner; ++j)
+        dst[k * inner + j] = sum_add(dst[(k - 1) * inner + j], src[k * inner + j]);
+  }
+}
+
+void cumsum_kernel(KernelContext& ctx) {
+  const NDArray& x = ctx.in(0);
+  if (x.numel() == 0) return;
+  const auto& shape = x.shape();
+  size_t axis = wrap_axis(ctx.attr_int("axis"), shape.size());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cumsum(x.data_as<T>(), ctx.out().data_as<T>(), extent(shape, 0, axis), shape[axis],
+           extent(shape, axis + 1, shape.size()));
+  });
 }
 
 // x (..., m, n), rank >= 2 -> same type
@@ -217,46 +700,80 @@ Type triu_type(const TypeContext& ctx) {
   return ctx.arg_type(0);
 }
 
+// Row i of each (m, n) matrix keeps columns j >= i + k: a memset of the
+// columns before, a memcpy of the rest (a zero of every dtype is all zero bytes).
+void triu_kernel(KernelContext& ctx) {
+  const NDArray& x = ctx.in(0);
+  if (x.numel() == 0) return;
+  const auto& shape = x.shape();
+  size_t nd = shape.size();
+  int64_t m = shape[nd - 2], n = shape[nd - 1];
+  int64_t k = std::clamp<int64_t>(ctx.attr_int("k"), -m, n);
+  size_t elem = dtype_size(x.dtype());
+  const char* src = static_cast<const char*>(x.data());
+  char* dst = static_cast<char*>(ctx.out().data());
+  int64_t rows = extent(shape, 0, nd - 2) * m;
+  for (int64_t r = 0; r < rows; ++r) {
+    size_t zeros = static_cast<size_t>(std::clamp<int64_t>(r % m + k, 0, n)) * elem;
+    size_t row = static_cast<size_t>(r * n) * elem;
+    size_t bytes = static_cast<size_t>(n) * elem;
+    std::memset(dst + row, 0, zeros);
+    std::memcpy(dst + row + zeros, src + row + zeros, bytes - zeros);
+  }
+}
+
 }  // namespace
 
 void register_manipulate_ops(OpRegistry& reg) {
   reg.define("permute_dims").set_family("manipulate").set_args({"x"})
       .add_attr("axes", AttrKind::kOptIntList, NoneValue{})
-      .set_type_rule(permute_dims_type).set_flops(zero_flops);
+      .set_type_rule(permute_dims_type).set_flops(zero_flops)
+      .set_kernel(permute_dims_kernel);
   reg.define("reshape").set_family("manipulate").set_args({"x"})
       .add_attr("shape", AttrKind::kReshapeShape)
-      .set_type_rule(reshape_type).set_flops(zero_flops);
+      .set_type_rule(reshape_type).set_flops(zero_flops)
+      .set_kernel(copy_kernel);
   reg.define("broadcast_to").set_family("manipulate").set_args({"x"})
       .add_attr("shape", AttrKind::kShape)
-      .set_type_rule(broadcast_to_type).set_flops(zero_flops);
+      .set_type_rule(broadcast_to_type).set_flops(zero_flops)
+      .set_kernel(broadcast_to_kernel);
   reg.define("collapse_sum_to").set_family("manipulate").set_args({"x"})
       .add_attr("shape", AttrKind::kShape)
-      .set_type_rule(collapse_sum_to_type).set_flops(zero_flops);
+      .set_type_rule(collapse_sum_to_type).set_flops(zero_flops)
+      .set_kernel(collapse_sum_to_kernel);
   reg.define("expand_dims").set_family("manipulate").set_args({"x"})
       .add_attr("axis", AttrKind::kIntList)
-      .set_type_rule(expand_dims_type).set_flops(zero_flops);
+      .set_type_rule(expand_dims_type).set_flops(zero_flops)
+      .set_kernel(copy_kernel);
   reg.define("squeeze").set_family("manipulate").set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
-      .set_type_rule(squeeze_type).set_flops(zero_flops);
+      .set_type_rule(squeeze_type).set_flops(zero_flops)
+      .set_kernel(copy_kernel);
   reg.define("concat").set_family("manipulate").set_args({"tensors"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
-      .set_type_rule(concat_type).set_flops(zero_flops);
+      .set_type_rule(concat_type).set_flops(zero_flops)
+      .set_kernel(concat_kernel);
   reg.define("split").set_family("manipulate").set_args({"x"})
       .add_attr("indices_or_sections", AttrKind::kIntOrIntList)
       .add_attr("axis", AttrKind::kInt, int64_t{0})
-      .set_type_rule(split_type).set_flops(zero_flops);
+      .set_type_rule(split_type).set_flops(zero_flops)
+      .set_kernel(split_kernel);
   reg.define("take").set_family("manipulate").set_args({"x", "indices"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
-      .set_type_rule(take_type).set_flops(zero_flops);
+      .set_type_rule(take_type).set_flops(zero_flops)
+      .set_kernel(take_kernel);
   reg.define("where").set_family("manipulate").set_args({"condition", "x1", "x2"})
-      .set_type_rule(where_type).set_flops(zero_flops);
+      .set_type_rule(where_type).set_flops(zero_flops)
+      .set_kernel(where_kernel);
   // cumsum does one add per element.
   reg.define("cumsum").set_family("manipulate").set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
-      .set_type_rule(cumsum_type).set_flops(elementwise_flops);
+      .set_type_rule(cumsum_type).set_flops(elementwise_flops)
+      .set_kernel(cumsum_kernel);
   reg.define("triu").set_family("manipulate").set_args({"x"})
       .add_attr("k", AttrKind::kInt, int64_t{0})
-      .set_type_rule(triu_type).set_flops(zero_flops);
+      .set_type_rule(triu_type).set_flops(zero_flops)
+      .set_kernel(triu_kernel);
 }
 
 }  // namespace aj

@@ -141,3 +141,34 @@ void binary_map(const NDArray& a, const NDArray& b, NDArray& out, F&& f) {
 }
 
 }  // namespace aj
+
+// --- Data-movement helpers: dispatch on element size, axis and extent
+// arithmetic over concrete shapes.
+namespace aj {
+
+// Calls f(TypeTag<U>{}) with U an unsigned integer as wide as an element of
+// `t`: kernels that only move elements dispatch on size, not dtype.
+template <typename F>
+decltype(auto) dispatch_elem_size(DType t, F&& f) {
+  switch (dtype_size(t)) {
+    case 1: return f(TypeTag<uint8_t>{});
+    case 2: return f(TypeTag<uint16_t>{});
+    case 4: return f(TypeTag<uint32_t>{});
+    case 8: return f(TypeTag<uint64_t>{});
+  }
+  throw Error("unsupported element size");
+}
+
+// Maps an axis the type rule checked, in [-ndim, ndim), to [0, ndim).
+inline size_t wrap_axis(int64_t axis, size_t ndim) {
+  return static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(ndim) : axis);
+}
+
+// Product of shape[begin:end] (1 when empty).
+inline int64_t extent(const std::vector<int64_t>& shape, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t i = begin; i < end; ++i) n *= shape[i];
+  return n;
+}
+
+}  // namespace aj
