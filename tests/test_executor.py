@@ -268,3 +268,17 @@ def test_set_num_threads():
 def test_build_op_helper_builds_one_binding():
     mod = build_op("matmul", rand(2, 3), rand(3, 4))
     assert len(mod["main"].bindings) == 1
+
+
+def test_rank0_params_and_constants_keep_rank_zero():
+    bb = aj.FunctionBuilder("main")
+    s = bb.param("s", (), "float64")
+    x = bb.param("x", (3,), "float64")
+    c = bb.emit(aj.Constant(np.float64(2.0)), "c")
+    assert c.type.shape == ()
+    mod = bb.finish(aj.op.matmul(x, x * s * c))
+    got = aj.build(mod)["main"](np.float64(3.0), np.arange(3.0))
+    assert np.shape(got) == ()
+    np.testing.assert_allclose(got, 6.0 * (np.arange(3.0) ** 2).sum())
+    got = aj.build(mod)["main"](3.0, [0.0, 1.0, 2.0])
+    np.testing.assert_allclose(got, 30.0)

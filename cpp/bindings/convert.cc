@@ -115,8 +115,9 @@ NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const
   py::module_ np = py::module_::import("numpy");
   py::object arr;
   try {
-    arr = dtype ? np.attr("ascontiguousarray")(obj, py::str(dtype_name(*dtype)))
-                : np.attr("ascontiguousarray")(obj);
+    // asarray(order="C"), not ascontiguousarray, which makes 0-d arrays 1-d.
+    arr = dtype ? np.attr("asarray")(obj, py::str(dtype_name(*dtype)), py::arg("order") = "C")
+                : np.attr("asarray")(obj, py::arg("order") = "C");
   } catch (const py::error_already_set& e) {
     throw Error(str(what, ": cannot make an array: ", e.what()));
   }

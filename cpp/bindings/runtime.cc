@@ -76,8 +76,7 @@ py::array input_array(const py::handle& obj, const Var& param, size_t i, const s
                                " to a ", want, " array"));
     }
   }
-  py::array out = np.attr("ascontiguousarray")(arr);
-  return out;
+  return np.attr("asarray")(arr, py::arg("order") = "C");  // keeps 0-d arrays 0-d
 }
 
 NDArray view_of(const py::array& a, DType dtype) {
