@@ -1,7 +1,9 @@
 // Shape manipulation and data movement: permute_dims, reshape, broadcast_to,
-// collapse_sum_to, expand_dims, squeeze, concat, split, take, where, cumsum,
-// triu. All move data only (zero FLOPs) except cumsum. Each op's type rule is
-// followed by its CPU kernel. Kernels that only move elements dispatch on the
+// collapse_sum_to, expand_dims, squeeze, concat, split, take, index_add (the
+// scatter-add inverse of take, for take's gradient), where, cumsum, triu.
+// All move data only (zero FLOPs) except the ones that add (collapse_sum_to,
+// index_add, cumsum). Each op's type rule is followed by its CPU kernel; the
+// VJP rules follow all kernels. Kernels that only move elements dispatch on the
 // element size and copy contiguous runs with memcpy; the permute_dims kernel
 // merges dims that stay adjacent and transposes tile by tile when the last
 // axis moves; collapse_sum_to and cumsum accumulate along rows.
@@ -12,6 +14,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "adjoint/autodiff/vjp.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
 #include "families.h"
@@ -499,18 +502,23 @@ Type split_type(const TypeContext& ctx) {
       parts.assign(static_cast<size_t>(*sections), Dim(len.value() / *sections));
     }
   } else {
-    const auto& idx = std::get<std::vector<int64_t>>(spec);
+    Shape idx;
+    if (auto* ints = std::get_if<std::vector<int64_t>>(&spec)) idx.assign(ints->begin(), ints->end());
+    else idx = std::get<Shape>(spec);  // split points may be symbolic (n, n + 3)
     Dim prev(0);
-    int64_t prev_i = 0;
-    for (auto i : idx) {
-      if (i < prev_i) ctx.fail("indices ", attr_to_string(idx), " must be non-decreasing");
-      if (i < 0 || (len.is_const() && i > len.value()))
-        ctx.fail("index ", i, " is out of range for dim ", len.to_string());
-      parts.push_back(Dim(i) - prev);
-      prev = Dim(i);
-      prev_i = i;
+    for (const auto& i : idx) {
+      Dim part = i - prev;
+      if ((part.is_const() && part.value() < 0) || (i.is_const() && i.value() < 0))
+        ctx.fail("indices ", attr_to_string(spec), " must be non-negative and non-decreasing");
+      if (i.is_const() && len.is_const() && i.value() > len.value())
+        ctx.fail("index ", i.to_string(), " is out of range for dim ", len.to_string());
+      parts.push_back(part);
+      prev = i;
     }
-    parts.push_back(len - prev);
+    Dim last = len - prev;
+    if (last.is_const() && last.value() < 0)
+      ctx.fail("index ", prev.to_string(), " is out of range for dim ", len.to_string());
+    parts.push_back(last);
   }
   std::vector<Type> fields;
   for (const auto& p : parts) {
@@ -722,58 +730,208 @@ void triu_kernel(KernelContext& ctx) {
   }
 }
 
+
+// ---- index_add: the scatter-add inverse of take (PyTorch's index_add) ----
+
+// x (a, b, c), indices (i, j) int, source (a, i, j, c), axis=1 -> x's type
+Type index_add_type(const TypeContext& ctx) {
+  const TypeNode& x = ctx.tensor(0);
+  require_int(ctx, 1);
+  require_numeric(ctx, 0);
+  require_same_dtype(ctx, 0, 2);
+  const Shape& idx = ctx.tensor(1).shape();
+  int64_t axis = normalize_axis(ctx, ctx.attr_int("axis"), static_cast<int64_t>(x.ndim()));
+  Shape want(x.shape().begin(), x.shape().begin() + axis);
+  want.insert(want.end(), idx.begin(), idx.end());
+  want.insert(want.end(), x.shape().begin() + axis + 1, x.shape().end());
+  if (ctx.tensor(2).shape() != want)
+    ctx.fail("source has shape ", shape_to_string(ctx.tensor(2).shape()), ", but taking indices ",
+             shape_to_string(idx), " from x ", shape_to_string(x.shape()), " along axis ", axis, " gives ",
+             shape_to_string(want));
+  return ctx.arg_type(0);
+}
+
+// out = x; out[o, idx[j], :] += source[o, j, :]
+template <typename U, typename I>
+void scatter_add(const U* src, const I* idx, U* out, const TakeDims& t) {
+  auto at = [&](int64_t j) { return idx[j] < 0 ? idx[j] + t.len : static_cast<int64_t>(idx[j]); };
+  for (int64_t o = 0; o < t.outer; ++o) {
+    U* dst = out + o * t.len * t.inner;
+    const U* from = src + o * t.count * t.inner;
+    for (int64_t j = 0; j < t.count; ++j) {
+      U* row = dst + at(j) * t.inner;
+      const U* add = from + j * t.inner;
+      for (int64_t k = 0; k < t.inner; ++k) row[k] += add[k];
+    }
+  }
+}
+
+template <typename I>
+void index_add_typed(const KernelContext& ctx, size_t axis) {
+  const NDArray& x = ctx.in(0);
+  const auto& shape = x.shape();
+  TakeDims t{extent(shape, 0, axis), shape[axis], extent(shape, axis + 1, shape.size()), ctx.in(1).numel()};
+  const I* idx = ctx.in(1).data_as<I>();
+  check_indices(ctx, idx, t, axis);
+  if (x.nbytes()) std::memcpy(ctx.out().data(), x.data(), x.nbytes());
+  dispatch_dtype(x.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    scatter_add(ctx.in(2).data_as<U>(), idx, ctx.out().data_as<U>(), t);
+  });
+}
+
+void index_add_kernel(KernelContext& ctx) {
+  size_t axis = wrap_axis(ctx.attr_int("axis"), ctx.in(0).shape().size());
+  if (ctx.in(1).dtype() == DType::kInt32) index_add_typed<int32_t>(ctx, axis);
+  else index_add_typed<int64_t>(ctx, axis);
+}
+
+Dim index_add_flops(const CallNode& call) { return num_elements(call.args()[2]->type()->shape()); }
+
+// ---- VJPs ----
+
+// permute_dims(x, p): g permuted back by the inverse of p (axes=None is its own inverse)
+std::vector<Expr> permute_dims_vjp(VJPContext& ctx) {
+  auto axes = ctx.attr_opt_ints("axes");
+  if (!axes) return {ctx.make("permute_dims", {ctx.grad})};
+  int64_t n = static_cast<int64_t>(axes->size());
+  std::vector<int64_t> inverse(n);
+  for (int64_t i = 0; i < n; ++i) inverse[(*axes)[i] < 0 ? (*axes)[i] + n : (*axes)[i]] = i;
+  return {ctx.make("permute_dims", {ctx.grad}, {{"axes", inverse}})};
+}
+
+// reshape, expand_dims, squeeze: g reshaped to x's shape
+std::vector<Expr> reshape_back_vjp(VJPContext& ctx) {
+  return {ctx.make("reshape", {ctx.grad}, {{"shape", ctx.arg_type(0).shape()}})};
+}
+
+// broadcast_to: g summed back to x's shape
+std::vector<Expr> broadcast_to_vjp(VJPContext& ctx) { return {ctx.collapse_to(ctx.grad, ctx.arg_type(0).shape())}; }
+
+// collapse_sum_to: g broadcast back to x's shape
+std::vector<Expr> collapse_sum_to_vjp(VJPContext& ctx) {
+  return {ctx.make("broadcast_to", {ctx.grad}, {{"shape", ctx.arg_type(0).shape()}})};
+}
+
+// concat((a, b, ...), axis): g split at the fields' boundaries, one piece each
+std::vector<Expr> concat_vjp(VJPContext& ctx) {
+  const auto& fields = ctx.call.args()[0]->type()->fields();
+  int64_t axis = ctx.attr_int("axis");
+  size_t n = fields[0]->ndim();
+  size_t ax = static_cast<size_t>(axis < 0 ? axis + static_cast<int64_t>(n) : axis);
+  Shape points;
+  Dim at(0);
+  bool all_const = true;
+  for (size_t i = 0; i + 1 < fields.size(); ++i) {
+    at = at + fields[i]->shape()[ax];
+    all_const = all_const && at.is_const();
+    points.push_back(at);
+  }
+  AttrValue indices = points;
+  if (all_const) {
+    std::vector<int64_t> ints;
+    for (const auto& d : points) ints.push_back(d.value());
+    indices = ints;
+  }
+  if (fields.size() == 1) indices = int64_t{1};
+  Var parts = ctx.emit("split", {ctx.grad}, {{"indices_or_sections", indices}, {"axis", axis}});
+  std::vector<Expr> items;
+  for (size_t i = 0; i < fields.size(); ++i) items.push_back(std::make_shared<TupleGetItemNode>(parts, static_cast<int>(i)));
+  return {std::make_shared<TupleNode>(std::move(items))};
+}
+
+// split(x, ..., axis): the pieces' adjoints concatenated back
+std::vector<Expr> split_vjp(VJPContext& ctx) {
+  return {ctx.make("concat", {ctx.grad}, {{"axis", ctx.attr_int("axis")}})};
+}
+
+// take(x, indices, axis): g added into zeros at the taken positions
+std::vector<Expr> take_vjp(VJPContext& ctx) {
+  Expr zero = ctx.make("zeros_like", {ctx.arg(0)});
+  return {ctx.make("index_add", {zero, ctx.arg(1), ctx.grad}, {{"axis", ctx.attr_int("axis")}}), nullptr};
+}
+
+// index_add(x, indices, source, axis): (g, none, take(g, indices, axis))
+std::vector<Expr> index_add_vjp(VJPContext& ctx) {
+  return {ctx.grad, nullptr, ctx.make("take", {ctx.grad, ctx.arg(1)}, {{"axis", ctx.attr_int("axis")}})};
+}
+
+// where(c, x1, x2): g routed by the mask, summed back to each operand's shape
+std::vector<Expr> where_vjp(VJPContext& ctx) {
+  Var zero = ctx.emit("zeros_like", {ctx.grad});
+  return {nullptr,
+          ctx.collapse_to(ctx.make("where", {ctx.arg(0), ctx.grad, zero}), ctx.arg_type(1).shape()),
+          ctx.collapse_to(ctx.make("where", {ctx.arg(0), zero, ctx.grad}), ctx.arg_type(2).shape())};
+}
+
+// cumsum(x, axis): the reversed cumulative sum of g, as sum(g) + g - cumsum(g)
+std::vector<Expr> cumsum_vjp(VJPContext& ctx) {
+  int64_t axis = ctx.attr_int("axis");
+  Expr total = ctx.make("sum", {ctx.grad}, {{"axis", std::vector<int64_t>{axis}}, {"keepdims", true}});
+  Expr upto = ctx.make("cumsum", {ctx.grad}, {{"axis", axis}});
+  return {ctx.make("subtract", {ctx.make("add", {total, ctx.grad}), upto})};
+}
+
+// triu(x, k): triu(g, k)
+std::vector<Expr> triu_vjp(VJPContext& ctx) { return {ctx.make("triu", {ctx.grad}, {{"k", ctx.attr_int("k")}})}; }
+
 }  // namespace
 
 void register_manipulate_ops(OpRegistry& reg) {
   reg.define("permute_dims").set_family("manipulate").set_args({"x"})
       .add_attr("axes", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(permute_dims_type).set_flops(zero_flops)
-      .set_kernel(permute_dims_kernel);
+      .set_kernel(permute_dims_kernel).set_vjp(permute_dims_vjp);
   reg.define("reshape").set_family("manipulate").set_args({"x"})
       .add_attr("shape", AttrKind::kReshapeShape)
       .set_type_rule(reshape_type).set_flops(zero_flops)
-      .set_kernel(copy_kernel);
+      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp);
   reg.define("broadcast_to").set_family("manipulate").set_args({"x"})
       .add_attr("shape", AttrKind::kShape)
       .set_type_rule(broadcast_to_type).set_flops(zero_flops)
-      .set_kernel(broadcast_to_kernel);
+      .set_kernel(broadcast_to_kernel).set_vjp(broadcast_to_vjp);
   reg.define("collapse_sum_to").set_family("manipulate").set_args({"x"})
       .add_attr("shape", AttrKind::kShape)
-      .set_type_rule(collapse_sum_to_type).set_flops(zero_flops)
-      .set_kernel(collapse_sum_to_kernel);
+      .set_type_rule(collapse_sum_to_type).set_flops(per_input_element_flops<1>)
+      .set_kernel(collapse_sum_to_kernel).set_vjp(collapse_sum_to_vjp);
   reg.define("expand_dims").set_family("manipulate").set_args({"x"})
       .add_attr("axis", AttrKind::kIntList)
       .set_type_rule(expand_dims_type).set_flops(zero_flops)
-      .set_kernel(copy_kernel);
+      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp);
   reg.define("squeeze").set_family("manipulate").set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(squeeze_type).set_flops(zero_flops)
-      .set_kernel(copy_kernel);
+      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp);
   reg.define("concat").set_family("manipulate").set_args({"tensors"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(concat_type).set_flops(zero_flops)
-      .set_kernel(concat_kernel);
+      .set_kernel(concat_kernel).set_vjp(concat_vjp);
   reg.define("split").set_family("manipulate").set_args({"x"})
       .add_attr("indices_or_sections", AttrKind::kIntOrIntList)
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(split_type).set_flops(zero_flops)
-      .set_kernel(split_kernel);
+      .set_kernel(split_kernel).set_vjp(split_vjp);
   reg.define("take").set_family("manipulate").set_args({"x", "indices"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(take_type).set_flops(zero_flops)
-      .set_kernel(take_kernel);
+      .set_kernel(take_kernel).set_vjp(take_vjp);
+  // index_add does one add per source element.
+  reg.define("index_add").set_family("manipulate").set_args({"x", "indices", "source"})
+      .add_attr("axis", AttrKind::kInt, int64_t{0})
+      .set_type_rule(index_add_type).set_flops(index_add_flops)
+      .set_kernel(index_add_kernel).set_vjp(index_add_vjp);
   reg.define("where").set_family("manipulate").set_args({"condition", "x1", "x2"})
       .set_type_rule(where_type).set_flops(zero_flops)
-      .set_kernel(where_kernel);
+      .set_kernel(where_kernel).set_vjp(where_vjp);
   // cumsum does one add per element.
   reg.define("cumsum").set_family("manipulate").set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(cumsum_type).set_flops(elementwise_flops)
-      .set_kernel(cumsum_kernel);
+      .set_kernel(cumsum_kernel).set_vjp(cumsum_vjp);
   reg.define("triu").set_family("manipulate").set_args({"x"})
       .add_attr("k", AttrKind::kInt, int64_t{0})
       .set_type_rule(triu_type).set_flops(zero_flops)
-      .set_kernel(triu_kernel);
+      .set_kernel(triu_kernel).set_vjp(triu_vjp);
 }
 
 }  // namespace aj

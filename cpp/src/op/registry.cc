@@ -16,7 +16,7 @@ const char* attr_kind_name(AttrKind kind) {
     case AttrKind::kIntList: return "a list of ints";
     case AttrKind::kOptIntList: return "None or a list of ints";
     case AttrKind::kShape: return "a shape (a tuple of dims)";
-    case AttrKind::kIntOrIntList: return "an int or a list of ints";
+    case AttrKind::kIntOrIntList: return "an int or a list of ints (or dims)";
     case AttrKind::kReshapeShape: return "a shape (a tuple of dims, one may be -1)";
   }
   return "?";
@@ -172,6 +172,7 @@ AttrValue coerce_attr(const OpDef& op, const AttrSpec& spec, const AttrValue& ra
     case AttrKind::kIntOrIntList:
       if (std::holds_alternative<int64_t>(raw)) return raw;
       if (auto l = as_int_list(raw)) return *l;
+      if (auto* s = std::get_if<Shape>(&raw)) return *s;  // symbolic entries stay dims
       break;
   }
   bad_attr(op, spec, raw);
