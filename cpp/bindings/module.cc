@@ -8,6 +8,7 @@ namespace aj::bindings {
 void bind_errors(py::module_& m);
 void bind_ir(py::module_& m);
 void bind_runtime(py::module_& m);
+void bind_transform(py::module_& m);
 }  // namespace aj::bindings
 
 PYBIND11_MODULE(_core, m) {
@@ -15,4 +16,5 @@ PYBIND11_MODULE(_core, m) {
   aj::bindings::bind_errors(m);
   aj::bindings::bind_ir(m);
   aj::bindings::bind_runtime(m);
+  aj::bindings::bind_transform(m);
 }

@@ -12,6 +12,7 @@ from .errors import (
     Error,
     ExecutionError,
     FunctionNotFoundError,
+    GradientCheckError,
     ParseError,
     StructuralMismatch,
     TransformError,
@@ -38,7 +39,7 @@ from .ir import (
     structural_hash,
 )
 from .builder import FunctionBuilder
-from . import analysis, op
+from . import analysis, op, testing, transform
 from .runtime import build
 
 __version__ = "0.1.0"
@@ -55,10 +56,10 @@ def set_num_threads(n: int) -> None:
 
 
 __all__ = [
-    "Error", "ExecutionError", "FunctionNotFoundError", "ParseError", "StructuralMismatch",
+    "Error", "ExecutionError", "FunctionNotFoundError", "GradientCheckError", "ParseError", "StructuralMismatch",
     "TransformError", "TypeInferenceError", "VerifyError",
     "Binding", "Call", "Constant", "Dim", "Expr", "Function", "Module", "TensorType", "Tuple",
     "TupleGetItem", "TupleType", "Type", "Var",
     "assert_structural_equal", "parse", "structural_diff", "structural_equal", "structural_hash",
-    "FunctionBuilder", "analysis", "op", "build", "blas_info", "set_num_threads",
+    "FunctionBuilder", "analysis", "op", "testing", "transform", "build", "blas_info", "set_num_threads",
 ]

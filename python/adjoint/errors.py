@@ -47,7 +47,11 @@ class StructuralMismatch(Error, AssertionError):
     """Raised by ``assert_structural_equal``: names the first difference."""
 
 
+class GradientCheckError(Error, AssertionError):
+    """Raised by ``aj.testing`` when analytic and numerical gradients disagree."""
+
+
 __all__ = [
     "Error", "ParseError", "TypeInferenceError", "VerifyError", "ExecutionError", "TransformError",
-    "FunctionNotFoundError", "StructuralMismatch",
+    "FunctionNotFoundError", "StructuralMismatch", "GradientCheckError",
 ]

@@ -33,6 +33,20 @@ Monomial multiply(const Monomial& a, const Monomial& b) {
 
 std::vector<DimTerm> as_terms(const Dim& d) { return d.terms(); }
 
+int64_t checked_add(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) throw Error(str("dim arithmetic overflows: ", a, " + ", b));
+  return r;
+}
+
+int64_t checked_mul(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) throw Error(str("dim arithmetic overflows: ", a, " * ", b));
+  return r;
+}
+
+constexpr size_t kMaxTerms = 256;  // a polynomial larger than this is not a plausible dim
+
 }  // namespace
 
 Dim Dim::symbol(const std::string& name) {
@@ -44,7 +58,7 @@ Dim Dim::from_terms(std::vector<DimTerm> terms) {
   std::vector<DimTerm> merged;
   for (auto& t : terms) {
     if (!merged.empty() && merged.back().monomial == t.monomial) {
-      merged.back().coeff += t.coeff;
+      merged.back().coeff = checked_add(merged.back().coeff, t.coeff);
     } else {
       merged.push_back(std::move(t));
     }
@@ -52,6 +66,7 @@ Dim Dim::from_terms(std::vector<DimTerm> terms) {
   merged.erase(std::remove_if(merged.begin(), merged.end(),
                               [](const DimTerm& t) { return t.coeff == 0; }),
                merged.end());
+  if (merged.size() > kMaxTerms) throw Error(str("symbolic dim has more than ", kMaxTerms, " terms"));
   if (merged.empty()) return Dim(0);
   if (merged.size() == 1 && merged[0].monomial.empty()) return Dim(merged[0].coeff);
   Dim d;
@@ -84,15 +99,15 @@ std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t>& env) 
     for (const auto& f : t.monomial) {
       auto it = env.find(f.first);
       if (it == env.end()) return std::nullopt;
-      for (int i = 0; i < f.second; ++i) v *= it->second;
+      for (int i = 0; i < f.second; ++i) v = checked_mul(v, it->second);
     }
-    total += v;
+    total = checked_add(total, v);
   }
   return total;
 }
 
 Dim Dim::operator+(const Dim& o) const {
-  if (is_const() && o.is_const()) return Dim(value_ + o.value_);
+  if (is_const() && o.is_const()) return Dim(checked_add(value_, o.value_));
   auto t = as_terms(*this);
   auto u = as_terms(o);
   t.insert(t.end(), u.begin(), u.end());
@@ -100,9 +115,13 @@ Dim Dim::operator+(const Dim& o) const {
 }
 
 Dim Dim::operator-(const Dim& o) const {
-  if (is_const() && o.is_const()) return Dim(value_ - o.value_);
+  if (is_const() && o.is_const()) {
+    if (o.value_ == INT64_MIN) throw Error("dim arithmetic overflows");
+    return Dim(checked_add(value_, -o.value_));
+  }
   auto t = as_terms(*this);
   for (auto u : as_terms(o)) {
+    if (u.coeff == INT64_MIN) throw Error("dim arithmetic overflows");
     u.coeff = -u.coeff;
     t.push_back(std::move(u));
   }
@@ -110,11 +129,13 @@ Dim Dim::operator-(const Dim& o) const {
 }
 
 Dim Dim::operator*(const Dim& o) const {
-  if (is_const() && o.is_const()) return Dim(value_ * o.value_);
+  if (is_const() && o.is_const()) return Dim(checked_mul(value_, o.value_));
+  auto ta = as_terms(*this), tb = as_terms(o);
+  if (ta.size() * tb.size() > kMaxTerms * 4) throw Error(str("symbolic dim product is too large"));
   std::vector<DimTerm> out;
-  for (const auto& a : as_terms(*this))
-    for (const auto& b : as_terms(o))
-      out.push_back(DimTerm{multiply(a.monomial, b.monomial), a.coeff * b.coeff});
+  for (const auto& a : ta)
+    for (const auto& b : tb)
+      out.push_back(DimTerm{multiply(a.monomial, b.monomial), checked_mul(a.coeff, b.coeff)});
   return from_terms(std::move(out));
 }
 
@@ -176,8 +197,9 @@ std::string Dim::to_string() const {
   return out;
 }
 
-// Recursive descent over: expr := term (('+'|'-') term)*; term := power ('*' power)*;
-// power := atom ('**' int)?; atom := int | name | '(' expr ')' | '-' atom.
+// Recursive descent over: expr := term (('+'|'-') term)*; term := factor ('*' factor)*;
+// factor := '-' factor | power; power := atom ('**' int)?; atom := int | name | '(' expr ')'.
+// As in Python, -n**2 is -(n**2). Nesting is limited to kMaxDepth.
 namespace {
 class DimParser {
  public:
@@ -215,13 +237,22 @@ class DimParser {
     }
   }
   Dim term() {
-    Dim d = power();
+    Dim d = factor();
     while (true) {
       skip_ws();
       if (s_.compare(pos_, 2, "**") == 0) fail("misplaced '**'");
       if (!eat("*")) return d;
-      d = d * power();
+      d = d * factor();
     }
+  }
+  Dim factor() {
+    skip_ws();
+    if (pos_ < s_.size() && s_[pos_] == '-') {
+      ++pos_;
+      Depth guard(this);
+      return Dim(0) - factor();
+    }
+    return power();
   }
   Dim power() {
     Dim base = atom();
@@ -249,13 +280,10 @@ class DimParser {
     char c = s_[pos_];
     if (c == '(') {
       ++pos_;
+      Depth guard(this);
       Dim d = expr();
       if (!eat(")")) fail("expected ')'");
       return d;
-    }
-    if (c == '-') {
-      ++pos_;
-      return Dim(0) - atom();
     }
     if (std::isdigit(static_cast<unsigned char>(c))) return Dim(integer());
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
@@ -268,8 +296,18 @@ class DimParser {
     fail("unexpected '" + std::string(1, c) + "'");
   }
 
+  static constexpr int kMaxDepth = 64;
+  struct Depth {
+    explicit Depth(DimParser* p) : p_(p) {
+      if (++p_->depth_ > kMaxDepth) p_->fail("nested too deeply");
+    }
+    ~Depth() { --p_->depth_; }
+    DimParser* p_;
+  };
+
   const std::string& s_;
   size_t pos_ = 0;
+  int depth_ = 0;
 };
 }  // namespace
 

@@ -2,6 +2,8 @@
 #include "adjoint/ir/type.h"
 
 #include <functional>
+#include <mutex>
+#include <unordered_map>
 
 namespace aj {
 
@@ -34,12 +36,51 @@ size_t dtype_size(DType t) {
   return 0;
 }
 
+// Tensor types are interned: equal types share one node while any user holds
+// it, so the thousands of bindings of one type cost one allocation and
+// comparisons usually stop at the pointer. Entries of freed types are purged
+// whenever the table has doubled since the last purge.
+class TensorTypeTable {
+ public:
+  Type get(Shape shape, DType dtype) {
+    size_t h = hash(shape, dtype);
+    std::lock_guard<std::mutex> lock(mu_);
+    auto range = table_.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it) {
+      Type t = it->second.lock();
+      if (t && t->dtype() == dtype && t->shape() == shape) return t;
+    }
+    auto t = std::make_shared<TypeNode>();
+    TypeNode::init_tensor(*t, std::move(shape), dtype);
+    table_.emplace(h, t);
+    if (table_.size() > 2 * purge_at_) purge();
+    return t;
+  }
+
+ private:
+  static size_t hash(const Shape& shape, DType dtype) {
+    size_t h = static_cast<size_t>(dtype) * 0x9e3779b97f4a7c15ULL;
+    for (const auto& d : shape) h ^= d.hash() + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+    return h;
+  }
+  void purge() {
+    for (auto it = table_.begin(); it != table_.end();) it = it->second.expired() ? table_.erase(it) : std::next(it);
+    purge_at_ = std::max<size_t>(1024, table_.size());
+  }
+  std::mutex mu_;
+  std::unordered_multimap<size_t, std::weak_ptr<const TypeNode>> table_;
+  size_t purge_at_ = 1024;
+};
+
+void TypeNode::init_tensor(TypeNode& t, Shape shape, DType dtype) {
+  t.kind_ = Kind::kTensor;
+  t.shape_ = std::move(shape);
+  t.dtype_ = dtype;
+}
+
 Type TypeNode::tensor(Shape shape, DType dtype) {
-  auto t = std::make_shared<TypeNode>();
-  t->kind_ = Kind::kTensor;
-  t->shape_ = std::move(shape);
-  t->dtype_ = dtype;
-  return t;
+  static TensorTypeTable* table = new TensorTypeTable();
+  return table->get(std::move(shape), dtype);
 }
 
 Type TypeNode::tuple(std::vector<Type> fields) {

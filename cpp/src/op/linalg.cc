@@ -1,10 +1,12 @@
 // Linear algebra: matmul with NumPy semantics (1-D operands, batched with
-// broadcast batch dims) and an optional out_dtype. The kernel runs float
+// broadcast batch dims) and an optional out_dtype: type rule, VJP, FLOPs
+// and kernel. The kernel runs float
 // matmuls through OpenBLAS sgemm/dgemm, with transposed operands passed as
 // GEMM transpose flags and a batch folded into one GEMM when it can be.
 #include <algorithm>
 #include <cstring>
 
+#include "adjoint/autodiff/vjp.h"
 #include "adjoint/runtime/blas.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
@@ -162,12 +164,41 @@ void matmul_kernel(KernelContext& ctx) {
   });
 }
 
+
+// grad_a = g @ T(b), grad_b = T(a) @ g, each summed over broadcast batch dims.
+// A 1-D operand is first made a matrix ((k,) -> (1, k) for a, (k, 1) for b),
+// with g given the matching unit dims, and its adjoint reshaped back.
+std::vector<Expr> matmul_vjp(VJPContext& ctx) {
+  Expr a = ctx.arg(0), b = ctx.arg(1), g = ctx.grad;
+  const TypeNode& ta = ctx.arg_type(0);
+  const TypeNode& tb = ctx.arg_type(1);
+  if (!is_float(ta.dtype())) return {nullptr, nullptr};
+  if (g->type()->dtype() != ta.dtype())
+    g = ctx.emit("astype", {g}, {{"dtype", ta.dtype()}});
+  bool a_vec = ta.ndim() == 1, b_vec = tb.ndim() == 1;
+  if (a_vec) {
+    a = ctx.emit("expand_dims", {a}, {{"axis", std::vector<int64_t>{0}}});
+    g = ctx.emit("expand_dims", {g}, {{"axis", std::vector<int64_t>{-2 + (b_vec ? 1 : 0)}}});
+  }
+  if (b_vec) {
+    b = ctx.emit("expand_dims", {b}, {{"axis", std::vector<int64_t>{-1}}});
+    g = ctx.emit("expand_dims", {g}, {{"axis", std::vector<int64_t>{-1}}});
+  }
+  Expr grad_a = ctx.make("matmul", {g, ctx.transpose(b)});
+  Expr grad_b = ctx.make("matmul", {ctx.transpose(a), g});
+  grad_a = ctx.collapse_to(grad_a, a->type()->shape());
+  grad_b = ctx.collapse_to(grad_b, b->type()->shape());
+  if (a_vec) grad_a = ctx.make("reshape", {grad_a}, {{"shape", ta.shape()}});
+  if (b_vec) grad_b = ctx.make("reshape", {grad_b}, {{"shape", tb.shape()}});
+  return {grad_a, grad_b};
+}
+
 }  // namespace
 
 void register_linalg_ops(OpRegistry& reg) {
   reg.define("matmul").set_family("linalg").set_args({"x1", "x2"})
       .add_attr("out_dtype", AttrKind::kOptDType, NoneValue{})
-      .set_type_rule(matmul_type).set_flops(matmul_flops).set_kernel(matmul_kernel);
+      .set_type_rule(matmul_type).set_flops(matmul_flops).set_kernel(matmul_kernel).set_vjp(matmul_vjp);
 }
 
 }  // namespace aj

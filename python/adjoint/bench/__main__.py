@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-SUITES = {"ir": "adjoint.bench.ir", "exec": "adjoint.bench.exec"}
+SUITES = {"ir": "adjoint.bench.ir", "exec": "adjoint.bench.exec", "passes": "adjoint.bench.passes"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -41,6 +41,7 @@ class FunctionBuilder {
 
   Function finish(const Expr& ret);
   size_t num_bindings() const { return bindings_.size(); }
+  const std::vector<Binding>& bindings() const { return bindings_; }
   const std::vector<Var>& params() const { return params_; }
 
  private:

@@ -18,7 +18,7 @@ class TypeNode {
  public:
   enum class Kind { kTensor, kTuple };
 
-  static Type tensor(Shape shape, DType dtype);
+  static Type tensor(Shape shape, DType dtype);  // interned: equal types share a node
   static Type tuple(std::vector<Type> fields);
 
   Kind kind() const { return kind_; }
@@ -33,6 +33,8 @@ class TypeNode {
   std::string to_string() const;
 
  private:
+  static void init_tensor(TypeNode& t, Shape shape, DType dtype);
+  friend class TensorTypeTable;
   Kind kind_ = Kind::kTensor;
   Shape shape_;
   DType dtype_ = DType::kFloat32;

@@ -1,0 +1,24 @@
+// The module-to-module passes of cpp/src/transform/, each a pure function
+// over immutable IR.
+#pragma once
+
+#include "adjoint/ir/function.h"
+
+namespace aj {
+
+// Removes bindings whose values nothing returns or uses (all ops are pure),
+// in every function.
+Module dead_code_elimination(const Module& mod);
+Function dead_code_elimination(const Function& fn);
+
+// Binds identical pure values (same op, attrs and arguments) once.
+Module eliminate_common_subexpr(const Module& mod);
+Function eliminate_common_subexpr(const Function& fn);
+
+// The rules of simplify_gradient.cc (no transpose of a transpose, no
+// transpose of a matmul, no identity permute/broadcast/reshape/astype),
+// applied to a fixed point, then dead-code elimination.
+Module simplify_gradient(const Module& mod);
+Function simplify_gradient(const Function& fn);
+
+}  // namespace aj

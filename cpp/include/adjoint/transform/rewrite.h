@@ -1,0 +1,46 @@
+// Rewriting calls by rules, binding by binding. A rule looks at one call
+// (and, through the context, at what its arguments are bound to) and returns
+// a replacement: a leaf, or a tree of calls built with make(), whose nested
+// calls become new bindings. Rules are plain data (a name, the before ->
+// after it stands for, a function for the match and its side conditions),
+// so rule sets are lists that combine.
+#pragma once
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "adjoint/ir/function.h"
+#include "adjoint/op/registry.h"
+
+namespace aj {
+
+class RewriteContext {
+ public:
+  explicit RewriteContext(const std::unordered_map<const VarNode*, const CallNode*>& defs) : defs_(defs) {}
+  // The call bound to e when e is a var bound to a call, else nullptr.
+  const CallNode* bound_call(const Expr& e) const;
+  // The call bound to e when it is a call of `op`, else nullptr.
+  const CallNode* bound_call(const Expr& e, const char* op) const;
+  // op(args, attrs) as an unbound call (defaults filled, type inferred).
+  Expr make(const std::string& op, std::vector<Expr> args,
+            const std::vector<std::pair<std::string, AttrValue>>& attrs = {}) const;
+
+ private:
+  const std::unordered_map<const VarNode*, const CallNode*>& defs_;
+};
+
+struct RewriteRule {
+  const char* name;
+  const char* before_after;  // "permute_dims(permute_dims(x)) -> x"
+  Expr (*apply)(const CallNode& call, const RewriteContext& ctx);  // nullptr: no match
+};
+
+// Applies the first matching rule to each binding, in order, and repeats
+// until no rule matches (at most max_rounds rounds). Bindings left unused
+// are not removed: run dead-code elimination after.
+Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& rules, int max_rounds = 32);
+Module rewrite_bindings(const Module& mod, const std::vector<RewriteRule>& rules, int max_rounds = 32);
+
+}  // namespace aj

@@ -1,0 +1,160 @@
+// EliminateCommonSubexpr: identical pure values bound once.
+//   1. Walk the bindings in order, replacing uses of eliminated vars.
+//   2. Key each call, tuple and tuple item by its op, attrs and arguments
+//      (vars by identity, constants by value); a value whose key was seen
+//      before maps its var to the earlier var and is dropped.
+//   3. Rebuild the function when anything was dropped.
+#include <cstring>
+#include <unordered_map>
+
+#include "adjoint/transform/passes.h"
+
+namespace aj {
+namespace {
+
+size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+
+bool constants_equal(const ConstantNode& a, const ConstantNode& b) {
+  return type_equal(a.type(), b.type()) &&
+         std::memcmp(a.data().data(), b.data().data(), a.data().nbytes()) == 0;
+}
+
+size_t leaf_hash(const Expr& e) {
+  if (auto* c = as<ConstantNode>(e)) {
+    size_t h = type_hash(c->type());
+    const auto* bytes = static_cast<const unsigned char*>(c->data().data());
+    for (size_t i = 0; i < c->data().nbytes(); ++i) h = mix(h, bytes[i]);
+    return h;
+  }
+  if (auto* t = as<TupleNode>(e)) {
+    size_t h = 0x7u;
+    for (const auto& f : t->fields()) h = mix(h, leaf_hash(f));
+    return h;
+  }
+  return std::hash<const void*>()(e.get());
+}
+
+bool leaf_equal(const Expr& a, const Expr& b) {
+  if (a == b) return true;
+  if (a->kind() != b->kind()) return false;
+  if (auto* ca = as<ConstantNode>(a)) return constants_equal(*ca, static_cast<const ConstantNode&>(*b));
+  if (auto* ta = as<TupleNode>(a)) {
+    const auto& tb = static_cast<const TupleNode&>(*b);
+    if (ta->fields().size() != tb.fields().size()) return false;
+    for (size_t i = 0; i < ta->fields().size(); ++i)
+      if (!leaf_equal(ta->fields()[i], tb.fields()[i])) return false;
+    return true;
+  }
+  return false;
+}
+
+size_t value_hash(const Expr& v) {
+  if (auto* c = as<CallNode>(v)) {
+    size_t h = std::hash<const void*>()(&c->op());
+    for (const auto& a : c->args()) h = mix(h, leaf_hash(a));
+    for (const auto& a : c->attrs()) h = mix(h, attr_hash(a));
+    return h;
+  }
+  if (auto* g = as<TupleGetItemNode>(v)) return mix(leaf_hash(g->tuple()), static_cast<size_t>(g->index()) + 1);
+  return leaf_hash(v);
+}
+
+bool value_equal(const Expr& a, const Expr& b) {
+  if (a->kind() != b->kind()) return false;
+  if (auto* ca = as<CallNode>(a)) {
+    const auto& cb = static_cast<const CallNode&>(*b);
+    if (&ca->op() != &cb.op() || ca->args().size() != cb.args().size()) return false;
+    for (size_t i = 0; i < ca->args().size(); ++i)
+      if (!leaf_equal(ca->args()[i], cb.args()[i])) return false;
+    for (size_t i = 0; i < ca->attrs().size(); ++i)
+      if (!attr_equal(ca->attrs()[i], cb.attrs()[i])) return false;
+    return true;
+  }
+  if (auto* ga = as<TupleGetItemNode>(a)) {
+    const auto& gb = static_cast<const TupleGetItemNode&>(*b);
+    return ga->index() == gb.index() && leaf_equal(ga->tuple(), gb.tuple());
+  }
+  return leaf_equal(a, b);
+}
+
+class Eliminator {
+ public:
+  explicit Eliminator(const FunctionNode& fn) : fn_(fn) {}
+
+  Function run() {
+    std::vector<Binding> kept;
+    kept.reserve(fn_.bindings().size());
+    for (const auto& b : fn_.bindings()) {
+      Expr value = substitute(b.value);
+      size_t h = value_hash(value);
+      Var seen = find(h, value);
+      if (seen) {
+        replaced_[b.var.get()] = seen;
+        continue;
+      }
+      seen_.emplace(h, std::make_pair(value, b.var));
+      kept.push_back({b.var, value});
+    }
+    if (replaced_.empty()) return nullptr;
+    return std::make_shared<FunctionNode>(fn_.params(), std::move(kept), substitute(fn_.ret()), fn_.attrs());
+  }
+
+ private:
+  Var find(size_t h, const Expr& value) const {
+    auto range = seen_.equal_range(h);
+    for (auto it = range.first; it != range.second; ++it)
+      if (value_equal(it->second.first, value)) return it->second.second;
+    return nullptr;
+  }
+
+  Expr substitute(const Expr& e) {
+    if (replaced_.empty()) return e;
+    switch (e->kind()) {
+      case ExprKind::kVar: {
+        auto it = replaced_.find(static_cast<const VarNode*>(e.get()));
+        return it == replaced_.end() ? e : it->second;
+      }
+      case ExprKind::kConstant: return e;
+      case ExprKind::kTuple: {
+        std::vector<Expr> fields;
+        for (const auto& f : static_cast<const TupleNode&>(*e).fields()) fields.push_back(substitute(f));
+        return std::make_shared<TupleNode>(std::move(fields));
+      }
+      case ExprKind::kTupleGetItem: {
+        const auto& g = static_cast<const TupleGetItemNode&>(*e);
+        return std::make_shared<TupleGetItemNode>(substitute(g.tuple()), g.index());
+      }
+      case ExprKind::kCall: {
+        const auto& c = static_cast<const CallNode&>(*e);
+        std::vector<Expr> args;
+        for (const auto& a : c.args()) args.push_back(substitute(a));
+        return std::make_shared<CallNode>(&c.op(), std::move(args), c.attrs(), c.type());
+      }
+    }
+    return e;
+  }
+
+  const FunctionNode& fn_;
+  std::unordered_multimap<size_t, std::pair<Expr, Var>> seen_;
+  std::unordered_map<const VarNode*, Var> replaced_;
+};
+
+}  // namespace
+
+Function eliminate_common_subexpr(const Function& fn) {
+  Function out = Eliminator(*fn).run();
+  return out ? out : fn;
+}
+
+Module eliminate_common_subexpr(const Module& mod) {
+  std::vector<std::pair<std::string, Function>> fns;
+  bool changed = false;
+  for (const auto& [name, fn] : mod->functions()) {
+    Function out = eliminate_common_subexpr(fn);
+    changed = changed || out != fn;
+    fns.emplace_back(name, out);
+  }
+  return changed ? std::make_shared<ModuleNode>(std::move(fns)) : mod;
+}
+
+}  // namespace aj

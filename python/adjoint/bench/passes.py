@@ -1,0 +1,119 @@
+"""Pass benchmark.
+
+1. Gradient on generated functions of 10k, 100k and 200k bindings: a chain
+   and a wide DAG of matmuls, transposes and elementwise ops. Goal (issue 4):
+   100k bindings under 1 s; 200k/100k time ratio at most 2.3.
+2. The adjoints of the executor benchmark's MLP and transformer block, and of
+   a stack of linear layers (x @ W.T + b), with simplify=False vs True: op
+   count, permute_dims count and run time. Goal (issue 5): no permute_dims
+   left to run in the simplified linear stack (what remains in the IR are
+   matmul operands, folded into GEMM transpose flags by the executor); the
+   simplified transformer adjoint at least 1.2x faster than the raw one.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+import adjoint as aj
+from adjoint.bench import median_seconds, print_table
+from adjoint.bench.graphs import mlp, transformer_block
+
+SIZES = (10_000, 100_000, 200_000)
+_T = 'Tensor((8, 8), "float32")'
+
+
+def generate(n: int, shape: str, seed: int = 0) -> str:
+    """main(x, w) of n bindings. "chain": each binding uses the previous one;
+    "dag": each uses two random earlier values (a wide DAG). Ops cycle through
+    matmul, permute_dims, add, multiply, subtract; the result is summed."""
+    rng = random.Random(seed)
+    lines = ["@function", f'def main(x: {_T}, w: {_T}) -> Tensor((), "float32"):']
+    names = ["x", "w"]
+    for k in range(n - 1):
+        if shape == "chain":
+            a, b = names[-1], names[rng.randrange(2)]
+        else:
+            a, b = names[rng.randrange(len(names))], names[rng.randrange(len(names))]
+        op = ("matmul", "permute_dims", "add", "multiply", "subtract")[k % 5]
+        args = a if op == "permute_dims" else f"{a}, {b}"
+        lines.append(f"    v{k}: {_T} = {op}({args})")
+        names.append(f"v{k}")
+    lines.append(f'    out: Tensor((), "float32") = sum({names[-1]})')
+    lines.append("    return out")
+    return "\n".join(lines) + "\n"
+
+
+def gradient_scaling(repeat: int) -> None:
+    rows = []
+    times: dict[tuple[str, int], float] = {}
+    for shape in ("chain", "dag"):
+        for n in SIZES:
+            mod = aj.parse(generate(n, shape))
+            raw = median_seconds(lambda: aj.transform.Gradient(simplify=False)(mod), repeat, warmup=0)
+            simp = median_seconds(lambda: aj.transform.Gradient()(mod), repeat, warmup=0)
+            adj = aj.transform.Gradient()(mod)["main_adjoint"]
+            times[(shape, n)] = simp
+            rows.append([shape, n, raw, simp, len(adj.bindings)])
+    print(f"Gradient on generated functions: seconds, median of {repeat} runs")
+    print_table(["shape", "bindings", "simplify=False", "simplify=True", "adjoint bindings"], rows)
+    print()
+    for shape in ("chain", "dag"):
+        t100, t200 = times[(shape, 100_000)], times[(shape, 200_000)]
+        ok = t100 < 1.0 and t200 / t100 <= 2.3
+        print(f"goal ({shape}): 100k under 1 s and 200k/100k <= 2.3: {'met' if ok else 'NOT met'} "
+              f"({t100:.3f} s, ratio {t200 / t100:.2f})")
+
+
+def linear_stack(layers: int = 4, width: int = 64, batch: int = 32) -> aj.Module:
+    bb = aj.FunctionBuilder("main", num_input=1)
+    h = bb.param("x", (batch, width), "float32")
+    for i in range(layers):
+        w = bb.param(f"w{i}", (width, width), "float32")
+        b = bb.param(f"b{i}", (width,), "float32")
+        h = aj.op.relu(h @ w.T + b)
+    return bb.finish(aj.op.sum(h))
+
+
+def count_ops(fn: aj.Function, op: str | None = None) -> int:
+    return sum(1 for b in fn.bindings if isinstance(b.value, aj.Call) and (op is None or b.value.op == op))
+
+
+def simplify_effect(repeat: int) -> None:
+    rng = np.random.default_rng(0)
+    stack = linear_stack()
+    stack_inputs = [rng.standard_normal(p.type.shape).astype(np.float32) for p in stack["main"].params]
+    cases = [("linear stack", stack, stack_inputs)]
+    for g in (mlp(), transformer_block()):
+        cases.append((g.name, g.module, g.inputs))
+    rows = []
+    speedups = {}
+    for name, mod, inputs in cases:
+        t = {}
+        for simplify in (False, True):
+            adj = aj.transform.Gradient(simplify=simplify)(mod)
+            fn = aj.build(adj)["main_adjoint"]
+            sec = median_seconds(lambda: fn(*inputs), repeat, warmup=2)
+            f = adj["main_adjoint"]
+            t[simplify] = sec
+            rows.append([name, simplify, count_ops(f), count_ops(f, "permute_dims"), count_ops(f, "matmul"),
+                         sec * 1e3, fn.num_folded_transposes])
+        speedups[name] = t[False] / t[True]
+    print(f"Adjoints with simplify=False vs True: run time in ms, median of {repeat} runs")
+    print_table(["graph", "simplify", "ops", "permute_dims", "matmuls", "ms", "folded into GEMM"], rows)
+    print()
+    simplified = aj.transform.Gradient()(stack)
+    in_ir = count_ops(simplified["main_adjoint"], "permute_dims")
+    run = in_ir - aj.build(simplified)["main_adjoint"].num_folded_transposes
+    print(f"goal: linear stack simplified adjoint runs no permute_dims: {'met' if run == 0 else 'NOT met'} "
+          f"({in_ir} in the IR, each a matmul operand; {run} left after folding into GEMM flags)")
+    s = speedups["transformer"]
+    print(f"goal: transformer simplified adjoint >= 1.2x faster than raw: {'met' if s >= 1.2 else 'NOT met'} ({s:.2f}x)")
+
+
+def run(repeat: int = 3) -> None:
+    gradient_scaling(repeat)
+    print()
+    simplify_effect(max(repeat, 5))

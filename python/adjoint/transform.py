@@ -1,0 +1,129 @@
+"""Passes: callables Module -> Module over immutable IR. The input module is
+never changed; each pass returns a new one (or the same one when nothing
+changes)."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from . import _core
+from .errors import TransformError
+from .ir import Module, Var
+
+
+class Pass:
+    """A module-to-module transformation; call it on a module."""
+
+    name = "Pass"
+
+    def __call__(self, mod: Module) -> Module:
+        if not isinstance(mod, Module):
+            raise TransformError(f"{self.name} expects an aj.Module, got {type(mod).__name__}")
+        return self.transform(mod)
+
+    def transform(self, mod: Module) -> Module:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"aj.transform.{self.name}()"
+
+
+class Gradient(Pass):
+    """Adds ``<func_name>_adjoint`` with the params of ``func_name``, returning
+    ``(result, (grad, ...))``: the adjoints of ``require_grads`` (names or vars
+    of params or intermediate vars; all float params when None) of field
+    ``target_index`` of the result (the result itself when it is not a tuple),
+    which must be a float scalar. With ``simplify`` (the default) the adjoint
+    goes through SimplifyGradient, EliminateCommonSubexpr and
+    DeadCodeElimination; ``simplify=False`` keeps the raw reverse-mode form.
+    The original function is left as it was.
+    """
+
+    name = "Gradient"
+
+    def __init__(self, func_name: str = "main", require_grads: Sequence[str | Var] | str | Var | None = None,
+                 target_index: int = 0, simplify: bool = True) -> None:
+        self.func_name = func_name
+        self.require_grads = None if require_grads is None else _names(require_grads)
+        self.target_index = target_index
+        self.simplify = simplify
+
+    def transform(self, mod: Module) -> Module:
+        return _core.gradient(mod, self.func_name, self.require_grads, self.target_index, self.simplify)
+
+    def __repr__(self) -> str:
+        return (f"aj.transform.Gradient(func_name={self.func_name!r}, require_grads={self.require_grads!r}, "
+                f"target_index={self.target_index}, simplify={self.simplify})")
+
+
+class DeadCodeElimination(Pass):
+    """Removes bindings whose values nothing returns or uses, in every function."""
+
+    name = "DeadCodeElimination"
+
+    def transform(self, mod: Module) -> Module:
+        return _core.dead_code_elimination(mod)
+
+
+class EliminateCommonSubexpr(Pass):
+    """Binds identical pure values (same op, attrs and arguments) once, in every function."""
+
+    name = "EliminateCommonSubexpr"
+
+    def transform(self, mod: Module) -> Module:
+        return _core.eliminate_common_subexpr(mod)
+
+
+class SimplifyGradient(Pass):
+    """Simplifies what reverse mode emits around matmul and transposes, in
+    every function, then removes dead bindings:
+
+    - ``T(T(x)) -> x``, and consecutive ``permute_dims`` composed into one
+      (removed when the composition is the identity);
+    - ``T(matmul(a, b)) -> matmul(T(b), T(a))`` for operands of rank >= 2,
+      cancelling an existing transpose of ``a`` or ``b`` instead of stacking;
+    - identity ``broadcast_to``, ``reshape``, ``collapse_sum_to``, ``astype`` removed.
+
+    "T" is ``permute_dims`` swapping the last two axes.
+    """
+
+    name = "SimplifyGradient"
+
+    def transform(self, mod: Module) -> Module:
+        return _core.simplify_gradient(mod)
+
+
+class Sequential(Pass):
+    """Runs passes in order."""
+
+    name = "Sequential"
+
+    def __init__(self, passes: Iterable[Pass]) -> None:
+        self.passes = list(passes)
+        for p in self.passes:
+            if not callable(p):
+                raise TransformError(f"Sequential: {p!r} is not a pass")
+
+    def transform(self, mod: Module) -> Module:
+        for p in self.passes:
+            mod = p(mod)
+        return mod
+
+    def __repr__(self) -> str:
+        return f"aj.transform.Sequential({self.passes!r})"
+
+
+def _names(require: Sequence[str | Var] | str | Var) -> list[str]:
+    items = [require] if isinstance(require, (str, Var)) else list(require)
+    out = []
+    for r in items:
+        if isinstance(r, Var):
+            out.append(r.name_hint)
+        elif isinstance(r, str):
+            out.append(r)
+        else:
+            raise TransformError(f"Gradient: require_grads takes var names or aj.Var, got {type(r).__name__}")
+    return out
+
+
+__all__ = ["Pass", "Gradient", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyGradient", "Sequential"]

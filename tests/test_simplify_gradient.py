@@ -1,0 +1,214 @@
+"""SimplifyGradient, CSE and DCE: the adjoints Gradient emits around matmul
+and transposes come out in the simple forms of DESIGN.md §6, and simplifying
+never changes a result."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import adjoint as aj
+from adjoint import examples
+
+RNG = np.random.default_rng(7)
+
+
+def calls(fn, op=None):
+    return [b for b in fn.bindings if isinstance(b.value, aj.Call) and (op is None or b.value.op == op)]
+
+
+def bound(fn):
+    return {b.var.name_hint: b.value for b in fn.bindings}
+
+
+def is_t(value):
+    return isinstance(value, aj.Call) and value.op == "permute_dims"
+
+
+def check_simple_form(fn):
+    """No permute_dims of a permute_dims, no permute_dims of a matmul of
+    rank >= 2 operands, no identity permute/broadcast_to/reshape."""
+    defs = {b.var.name_hint: b.value for b in fn.bindings}
+    for b in fn.bindings:
+        v = b.value
+        if not isinstance(v, aj.Call):
+            continue
+        arg = v.args[0] if v.args else None
+        src = defs.get(arg.name_hint) if isinstance(arg, aj.Var) else None
+        if v.op == "permute_dims":
+            assert not is_t(src), f"{b.var.name_hint}: permute_dims of a permute_dims"
+            assert not (isinstance(src, aj.Call) and src.op == "matmul" and all(a.type.ndim >= 2 for a in src.args)), \
+                f"{b.var.name_hint}: permute_dims of a matmul"
+            axes = v.attrs["axes"]
+            assert axes is None or list(axes) != list(range(len(axes))), f"{b.var.name_hint}: identity permute_dims"
+        if v.op in ("broadcast_to", "reshape", "collapse_sum_to"):
+            assert v.type != arg.type, f"{b.var.name_hint}: identity {v.op}"
+
+
+EXAMPLE_ADJOINT = '''\
+@function
+def main_adjoint(x: Tensor((3, 3), "float32"), y: Tensor((3, 3), "float32")) -> Tuple(Tensor((), "float32"), Tuple(Tensor((3, 3), "float32"), Tensor((3, 3), "float32"))):
+    lv1: Tensor((3, 3), "float32") = permute_dims(x)
+    lv2: Tensor((3, 3), "float32") = permute_dims(y)
+    lv3: Tensor((3, 3), "float32") = matmul(lv1, lv2)
+    gv: Tensor((), "float32") = sum(lv3)
+    gv_adjoint: Tensor((), "float32") = ones((), "float32")
+    lv3_adjoint: Tensor((3, 3), "float32") = broadcast_to(gv_adjoint, (3, 3))
+    lv: Tensor((3, 3), "float32") = permute_dims(lv3_adjoint)
+    x_adjoint: Tensor((3, 3), "float32") = matmul(y, lv)
+    y_adjoint: Tensor((3, 3), "float32") = matmul(lv, x)
+    return (gv, (x_adjoint, y_adjoint))
+'''
+
+
+def test_design_example_golden():
+    mod = aj.transform.Gradient()(aj.parse(examples.TRANSPOSED_MATMUL))
+    fn = mod["main_adjoint"]
+    text = fn.script()
+    assert text == EXAMPLE_ADJOINT, text
+    mm = calls(fn, "matmul")
+    assert len(mm) == 3  # the forward one and the two adjoints, nothing else
+
+
+def test_design_example_numerics():
+    mod = aj.transform.Gradient()(aj.parse(examples.TRANSPOSED_MATMUL))
+    x, y = RNG.standard_normal((3, 3)).astype(np.float32), RNG.standard_normal((3, 3)).astype(np.float32)
+    val, (gx, gy) = aj.build(mod)["main_adjoint"](x, y)
+    g = np.ones((3, 3), np.float32)
+    np.testing.assert_allclose(val, (x.T @ y.T).sum(), rtol=1e-5)
+    np.testing.assert_allclose(gx, y.T @ g.T, rtol=1e-5)  # grad_a = matmul(T(b), T(g))
+    np.testing.assert_allclose(gy, g.T @ x.T, rtol=1e-5)  # grad_b = matmul(T(g), T(a))
+
+
+PATTERNS = {
+    # out = matmul(a, T(b)): grad_a = matmul(g, b), grad_b = matmul(T(g), a)
+    "a_Tb": (lambda a, b: a @ b.T, (4, 3), (5, 3), [("a", "matmul", ["g", "b"]), ("b", "matmul", ["T(g)", "a"])]),
+    # out = matmul(T(a), b): grad_a = matmul(b, T(g)), grad_b = matmul(a, g)
+    "Ta_b": (lambda a, b: a.T @ b, (3, 4), (3, 5), [("a", "matmul", ["b", "T(g)"]), ("b", "matmul", ["a", "g"])]),
+    # out = matmul(T(a), T(b)): grad_a = matmul(T(b), T(g)), grad_b = matmul(T(g), T(a))
+    "Ta_Tb": (lambda a, b: a.T @ b.T, (3, 4), (5, 3), [("a", "matmul", ["T(b)", "T(g)"]), ("b", "matmul", ["T(g)", "T(a)"])]),
+}
+
+
+def describe(fn, expr, g_name):
+    """An operand as 'g', 'T(g)', 'a', 'T(a)', ... following permute_dims bindings."""
+    defs = bound(fn)
+    name = expr.name_hint
+    value = defs.get(name)
+    if name == g_name:
+        return "g"
+    if is_t(value):
+        inner = value.args[0].name_hint
+        inner_val = defs.get(inner)
+        if inner == g_name:
+            return "T(g)"
+        if inner in ("a", "b"):
+            return f"T({inner})"
+        return f"T({describe(fn, value.args[0], g_name)})" if inner_val is not None else f"T({inner})"
+    return name
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_three_forward_patterns_come_out_simple(name):
+    f, sa, sb, expected = PATTERNS[name]
+    bb = aj.FunctionBuilder("main")
+    a = bb.param("a", sa, "float64")
+    b = bb.param("b", sb, "float64")
+    out = f(a, b)
+    mod = bb.finish(aj.op.sum(out, name="gv"))
+    adj = aj.transform.Gradient()(mod)["main_adjoint"]
+    ret_grads = adj.ret.fields[1].fields
+    # g is the adjoint of the matmul's result: the broadcast of the seed
+    g_name = next(b.var.name_hint for b in adj.bindings if isinstance(b.value, aj.Call) and b.value.op == "broadcast_to")
+    defs = bound(adj)
+    for (param, op, operands), grad in zip(expected, ret_grads):
+        value = defs[grad.name_hint]
+        assert value.op == op, adj.script()
+        got = [describe(adj, arg, g_name) for arg in value.args]
+        assert got == operands, f"grad of {param}: {got} != {operands}\n{adj.script()}"
+    check_simple_form(adj)
+    x, y = RNG.standard_normal(sa), RNG.standard_normal(sb)
+    simple = aj.build(aj.transform.Gradient()(mod))["main_adjoint"](x, y)
+    raw = aj.build(aj.transform.Gradient(simplify=False)(mod))["main_adjoint"](x, y)
+    for s, r in zip(simple[1], raw[1]):
+        np.testing.assert_allclose(s, r, rtol=1e-12)
+
+
+# ---- the property over random graphs ----
+
+op_steps = st.lists(st.tuples(st.sampled_from(["matmul", "permute", "add", "swap"]), st.integers(0, 30), st.integers(0, 30)),
+                    min_size=1, max_size=12)
+
+
+def random_graph(steps, batched):
+    shape = (2, 3, 3) if batched else (3, 3)
+    bb = aj.FunctionBuilder("main")
+    vals = [bb.param("x", shape, "float64"), bb.param("y", shape, "float64")]
+    for op, i, j in steps:
+        a, b = vals[i % len(vals)], vals[j % len(vals)]
+        if op == "matmul":
+            vals.append(a @ b)
+        elif op == "add":
+            vals.append(a + b)
+        elif op == "swap":
+            vals.append(a.mT)
+        else:
+            vals.append(aj.op.permute_dims(a, axes=[0, 2, 1]) if batched else aj.op.permute_dims(a))
+    return bb.finish(aj.op.sum(vals[-1])), shape
+
+
+@settings(max_examples=150, deadline=None)
+@given(op_steps, st.booleans())
+def test_property_simplified_adjoints_are_simple_and_equal(steps, batched):
+    mod, shape = random_graph(steps, batched)
+    simple = aj.transform.Gradient()(mod)
+    aj.analysis.verify(simple)
+    check_simple_form(simple["main_adjoint"])
+    raw = aj.transform.Gradient(simplify=False)(mod)
+    x, y = RNG.standard_normal(shape), RNG.standard_normal(shape)
+    s_val, s_grads = aj.build(simple)["main_adjoint"](x, y)
+    r_val, r_grads = aj.build(raw)["main_adjoint"](x, y)
+    np.testing.assert_allclose(s_val, r_val, rtol=1e-10)
+    for s, r in zip(s_grads, r_grads):
+        np.testing.assert_allclose(s, r, rtol=1e-10, atol=1e-10)
+    again = aj.transform.SimplifyGradient()(simple)
+    aj.assert_structural_equal(again, simple)  # idempotent
+
+
+def test_standalone_passes():
+    text = '''\
+@function
+def main(x: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
+    a = permute_dims(x)
+    b = permute_dims(a)
+    c = add(b, b)
+    d = add(b, b)
+    e = multiply(c, d)
+    unused = exp(e)
+    r = reshape(e, (2, 3))
+    return r
+'''
+    mod = aj.parse(text)
+    simplified = aj.transform.SimplifyGradient()(mod)
+    assert [b.value.op for b in simplified["main"].bindings] == ["add", "add", "multiply"]
+    cse = aj.transform.EliminateCommonSubexpr()(simplified)
+    assert [b.value.op for b in cse["main"].bindings] == ["add", "multiply"]
+    dce = aj.transform.DeadCodeElimination()(mod)
+    assert "exp" not in dce.script() and "exp" in mod.script()
+    pipeline = aj.transform.Sequential([aj.transform.SimplifyGradient(), aj.transform.EliminateCommonSubexpr()])
+    aj.assert_structural_equal(pipeline(mod), cse)
+
+
+def test_simplify_false_keeps_raw_form():
+    raw = aj.transform.Gradient(simplify=False)(aj.parse(examples.TRANSPOSED_MATMUL))["main_adjoint"]
+    defs = bound(raw)
+    stacked = [n for n, v in defs.items() if is_t(v) and is_t(defs.get(v.args[0].name_hint))]
+    assert stacked, "the raw adjoint should still hold a transpose of a transpose"
+
+
+def test_malformed_module_gives_verify_error():
+    t = aj.TensorType((3,), "float32")
+    x, a, b = aj.Var("x", t), aj.Var("a", t), aj.Var("b", t)
+    fn = aj.Function([x], [(a, aj.Call("add", [x, b])), (b, aj.Call("add", [x, x]))], a)
+    with pytest.raises(aj.VerifyError):
+        aj.analysis.verify(aj.transform.SimplifyGradient()(aj.Module({"main": fn})))
