@@ -1,9 +1,26 @@
 // Neural-network ops: softmax and log_softmax, layer_norm, the losses
 // cross_entropy_with_logits and nll_loss, and the NCHW sliding-window ops
-// conv2d (OIHW weights), max_pool2d and avg_pool2d.
+// conv2d (OIHW weights), max_pool2d and avg_pool2d, with their type rules and
+// CPU kernels.
+//
+// Kernels: the row-wise ops (softmax, log_softmax, layer_norm, the losses)
+// run tight loops over contiguous rows when they work on the last axis (or
+// trailing axes), with strided paths for other axes; softmaxes subtract the
+// row max; sums are pairwise. conv2d unfolds each (image, group) with im2col
+// and multiplies by the group's weights in one OpenBLAS GEMM. Pools visit
+// each window's in-bounds taps: padding acts as -inf for max_pool2d and is
+// left out of avg_pool2d's divisor unless count_include_pad.
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <string>
+#include <utility>
 
+#include "adjoint/runtime/blas.h"
+#include "adjoint/runtime/kernel.h"
+#include "adjoint/runtime/kernel_util.h"
 #include "families.h"
 #include "op_util.h"
 
@@ -77,8 +94,10 @@ Type nll_loss_type(const TypeContext& ctx) {
 
 // ---- sliding windows (conv2d, pools) ----
 
-// An attr of 1 or 2 positive ints as (h, w); [s] means (s, s).
-std::array<int64_t, 2> positive_pair_attr(const TypeContext& ctx, const char* name) {
+// An attr of 1 or 2 positive ints as (h, w); [s] means (s, s). Ctx: a
+// TypeContext or a KernelContext.
+template <class Ctx>
+std::array<int64_t, 2> positive_pair_attr(const Ctx& ctx, const char* name) {
   const auto& v = ctx.attr_ints(name);
   if (v.empty() || v.size() > 2)
     ctx.fail("attr '", name, "' must hold 1 or 2 ints, got ", attr_to_string(v));
@@ -89,7 +108,8 @@ std::array<int64_t, 2> positive_pair_attr(const TypeContext& ctx, const char* na
 
 // padding: 1 int, 2 (h, w) or 4 (top, left, bottom, right) non-negative ints,
 // returned as (top, left, bottom, right).
-std::array<int64_t, 4> padding_attr(const TypeContext& ctx) {
+template <class Ctx>
+std::array<int64_t, 4> padding_attr(const Ctx& ctx) {
   const auto& v = ctx.attr_ints("padding");
   if (v.size() != 1 && v.size() != 2 && v.size() != 4)
     ctx.fail("attr 'padding' must hold 1, 2 or 4 ints, got ", attr_to_string(v));
@@ -207,6 +227,447 @@ Dim nll_loss_flops(const CallNode& call) {
   return Dim(2) * num_elements(call.args()[1]->type()->shape());
 }
 
+// ---- kernels: softmax, log_softmax ----
+
+template <typename T> constexpr T kInf = std::numeric_limits<T>::infinity();
+
+template <typename To, typename From>
+To bit_cast(From v) {
+  To to;
+  std::memcpy(&to, &v, sizeof to);
+  return to;
+}
+
+// exp(x) for x <= 0 (softmax's x - max) or NaN, branch-free so loops over it
+// vectorize (glibc's expf does not): Cephes' expf, n = round(x / ln 2) and a
+// degree-6 polynomial for exp(x - n ln 2), within 2 ulp; results below
+// FLT_MIN (x < -87.34, -inf included) flush to 0. Selects are bit masks, as
+// a select on floats would keep GCC from vectorizing.
+inline float exp_nonpositive(float x) {
+  constexpr int32_t kLoBits = -1028740016;  // bits of -87.3365402f = ln(FLT_MIN)
+  int32_t b = bit_cast<int32_t>(x);
+  int32_t nan = -static_cast<int32_t>((b & 0x7fffffff) > 0x7f800000);
+  int32_t flush = nan | -static_cast<int32_t>((b < 0) & (b > kLoBits));  // x < ln(FLT_MIN)
+  float xs = bit_cast<float>((b & ~flush) | (kLoBits & flush));
+  float t = xs * 1.44269504088896341f + 12582912.0f;  // + 1.5 * 2^23 rounds to n
+  int32_t n = bit_cast<int32_t>(t) - 0x4b400000;
+  float nf = t - 12582912.0f;
+  float r = (xs - nf * 0.693359375f) - nf * -2.12194440e-4f;  // x - n ln 2 in two parts
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  float y = (p * r * r + r + 1.0f) * bit_cast<float>((n + 127) << 23);
+  return bit_cast<float>((bit_cast<int32_t>(y) & ~flush) | (b & nan));
+}
+
+inline double exp_nonpositive(double x) { return std::exp(x); }
+
+// NaN-propagating max of x[0, n) (-inf when empty).
+template <typename T>
+T row_max(const T* x, int64_t n) {
+  return lane_reduce(x, n, -kInf<T>, [](T a, T b) { return nan_max(a, b); });
+}
+
+// e[i] = exp(x[i] - m) for the row x[0, n); returns their sum.
+template <typename T>
+T exp_shifted(const T* x, int64_t n, T m, T* e) {
+  for (int64_t i = 0; i < n; ++i) e[i] = exp_nonpositive(x[i] - m);
+  return pairwise_sum(0, n, [e](int64_t i) { return e[i]; });
+}
+
+// softmax (kLog false) or log_softmax of the contiguous rows x (rows, n) into y.
+template <typename T, bool kLog>
+AJ_MULTIVERSION void softmax_rows(const T* x, T* y, int64_t rows, int64_t n) {
+  for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
+    T m = row_max(x, n);
+    T sum = exp_shifted(x, n, m, y);
+    if constexpr (kLog) {
+      T log_sum = std::log(sum);
+      for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - m) - log_sum;
+    } else {
+      T inv = T(1) / sum;
+      for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+    }
+  }
+}
+
+// softmax or log_softmax of x (n, inner) along its first axis into y, all
+// inner columns at once; m and s are scratch of `inner` elements.
+template <typename T, bool kLog>
+AJ_MULTIVERSION void softmax_columns(const T* x, T* y, int64_t n, int64_t inner, T* m, T* s) {
+  std::fill(m, m + inner, -kInf<T>);
+  std::fill(s, s + inner, T(0));
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < inner; ++k) m[k] = nan_max(m[k], x[j * inner + k]);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < inner; ++k) {
+      y[j * inner + k] = exp_nonpositive(x[j * inner + k] - m[k]);
+      s[k] += y[j * inner + k];
+    }
+  for (int64_t k = 0; k < inner; ++k) s[k] = kLog ? std::log(s[k]) : T(1) / s[k];
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t k = 0; k < inner; ++k) {
+      if constexpr (kLog) y[j * inner + k] = (x[j * inner + k] - m[k]) - s[k];
+      else y[j * inner + k] *= s[k];
+    }
+}
+
+// A contiguous shape viewed as (outer, n, inner) around `axis`.
+struct AxisView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+AxisView axis_view(const std::vector<int64_t>& shape, int64_t axis) {
+  AxisView v;
+  auto ndim = static_cast<int64_t>(shape.size());
+  if (axis < 0) axis += ndim;
+  for (int64_t d = 0; d < ndim; ++d) (d < axis ? v.outer : d == axis ? v.n : v.inner) *= shape[d];
+  return v;
+}
+
+template <bool kLog>
+void softmax_kernel(KernelContext& ctx) {
+  AxisView v = axis_view(ctx.in(0).shape(), ctx.attr_int("axis"));
+  dispatch_float(ctx.in(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* x = ctx.in(0).data_as<T>();
+    T* y = ctx.out().data_as<T>();
+    int64_t block = v.n * v.inner;
+    if (v.inner == 1) return softmax_rows<T, kLog>(x, y, v.outer, v.n);
+    std::vector<T> scratch(2 * v.inner);
+    for (int64_t o = 0; o < v.outer; ++o)
+      softmax_columns<T, kLog>(x + o * block, y + o * block, v.n, v.inner, scratch.data(),
+                               scratch.data() + v.inner);
+  });
+}
+
+// ---- kernels: layer_norm ----
+
+// layer_norm's normalized dims of x: a mask, the strides over x's shape at
+// which gamma and beta (x's dims at `axes`, in that order) are read, the
+// number of elements normalized together, and whether the axes are x's
+// trailing dims in order (then gamma and beta line up with each row).
+struct NormAxes {
+  std::vector<bool> mask;
+  std::vector<int64_t> param_strides;
+  int64_t size = 1;
+  bool trailing = true;
+};
+
+NormAxes norm_axes(const std::vector<int64_t>& shape, const std::vector<int64_t>& axes) {
+  auto ndim = static_cast<int64_t>(shape.size());
+  auto count = static_cast<int64_t>(axes.size());
+  NormAxes a;
+  a.mask.assign(ndim, false);
+  a.param_strides.assign(ndim, 0);
+  std::vector<int64_t> dims, param_shape;
+  for (auto ax : axes) dims.push_back(ax < 0 ? ax + ndim : ax);
+  for (auto d : dims) param_shape.push_back(shape[d]);
+  auto strides = contiguous_strides(param_shape);
+  for (int64_t k = 0; k < count; ++k) {
+    a.mask[dims[k]] = true;
+    a.param_strides[dims[k]] = strides[k];
+    a.size *= shape[dims[k]];
+    a.trailing = a.trailing && dims[k] == ndim - count + k;
+  }
+  return a;
+}
+
+// Normalizes each contiguous row of x (rows, n) into y, then scales by g and
+// shifts by b (both n long).
+template <typename T>
+AJ_MULTIVERSION void layer_norm_rows(const T* x, const T* g, const T* b, T* y, int64_t rows,
+                                     int64_t n, T eps) {
+  for (int64_t r = 0; r < rows; ++r, x += n, y += n) {
+    T mean = pairwise_sum(0, n, [x](int64_t i) { return x[i]; }) / static_cast<T>(n);
+    T var = pairwise_sum(0, n, [x, mean](int64_t i) { return (x[i] - mean) * (x[i] - mean); }) /
+            static_cast<T>(n);
+    T rstd = T(1) / std::sqrt(var + eps);
+    for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * g[i] + b[i];
+  }
+}
+
+// layer_norm over any axes: per-group mean and 1/std by two strided
+// reduction passes, then one pass writing y.
+template <typename T>
+void layer_norm_strided(const NDArray& x, const T* g, const T* b, T* y, const NormAxes& a, T eps) {
+  const auto& shape = x.shape();
+  const T* px = x.data_as<T>();
+  auto n = static_cast<T>(a.size);
+  std::vector<T> mean(x.numel() / a.size, T(0)), rstd(mean.size(), T(0));
+  reduction_runs(
+      shape, a.mask,
+      [&](int64_t o, int64_t i, int64_t len) { mean[o] += pairwise_sum(i, len, [px](int64_t j) { return px[j]; }); },
+      [&](int64_t o, int64_t i, int64_t len) {
+        for (int64_t k = 0; k < len; ++k) mean[o + k] += px[i + k];
+      });
+  for (auto& m : mean) m /= n;
+  reduction_runs(
+      shape, a.mask,
+      [&](int64_t o, int64_t i, int64_t len) {
+        T m = mean[o];
+        rstd[o] += pairwise_sum(i, len, [px, m](int64_t j) { return (px[j] - m) * (px[j] - m); });
+      },
+      [&](int64_t o, int64_t i, int64_t len) {
+        for (int64_t k = 0; k < len; ++k) rstd[o + k] += (px[i + k] - mean[o + k]) * (px[i + k] - mean[o + k]);
+      });
+  for (auto& r : rstd) r = T(1) / std::sqrt(r / n + eps);
+  strided_loop<3>(shape, {contiguous_strides(shape), kept_strides(shape, a.mask), a.param_strides},
+                  [&](const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& s) {
+                    for (int64_t k = 0; k < len; ++k) {
+                      int64_t i = off[0] + k * s[0], r = off[1] + k * s[1], p = off[2] + k * s[2];
+                      y[i] = (px[i] - mean[r]) * rstd[r] * g[p] + b[p];
+                    }
+                  });
+}
+
+void layer_norm_kernel(KernelContext& ctx) {
+  const NDArray& x = ctx.in(0);
+  if (x.numel() == 0) return;
+  NormAxes a = norm_axes(x.shape(), ctx.attr_ints("axes"));
+  dispatch_float(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* g = ctx.in(1).data_as<T>();
+    const T* b = ctx.in(2).data_as<T>();
+    T* y = ctx.out().data_as<T>();
+    auto eps = static_cast<T>(ctx.attr_float("epsilon"));
+    if (!a.trailing) return layer_norm_strided(x, g, b, y, a, eps);
+    layer_norm_rows(x.data_as<T>(), g, b, y, x.numel() / a.size, a.size, eps);
+  });
+}
+
+// ---- kernels: losses ----
+
+// Rows and classes of a loss's (n, c) or (c,) input.
+std::pair<int64_t, int64_t> rows_and_classes(const NDArray& a) {
+  const auto& s = a.shape();
+  return {s.size() == 2 ? s[0] : 1, s.back()};
+}
+
+// -sum(labels * log_softmax(logits)) of one row; scratch holds c elements.
+template <typename T>
+T cross_entropy_row(const T* logits, const T* labels, int64_t c, T* scratch) {
+  T m = row_max(logits, c);
+  T log_sum = std::log(exp_shifted(logits, c, m, scratch));
+  return -pairwise_sum(0, c, [=](int64_t i) { return labels[i] * ((logits[i] - m) - log_sum); });
+}
+
+// The mean over rows (NaN for none), accumulated in double.
+void cross_entropy_kernel(KernelContext& ctx) {
+  auto [rows, c] = rows_and_classes(ctx.in(0));
+  dispatch_float(ctx.in(0).dtype(), [&, rows = rows, c = c](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* logits = ctx.in(0).data_as<T>();
+    const T* labels = ctx.in(1).data_as<T>();
+    std::vector<T> scratch(c);
+    double total = 0;
+    for (int64_t r = 0; r < rows; ++r)
+      total += cross_entropy_row(logits + r * c, labels + r * c, c, scratch.data());
+    ctx.out().data_as<T>()[0] = static_cast<T>(total / static_cast<double>(rows));
+  });
+}
+
+// -predictions[r, targets[r]] per row, 0 where the target is ignore_index;
+// "mean" divides the sum by the number of targets not ignored (NaN for none).
+template <typename T, typename I>
+void nll_loss_typed(const KernelContext& ctx) {
+  auto [rows, c] = rows_and_classes(ctx.in(0));
+  const T* pred = ctx.in(0).data_as<T>();
+  const I* targets = ctx.in(1).data_as<I>();
+  T* out = ctx.out().data_as<T>();
+  const std::string& reduction = ctx.attr_string("reduction");
+  int64_t ignore = ctx.attr_int("ignore_index");
+  double total = 0;
+  int64_t counted = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    auto t = static_cast<int64_t>(targets[r]);
+    T loss = 0;
+    if (t != ignore) {
+      if (t < 0 || t >= c)
+        ctx.fail("target ", t, " at index ", r, " is out of range [0, ", c, ") (ignore_index is ",
+                 ignore, ")");
+      loss = -pred[r * c + t];
+      ++counted;
+    }
+    if (reduction == "none") out[r] = loss;
+    else total += loss;
+  }
+  if (reduction == "sum") out[0] = static_cast<T>(total);
+  if (reduction == "mean") out[0] = static_cast<T>(total / static_cast<double>(counted));
+}
+
+void nll_loss_kernel(KernelContext& ctx) {
+  dispatch_float(ctx.in(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (ctx.in(1).dtype() == DType::kInt32) nll_loss_typed<T, int32_t>(ctx);
+    else nll_loss_typed<T, int64_t>(ctx);
+  });
+}
+
+// ---- kernels: sliding windows ----
+
+// A window as the kernels read it: size, strides and dilation as (h, w),
+// padding as (top, left, bottom, right).
+struct Window2d {
+  std::array<int64_t, 2> size, stride, dilation;
+  std::array<int64_t, 4> pad;
+};
+
+Window2d window_2d(const KernelContext& ctx, std::array<int64_t, 2> size) {
+  return {size, positive_pair_attr(ctx, "strides"), positive_pair_attr(ctx, "dilation"),
+          padding_attr(ctx)};
+}
+
+// The k in [lo, hi) within [0, count) for which 0 <= start + k * step < len.
+struct Range {
+  int64_t lo, hi;
+};
+
+Range valid_range(int64_t start, int64_t step, int64_t len, int64_t count) {
+  int64_t lo = start >= 0 ? 0 : (-start + step - 1) / step;
+  int64_t hi = len > start ? std::min(count, (len - start + step - 1) / step) : 0;
+  return {std::min(lo, hi), hi};
+}
+
+// Unfolds one group's channels of an image, (cg, h, w), into col
+// (cg * kh * kw, oh * ow): row (c, i, j) holds, for each output pixel, the
+// input under tap (i, j) of channel c, 0 in the padding.
+template <typename T>
+void im2col(const T* image, int64_t cg, int64_t h, int64_t w, const Window2d& win, int64_t oh,
+            int64_t ow, T* col) {
+  auto [kh, kw] = win.size;
+  auto [sh, sw] = win.stride;
+  for (int64_t c = 0; c < cg; ++c)
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        T* row = col + ((c * kh + i) * kw + j) * oh * ow;
+        int64_t left = j * win.dilation[1] - win.pad[1];
+        Range cols = valid_range(left, sw, w, ow);
+        for (int64_t y = 0; y < oh; ++y) {
+          T* r = row + y * ow;
+          int64_t ih = y * sh + i * win.dilation[0] - win.pad[0];
+          if (ih < 0 || ih >= h) {
+            std::fill(r, r + ow, T(0));
+            continue;
+          }
+          const T* src = image + (c * h + ih) * w;
+          std::fill(r, r + cols.lo, T(0));
+          for (int64_t x = cols.lo; x < cols.hi; ++x) r[x] = src[x * sw + left];
+          std::fill(r + cols.hi, r + ow, T(0));
+        }
+      }
+}
+
+// Row-major c (m, n) = a (m, k) * b (k, n), all contiguous.
+template <typename T>
+void gemm(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  using blas::Trans;
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  if constexpr (std::is_same_v<T, float>)
+    blas::sgemm(Trans::kNo, Trans::kNo, i(m), i(n), i(k), 1.0f, a, i(k), b, i(n), 0.0f, c, i(n));
+  else
+    blas::dgemm(Trans::kNo, Trans::kNo, i(m), i(n), i(k), 1.0, a, i(k), b, i(n), 0.0, c, i(n));
+}
+
+// One GEMM per (image, group): weights (og, cg * kh * kw) x im2col. A 1x1
+// window with unit strides and no padding needs no unfolding.
+template <typename T>
+void conv2d_typed(const KernelContext& ctx, const Window2d& win) {
+  const auto& ds = ctx.in(0).shape();
+  const auto& os = ctx.out().shape();
+  int64_t groups = ctx.attr_int("groups");
+  int64_t cg = ds[1] / groups, og = os[1] / groups;
+  int64_t k = cg * win.size[0] * win.size[1], pixels = os[2] * os[3], plane = ds[2] * ds[3];
+  const T* data = ctx.in(0).data_as<T>();
+  const T* weight = ctx.in(1).data_as<T>();
+  T* out = ctx.out().data_as<T>();
+  if (ctx.out().numel() == 0) return;
+  if (k == 0) return std::fill(out, out + ctx.out().numel(), T(0));
+  bool direct = win.size == std::array<int64_t, 2>{1, 1} &&
+                win.stride == std::array<int64_t, 2>{1, 1} &&
+                win.pad == std::array<int64_t, 4>{0, 0, 0, 0};
+  std::vector<T> col(direct ? 0 : k * pixels);
+  for (int64_t n = 0; n < ds[0]; ++n)
+    for (int64_t g = 0; g < groups; ++g) {
+      const T* image = data + (n * ds[1] + g * cg) * plane;
+      if (!direct) im2col(image, cg, ds[2], ds[3], win, os[2], os[3], col.data());
+      gemm<T>(og, pixels, k, weight + g * og * k, direct ? image : col.data(),
+              out + (n * os[1] + g * og) * pixels);
+    }
+}
+
+void conv2d_kernel(KernelContext& ctx) {
+  const auto& ws = ctx.in(1).shape();
+  Window2d win = window_2d(ctx, {ws[2], ws[3]});
+  dispatch_float(ctx.in(0).dtype(), [&](auto tag) { conv2d_typed<typename decltype(tag)::type>(ctx, win); });
+}
+
+// out[p, y, x] = value(plane p of x, top, left, rows, cols) for each output
+// pixel, where the window starts at input (top, left) and rows/cols are the
+// ranges of its taps inside the input.
+template <typename T, typename Value>
+void pool2d(const NDArray& x, NDArray& out, const Window2d& win, Value&& value) {
+  const auto& xs = x.shape();
+  const auto& os = out.shape();
+  int64_t h = xs[2], w = xs[3], oh = os[2], ow = os[3];
+  for (int64_t p = 0; p < xs[0] * xs[1]; ++p) {
+    const T* plane = x.data_as<T>() + p * h * w;
+    T* dst = out.data_as<T>() + p * oh * ow;
+    for (int64_t y = 0; y < oh; ++y) {
+      int64_t top = y * win.stride[0] - win.pad[0];
+      Range rows = valid_range(top, win.dilation[0], h, win.size[0]);
+      for (int64_t c = 0; c < ow; ++c) {
+        int64_t left = c * win.stride[1] - win.pad[1];
+        Range cols = valid_range(left, win.dilation[1], w, win.size[1]);
+        dst[y * ow + c] = value(plane, top, left, rows, cols);
+      }
+    }
+  }
+}
+
+void max_pool2d_kernel(KernelContext& ctx) {
+  Window2d win = window_2d(ctx, positive_pair_attr(ctx, "pool_size"));
+  int64_t w = ctx.in(0).shape()[3];
+  auto [dh, dw] = win.dilation;
+  dispatch_dtype(ctx.in(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Lim = std::numeric_limits<T>;
+    pool2d<T>(ctx.in(0), ctx.out(), win, [&](const T* plane, int64_t top, int64_t left, Range rows, Range cols) {
+      T m = Lim::has_infinity ? -Lim::infinity() : Lim::lowest();
+      for (int64_t i = rows.lo; i < rows.hi; ++i)
+        for (int64_t j = cols.lo; j < cols.hi; ++j)
+          m = nan_max(m, plane[(top + i * dh) * w + left + j * dw]);
+      return m;
+    });
+  });
+}
+
+// The divisor counts the taps inside the input, or with count_include_pad
+// inside the padded input (as PyTorch, taps past the padding never count).
+void avg_pool2d_kernel(KernelContext& ctx) {
+  Window2d win = window_2d(ctx, positive_pair_attr(ctx, "pool_size"));
+  bool include_pad = ctx.attr_bool("count_include_pad");
+  int64_t h = ctx.in(0).shape()[2], w = ctx.in(0).shape()[3];
+  auto [dh, dw] = win.dilation;
+  auto [pt, pl, pb, pr] = win.pad;
+  dispatch_float(ctx.in(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    pool2d<T>(ctx.in(0), ctx.out(), win, [&](const T* plane, int64_t top, int64_t left, Range rows, Range cols) {
+      T sum = 0;
+      for (int64_t i = rows.lo; i < rows.hi; ++i)
+        for (int64_t j = cols.lo; j < cols.hi; ++j) sum += plane[(top + i * dh) * w + left + j * dw];
+      if (include_pad) {
+        rows = valid_range(top + pt, dh, h + pt + pb, win.size[0]);
+        cols = valid_range(left + pl, dw, w + pl + pr, win.size[1]);
+      }
+      return sum / static_cast<T>((rows.hi - rows.lo) * (cols.hi - cols.lo));
+    });
+  });
+}
+
 // The attrs shared by conv2d and the pools, after their required ones.
 OpDef& add_window_attrs(OpDef& op) {
   return op
@@ -222,32 +683,38 @@ OpDef& add_window_attrs(OpDef& op) {
 // center, square, sum, normalize, scale, shift); cross_entropy_with_logits
 // seven (log_softmax, then multiply and sum).
 void register_nn_ops(OpRegistry& reg) {
-  for (const char* name : {"softmax", "log_softmax"})
-    reg.define(name).set_family("nn").set_args({"x"})
-        .add_attr("axis", AttrKind::kInt, int64_t{-1})
-        .set_type_rule(softmax_type).set_flops(per_input_element_flops<5>);
+  reg.define("softmax").set_family("nn").set_args({"x"})
+      .add_attr("axis", AttrKind::kInt, int64_t{-1})
+      .set_type_rule(softmax_type).set_flops(per_input_element_flops<5>)
+      .set_kernel(softmax_kernel<false>);
+  reg.define("log_softmax").set_family("nn").set_args({"x"})
+      .add_attr("axis", AttrKind::kInt, int64_t{-1})
+      .set_type_rule(softmax_type).set_flops(per_input_element_flops<5>)
+      .set_kernel(softmax_kernel<true>);
   reg.define("layer_norm").set_family("nn").set_args({"x", "gamma", "beta"})
       .add_attr("axes", AttrKind::kIntList, std::vector<int64_t>{-1})
       .add_attr("epsilon", AttrKind::kFloat, 1e-5)
-      .set_type_rule(layer_norm_type).set_flops(per_input_element_flops<7>);
+      .set_type_rule(layer_norm_type).set_flops(per_input_element_flops<7>)
+      .set_kernel(layer_norm_kernel);
   reg.define("cross_entropy_with_logits").set_family("nn").set_args({"logits", "labels"})
-      .set_type_rule(cross_entropy_type).set_flops(per_input_element_flops<7>);
+      .set_type_rule(cross_entropy_type).set_flops(per_input_element_flops<7>)
+      .set_kernel(cross_entropy_kernel);
   reg.define("nll_loss").set_family("nn").set_args({"predictions", "targets"})
       .add_attr("reduction", AttrKind::kString, std::string("mean"))
       .add_attr("ignore_index", AttrKind::kInt, int64_t{-100})
-      .set_type_rule(nll_loss_type).set_flops(nll_loss_flops);
+      .set_type_rule(nll_loss_type).set_flops(nll_loss_flops).set_kernel(nll_loss_kernel);
   add_window_attrs(reg.define("conv2d").set_family("nn").set_args({"data", "weight"}))
       .add_attr("groups", AttrKind::kInt, int64_t{1})
-      .set_type_rule(conv2d_type).set_flops(conv2d_flops);
+      .set_type_rule(conv2d_type).set_flops(conv2d_flops).set_kernel(conv2d_kernel);
   add_window_attrs(reg.define("max_pool2d").set_family("nn").set_args({"x"})
                        .add_attr("pool_size", AttrKind::kIntList))
       .add_attr("ceil_mode", AttrKind::kBool, false)
-      .set_type_rule(max_pool2d_type).set_flops(pool2d_flops);
+      .set_type_rule(max_pool2d_type).set_flops(pool2d_flops).set_kernel(max_pool2d_kernel);
   add_window_attrs(reg.define("avg_pool2d").set_family("nn").set_args({"x"})
                        .add_attr("pool_size", AttrKind::kIntList))
       .add_attr("ceil_mode", AttrKind::kBool, false)
       .add_attr("count_include_pad", AttrKind::kBool, false)
-      .set_type_rule(avg_pool2d_type).set_flops(pool2d_flops);
+      .set_type_rule(avg_pool2d_type).set_flops(pool2d_flops).set_kernel(avg_pool2d_kernel);
 }
 
 }  // namespace aj

@@ -1,6 +1,20 @@
 // Reductions over axes (axis=None: all), optionally keeping reduced dims:
 // sum (any dtype), max/min (numeric), mean/variance (float; variance is the
-// population variance, ddof=0).
+// population variance, ddof=0), with their type rules and CPU kernels.
+//
+// Kernels follow NumPy: float sums are pairwise (float32 accumulates in
+// float32); int sums wrap; a bool sum is a logical or (NumPy's add on bool);
+// max/min propagate NaN and reject an empty reduction; the mean of nothing is
+// NaN; variance takes two passes (mean, then squared deviations). Every
+// kernel walks the input once per pass with reduction_runs, so reducing
+// trailing axes sums contiguous rows and reducing leading axes accumulates
+// rows into the contiguous output.
+#include <algorithm>
+#include <limits>
+#include <type_traits>
+
+#include "adjoint/runtime/kernel.h"
+#include "adjoint/runtime/kernel_util.h"
 #include "families.h"
 #include "op_util.h"
 
@@ -36,11 +50,145 @@ Type float_reduce_type(const TypeContext& ctx) {
   return reduce_type(ctx);
 }
 
-void define_reduce(OpRegistry& reg, const char* name, TypeRule rule, FlopRule flops) {
+// ---- kernels ----
+
+// Which dims of x the call reduces (axis=None: all).
+std::vector<bool> reduced_dims(const KernelContext& ctx) {
+  auto ndim = static_cast<int64_t>(ctx.in(0).shape().size());
+  auto axes = ctx.attr_opt_ints("axis");
+  std::vector<bool> reduced(ndim, !axes.has_value());
+  if (axes)
+    for (auto a : *axes) reduced[a < 0 ? a + ndim : a] = true;
+  return reduced;
+}
+
+// How many input elements reduce into each output element.
+int64_t reduced_count(const KernelContext& ctx, const std::vector<bool>& reduced) {
+  int64_t n = 1;
+  for (size_t d = 0; d < reduced.size(); ++d)
+    if (reduced[d]) n *= ctx.in(0).shape()[d];
+  return n;
+}
+
+// a + b as NumPy adds within a dtype: ints wrap, bools or.
+template <typename T>
+T add(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return a + b;
+  } else if constexpr (std::is_same_v<T, uint8_t>) {
+    return a | b;
+  } else {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  }
+}
+
+// Sum of x[0, n): pairwise for floats.
+template <typename T>
+T run_sum(const T* x, int64_t n) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return pairwise_sum(0, n, [x](int64_t i) { return x[i]; });
+  } else {
+    T s = 0;
+    for (int64_t i = 0; i < n; ++i) s = add(s, x[i]);
+    return s;
+  }
+}
+
+// out = sum of x over the reduced dims.
+template <typename T>
+void sum_into(const NDArray& x, const std::vector<bool>& reduced, T* out, int64_t out_n) {
+  const T* px = x.data_as<T>();
+  std::fill(out, out + out_n, T(0));
+  reduction_runs(
+      x.shape(), reduced, [&](int64_t o, int64_t i, int64_t n) { out[o] = add(out[o], run_sum(px + i, n)); },
+      [&](int64_t o, int64_t i, int64_t n) {
+        for (int64_t k = 0; k < n; ++k) out[o + k] = add(out[o + k], px[i + k]);
+      });
+}
+
+void sum_kernel(KernelContext& ctx) {
+  auto reduced = reduced_dims(ctx);
+  dispatch_dtype(ctx.in(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    sum_into(ctx.in(0), reduced, ctx.out().data_as<T>(), ctx.out().numel());
+  });
+}
+
+void mean_kernel(KernelContext& ctx) {
+  auto reduced = reduced_dims(ctx);
+  int64_t count = reduced_count(ctx, reduced);
+  dispatch_float(ctx.in(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* out = ctx.out().data_as<T>();
+    int64_t out_n = ctx.out().numel();
+    sum_into(ctx.in(0), reduced, out, out_n);
+    for (int64_t k = 0; k < out_n; ++k) out[k] /= static_cast<T>(count);
+  });
+}
+
+// Population variance: the mean, then the mean squared deviation from it.
+void variance_kernel(KernelContext& ctx) {
+  auto reduced = reduced_dims(ctx);
+  int64_t count = reduced_count(ctx, reduced);
+  dispatch_float(ctx.in(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const NDArray& x = ctx.in(0);
+    const T* px = x.data_as<T>();
+    T* out = ctx.out().data_as<T>();
+    int64_t out_n = ctx.out().numel();
+    std::vector<T> mean(out_n);
+    sum_into(x, reduced, mean.data(), out_n);
+    for (auto& m : mean) m /= static_cast<T>(count);
+    std::fill(out, out + out_n, T(0));
+    reduction_runs(
+        x.shape(), reduced,
+        [&](int64_t o, int64_t i, int64_t n) {
+          T m = mean[o];
+          out[o] += pairwise_sum(i, n, [px, m](int64_t j) { return (px[j] - m) * (px[j] - m); });
+        },
+        [&](int64_t o, int64_t i, int64_t n) {
+          for (int64_t k = 0; k < n; ++k) {
+            T d = px[i + k] - mean[o + k];
+            out[o + k] += d * d;
+          }
+        });
+    for (int64_t k = 0; k < out_n; ++k) out[k] /= static_cast<T>(count);
+  });
+}
+
+// max (kMax) or min, propagating NaN; an empty reduction has no identity in
+// NumPy, so it fails.
+template <bool kMax>
+void extremum_kernel(KernelContext& ctx) {
+  auto reduced = reduced_dims(ctx);
+  if (reduced_count(ctx, reduced) == 0)
+    ctx.fail("zero-size reduction: input shape ",
+             shape_to_string(Shape(ctx.in(0).shape().begin(), ctx.in(0).shape().end())),
+             " has no elements along the reduced axes");
+  dispatch_dtype(ctx.in(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Lim = std::numeric_limits<T>;
+    constexpr T init = kMax ? (Lim::has_infinity ? -Lim::infinity() : Lim::lowest())
+                            : (Lim::has_infinity ? Lim::infinity() : Lim::max());
+    auto op = [](T a, T b) { return kMax ? nan_max(a, b) : nan_min(a, b); };
+    const T* px = ctx.in(0).data_as<T>();
+    T* out = ctx.out().data_as<T>();
+    std::fill(out, out + ctx.out().numel(), init);
+    reduction_runs(
+        ctx.in(0).shape(), reduced,
+        [&](int64_t o, int64_t i, int64_t n) { out[o] = op(out[o], lane_reduce(px + i, n, init, op)); },
+        [&](int64_t o, int64_t i, int64_t n) {
+          for (int64_t k = 0; k < n; ++k) out[o + k] = op(out[o + k], px[i + k]);
+        });
+  });
+}
+
+void define_reduce(OpRegistry& reg, const char* name, TypeRule rule, FlopRule flops, Kernel kernel) {
   reg.define(name).set_family("reduce").set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
       .add_attr("keepdims", AttrKind::kBool, false)
-      .set_type_rule(rule).set_flops(flops);
+      .set_type_rule(rule).set_flops(flops).set_kernel(std::move(kernel));
 }
 
 }  // namespace
@@ -49,11 +197,11 @@ void define_reduce(OpRegistry& reg, const char* name, TypeRule rule, FlopRule fl
 // compare); mean two (the add, plus the final scaling rounded up to one per
 // element); variance three (subtract the mean, square, add).
 void register_reduce_ops(OpRegistry& reg) {
-  define_reduce(reg, "sum", reduce_type, per_input_element_flops<1>);
-  define_reduce(reg, "mean", float_reduce_type, per_input_element_flops<2>);
-  define_reduce(reg, "max", numeric_reduce_type, per_input_element_flops<1>);
-  define_reduce(reg, "min", numeric_reduce_type, per_input_element_flops<1>);
-  define_reduce(reg, "variance", float_reduce_type, per_input_element_flops<3>);
+  define_reduce(reg, "sum", reduce_type, per_input_element_flops<1>, sum_kernel);
+  define_reduce(reg, "mean", float_reduce_type, per_input_element_flops<2>, mean_kernel);
+  define_reduce(reg, "max", numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<true>);
+  define_reduce(reg, "min", numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<false>);
+  define_reduce(reg, "variance", float_reduce_type, per_input_element_flops<3>, variance_kernel);
 }
 
 }  // namespace aj

@@ -140,6 +140,98 @@ void binary_map(const NDArray& a, const NDArray& b, NDArray& out, F&& f) {
                   });
 }
 
+// ---- Reduction building blocks (reduce and nn kernels) ----
+
+// Compiles a function holding a hot loop twice, with AVX2 and for the
+// baseline the build targets (SSE2), and picks the copy for the CPU at load
+// time (GCC's target_clones). The helpers it calls are inlined into it
+// (flatten), or they would run their baseline code; an ISA option rather
+// than an arch= one, as GCC inlines only across the same arch. Empty where
+// that is unavailable.
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+#define AJ_MULTIVERSION __attribute__((target_clones("avx2", "default"), flatten))
+#else
+#define AJ_MULTIVERSION
+#endif
+
+// NumPy's maximum/minimum: NaN when either operand is NaN.
+template <typename T> inline T nan_max(T a, T b) { return (a >= b || a != a) ? a : b; }
+template <typename T> inline T nan_min(T a, T b) { return (a <= b || a != a) ? a : b; }
+
+// The sum of f(i) for i in [lo, lo + n), pairwise like NumPy's: blocks of up
+// to 128 terms are summed in 8 lanes (which vectorize) and halves are added
+// recursively, so rounding error grows as O(log n) rather than O(n).
+template <typename F>
+auto pairwise_sum(int64_t lo, int64_t n, F&& f) -> std::decay_t<decltype(f(lo))> {
+  using A = std::decay_t<decltype(f(lo))>;
+  if (n < 8) {
+    A s = 0;
+    for (int64_t i = lo; i < lo + n; ++i) s += f(i);
+    return s;
+  }
+  if (n <= 128) {
+    A r[8];
+    for (int k = 0; k < 8; ++k) r[k] = f(lo + k);
+    int64_t i = 8;
+    for (; i + 8 <= n; i += 8)
+      for (int k = 0; k < 8; ++k) r[k] += f(lo + i + k);
+    A s = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
+    for (; i < n; ++i) s += f(lo + i);
+    return s;
+  }
+  int64_t half = n / 2 - (n / 2) % 8;
+  return pairwise_sum(lo, half, f) + pairwise_sum(lo + half, n - half, f);
+}
+
+// op folded over x[0, n) from init in 32 interleaved lanes, written as an
+// elementwise loop over the lanes so that it vectorizes; op must be
+// associative and commutative (max, min, or).
+template <typename T, typename Op>
+T lane_reduce(const T* x, int64_t n, T init, Op&& op) {
+  constexpr int64_t kLanes = 32;
+  T r[kLanes];
+  for (int64_t k = 0; k < kLanes; ++k) r[k] = init;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int64_t k = 0; k < kLanes; ++k) r[k] = op(r[k], x[i + k]);
+  for (; i < n; ++i) r[0] = op(r[0], x[i]);
+  for (int64_t w = kLanes / 2; w > 0; w /= 2)
+    for (int64_t k = 0; k < w; ++k) r[k] = op(r[k], r[k + w]);
+  return r[0];
+}
+
+// Strides over `shape` of the contiguous array of its kept dims (those not
+// `reduced`), 0 along reduced dims: how a reduction addresses its output,
+// whether or not it keeps dims.
+inline std::vector<int64_t> kept_strides(const std::vector<int64_t>& shape,
+                                         const std::vector<bool>& reduced) {
+  std::vector<int64_t> s(shape.size(), 0);
+  int64_t acc = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (reduced[i]) continue;
+    s[i] = acc;
+    acc *= shape[i];
+  }
+  return s;
+}
+
+// Walks a contiguous array of `shape` against the output of reducing its
+// `reduced` dims, in runs along the last merged dim: run(o, i, n) when the
+// run lies along reduced dims (elements i..i+n of the input all reduce into
+// output element o), each(o, i, n) when it lies along kept dims (input
+// element i+k reduces into output element o+k). Reducing the last axis gives
+// one run per row; reducing leading axes accumulates rows into the output.
+template <typename Run, typename Each>
+void reduction_runs(const std::vector<int64_t>& shape, const std::vector<bool>& reduced,
+                    Run&& run, Each&& each) {
+  strided_loop<2>(shape, {kept_strides(shape, reduced), contiguous_strides(shape)},
+                  [&](const std::array<int64_t, 2>& off, int64_t n,
+                      const std::array<int64_t, 2>& s) {
+                    if (s[0] == 0) run(off[0], off[1], n);
+                    else each(off[0], off[1], n);
+                  });
+}
+
 }  // namespace aj
 
 // --- Data-movement helpers: dispatch on element size, axis and extent
