@@ -141,3 +141,50 @@ void binary_map(const NDArray& a, const NDArray& b, NDArray& out, F&& f) {
 }
 
 }  // namespace aj
+
+// --- Elementwise arithmetic helpers: dtype dispatch without bool, wrapping
+// integer arithmetic, NumPy-like element conversion.
+#include <limits>
+#include <utility>
+
+namespace aj {
+
+// Like dispatch_dtype, for every dtype but bool.
+template <typename F>
+decltype(auto) dispatch_numeric(DType t, F&& f) {
+  if (t == DType::kBool) throw Error("expected a numeric dtype, got bool");
+  return dispatch_dtype(t, std::forward<F>(f));
+}
+
+// Integer arithmetic that wraps on overflow like NumPy's, computed in the
+// unsigned type (signed overflow is undefined in C++). Floats pass through.
+template <typename T>
+using WrapType = typename std::conditional_t<std::is_integral_v<T>, std::make_unsigned<T>, TypeTag<T>>::type;
+template <typename T> T wrap_add(T a, T b) { return T(WrapType<T>(a) + WrapType<T>(b)); }
+template <typename T> T wrap_sub(T a, T b) { return T(WrapType<T>(a) - WrapType<T>(b)); }
+template <typename T> T wrap_mul(T a, T b) { return T(WrapType<T>(a) * WrapType<T>(b)); }
+template <typename T> T wrap_neg(T a) {
+  if constexpr (std::is_floating_point_v<T>) return -a;  // -0.0 for 0.0
+  else return wrap_sub(T(0), a);
+}
+
+// Converts one element like NumPy's astype, without undefined behavior: to
+// bool is != 0 (NaN is true); float to int truncates toward zero, saturates
+// out of range (+-inf included) and maps NaN to 0; int to narrower int wraps.
+template <typename O, typename I>
+O convert_value(I x) {
+  if constexpr (std::is_same_v<O, uint8_t>) {
+    return O(x != I(0));
+  } else if constexpr (std::is_floating_point_v<I> && std::is_integral_v<O>) {
+    constexpr I lo = I(std::numeric_limits<O>::min());  // -2^(bits-1), exact
+    constexpr I hi = -lo;                                // 2^(bits-1), exact
+    constexpr I below_hi = hi - hi * std::numeric_limits<I>::epsilon() / 2;  // largest I < hi
+    I y = x == x ? x : I(0);
+    y = y < lo ? lo : (y > below_hi ? below_hi : y);
+    return x >= hi ? std::numeric_limits<O>::max() : O(y);
+  } else {
+    return O(x);
+  }
+}
+
+}  // namespace aj
