@@ -1,0 +1,306 @@
+// The Gradient pass (autodiff/gradient.h): copies a function, then walks its
+// bindings backward, asking each op's VJP rule for the adjoints of its args.
+#include "adjoint/autodiff/gradient.h"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "adjoint/autodiff/vjp.h"
+#include "adjoint/ir/builder.h"
+#include "adjoint/support/error.h"
+
+namespace aj {
+namespace {
+
+// The adjoint of a value: an expr for a tensor, or one (possibly absent)
+// adjoint per field for a tuple.
+struct Adjoint;
+using AdjointPtr = std::shared_ptr<Adjoint>;
+struct Adjoint {
+  Expr tensor;
+  std::vector<AdjointPtr> fields;
+};
+
+AdjointPtr tensor_adjoint(Expr e) {
+  auto a = std::make_shared<Adjoint>();
+  a->tensor = std::move(e);
+  return a;
+}
+
+bool is_float_tensor(const Type& t) { return t->is_tensor() && is_float(t->dtype()); }
+
+class GradientBuilder {
+ public:
+  GradientBuilder(const std::string& name, const FunctionNode& fn, const GradientOptions& opt)
+      : name_(name), fn_(fn), opt_(opt), bb_(fn.attrs()) {}
+
+  Function run() {
+    copy_forward();
+    std::vector<Var> required = required_vars();
+    mark_relevant(required);
+    Expr ret = remap(fn_.ret());
+    seed(ret);
+    for (size_t i = forward_.size(); i-- > 0;) backprop(forward_[i]);
+    std::vector<Expr> grads;
+    for (const Var& r : required) grads.push_back(final_adjoint(r));
+    Expr grad_tuple = std::make_shared<TupleNode>(std::move(grads));
+    return bb_.finish(std::make_shared<TupleNode>(std::vector<Expr>{ret, grad_tuple}));
+  }
+
+ private:
+  template <typename... Parts>
+  [[noreturn]] void fail(const Parts&... parts) const {
+    throw TransformError(str("Gradient of '", name_, "': ", parts...));
+  }
+
+  // ---- forward copy ----
+
+  Expr remap(const Expr& e) {
+    switch (e->kind()) {
+      case ExprKind::kVar: {
+        auto it = map_.find(static_cast<const VarNode*>(e.get()));
+        if (it == map_.end()) fail("var '", static_cast<const VarNode&>(*e).name_hint(), "' is used before it is bound");
+        return it->second;
+      }
+      case ExprKind::kTuple: {
+        std::vector<Expr> fields;
+        for (const auto& f : static_cast<const TupleNode&>(*e).fields()) fields.push_back(remap(f));
+        return std::make_shared<TupleNode>(std::move(fields));
+      }
+      case ExprKind::kTupleGetItem: {
+        const auto& g = static_cast<const TupleGetItemNode&>(*e);
+        return std::make_shared<TupleGetItemNode>(remap(g.tuple()), g.index());
+      }
+      case ExprKind::kCall: {
+        const auto& c = static_cast<const CallNode&>(*e);
+        std::vector<Expr> args;
+        for (const auto& a : c.args()) args.push_back(remap(a));
+        return std::make_shared<CallNode>(&c.op(), std::move(args), c.attrs(), c.type());
+      }
+      case ExprKind::kConstant:
+        return e;
+    }
+    return e;
+  }
+
+  void copy_forward() {
+    for (const auto& p : fn_.params()) map_[p.get()] = bb_.add_param(p->name_hint(), p->type());
+    for (const auto& b : fn_.bindings()) {
+      Expr value = remap(b.value);
+      Var v = bb_.emit(value, b.var->name_hint());
+      map_[b.var.get()] = v;
+      forward_.push_back({v, value});
+    }
+  }
+
+  // ---- which vars ----
+
+  std::vector<Var> required_vars() {
+    std::vector<Var> out;
+    if (!opt_.require_grads) {
+      for (const auto& p : fn_.params())
+        if (is_float_tensor(p->type())) out.push_back(as_var(map_[p.get()]));
+      return out;
+    }
+    std::unordered_map<std::string, std::vector<const VarNode*>> by_name;
+    for (const auto& p : fn_.params()) by_name[p->name_hint()].push_back(p.get());
+    for (const auto& b : fn_.bindings()) by_name[b.var->name_hint()].push_back(b.var.get());
+    for (const auto& name : *opt_.require_grads) {
+      auto it = by_name.find(name);
+      if (it == by_name.end()) fail("'", name, "' is neither a param nor a var of the function");
+      if (it->second.size() > 1) fail("the name '", name, "' is ambiguous: ", it->second.size(), " vars carry it");
+      const VarNode* v = it->second[0];
+      if (!v->type()->is_tensor()) fail("cannot differentiate with respect to '", name, "' of tuple type ", v->type()->to_string());
+      if (!is_float(v->type()->dtype()))
+        fail("cannot differentiate with respect to '", name, "' of dtype ", dtype_name(v->type()->dtype()),
+             " (only float32 and float64 have gradients)");
+      out.push_back(as_var(map_[v]));
+    }
+    return out;
+  }
+
+  static bool uses_any(const Expr& e, const std::unordered_set<const VarNode*>& set) {
+    switch (e->kind()) {
+      case ExprKind::kVar: return set.count(static_cast<const VarNode*>(e.get())) > 0;
+      case ExprKind::kTuple:
+        for (const auto& f : static_cast<const TupleNode&>(*e).fields())
+          if (uses_any(f, set)) return true;
+        return false;
+      case ExprKind::kTupleGetItem: return uses_any(static_cast<const TupleGetItemNode&>(*e).tuple(), set);
+      case ExprKind::kCall:
+        for (const auto& a : static_cast<const CallNode&>(*e).args())
+          if (uses_any(a, set)) return true;
+        return false;
+      case ExprKind::kConstant: return false;
+    }
+    return false;
+  }
+
+  // Vars that are required or depend on a required var: only they need adjoints.
+  void mark_relevant(const std::vector<Var>& required) {
+    for (const auto& r : required) relevant_.insert(r.get());
+    for (const auto& b : forward_)
+      if (uses_any(b.value, relevant_)) relevant_.insert(b.var.get());
+  }
+
+  // ---- adjoints ----
+
+  std::string adjoint_name(const Var& v) const { return v->name_hint() + "_adjoint"; }
+
+  Expr bind(const Expr& e, const std::string& hint) { return is_leaf(e) ? e : bb_.emit(e, hint); }
+
+  void seed(const Expr& ret) {
+    Expr target = ret;
+    Type type = ret->type();
+    int ti = opt_.target_index;
+    if (type->is_tuple()) {
+      int n = static_cast<int>(type->fields().size());
+      if (ti < 0 || ti >= n) fail("target_index ", ti, " is out of range for a result of ", n, " fields");
+      type = type->fields()[ti];
+      if (auto* t = as<TupleNode>(ret)) target = t->fields()[ti];
+    } else if (ti != 0) {
+      fail("target_index ", ti, " given, but the function returns a single tensor");
+    }
+    if (!type->is_tensor() || type->ndim() != 0 || !is_float(type->dtype()))
+      fail("the target must be a float scalar, got ", type->to_string());
+    const OpDef& ones = OpRegistry::global().get("ones");
+    Expr one = make_call(ones, {}, resolve_attrs(ones, {Shape{}, type->dtype()}, {}));
+    if (target->type()->is_tuple()) {  // a tuple-typed var: seed one field
+      auto a = std::make_shared<Adjoint>();
+      a->fields.resize(target->type()->fields().size());
+      a->fields[ti] = tensor_adjoint(bb_.emit(one, "target_adjoint"));
+      accumulate(target, a);
+      return;
+    }
+    if (Var v = as_var(target)) accumulate(v, tensor_adjoint(bb_.emit(one, adjoint_name(v))));
+  }
+
+  // Adds adjoint `a` into the adjoint of `target` (a leaf of the new function).
+  void accumulate(const Expr& target, const AdjointPtr& a) {
+    if (!a) return;
+    if (auto* t = as<TupleNode>(target)) {
+      for (size_t i = 0; i < t->fields().size() && i < a->fields.size(); ++i) accumulate(t->fields()[i], a->fields[i]);
+      return;
+    }
+    Var v = as_var(target);
+    if (!v || !relevant_.count(v.get())) return;
+    adj_[v.get()] = merge(adj_[v.get()], a, v->type(), adjoint_name(v));
+  }
+
+  AdjointPtr merge(const AdjointPtr& have, const AdjointPtr& add, const Type& type, const std::string& hint) {
+    if (!add) return have;
+    if (type->is_tensor()) {
+      if (!is_float(type->dtype()) || !add->tensor) return have;
+      if (!have) return tensor_adjoint(bind(add->tensor, hint));
+      const OpDef& plus = OpRegistry::global().get("add");
+      Expr sum = make_call(plus, {have->tensor, bind(add->tensor, "lv")}, {});
+      return tensor_adjoint(bb_.emit(sum, hint));
+    }
+    auto out = std::make_shared<Adjoint>();
+    out->fields.resize(type->fields().size());
+    for (size_t i = 0; i < out->fields.size(); ++i)
+      out->fields[i] = merge(have && i < have->fields.size() ? have->fields[i] : nullptr,
+                             i < add->fields.size() ? add->fields[i] : nullptr, type->fields()[i], hint);
+    return out;
+  }
+
+  // The adjoint as an expr of `type`; absent parts become zeros.
+  Expr materialize(const AdjointPtr& a, const Type& type) {
+    if (type->is_tensor()) {
+      if (a && a->tensor) return a->tensor;
+      const OpDef& zeros = OpRegistry::global().get("zeros");
+      return bb_.emit(make_call(zeros, {}, resolve_attrs(zeros, {type->shape(), type->dtype()}, {})), "zeros");
+    }
+    std::vector<Expr> fields;
+    for (size_t i = 0; i < type->fields().size(); ++i)
+      fields.push_back(materialize(a && i < a->fields.size() ? a->fields[i] : nullptr, type->fields()[i]));
+    return std::make_shared<TupleNode>(std::move(fields));
+  }
+
+  Expr final_adjoint(const Var& v) {
+    auto it = adj_.find(v.get());
+    if (it != adj_.end() && it->second && it->second->tensor) return it->second->tensor;
+    const OpDef& zeros = OpRegistry::global().get("zeros");
+    const Type& t = v->type();
+    return bb_.emit(make_call(zeros, {}, resolve_attrs(zeros, {t->shape(), t->dtype()}, {})), adjoint_name(v));
+  }
+
+  AdjointPtr to_adjoint(const Expr& e, const Type& type) {
+    if (!e) return nullptr;
+    if (type->is_tensor()) return tensor_adjoint(e);
+    auto* t = as<TupleNode>(e);
+    if (!t) return tensor_adjoint(e);
+    auto a = std::make_shared<Adjoint>();
+    for (size_t i = 0; i < t->fields().size(); ++i) a->fields.push_back(to_adjoint(t->fields()[i], type->fields()[i]));
+    return a;
+  }
+
+  void backprop(const Binding& b) {
+    auto it = adj_.find(b.var.get());
+    if (it == adj_.end() || !it->second) return;
+    AdjointPtr a = it->second;
+    const Expr& value = b.value;
+    switch (value->kind()) {
+      case ExprKind::kVar:
+      case ExprKind::kTuple:
+        accumulate(value, a);
+        return;
+      case ExprKind::kTupleGetItem: {
+        const auto& g = static_cast<const TupleGetItemNode&>(*value);
+        auto whole = std::make_shared<Adjoint>();
+        whole->fields.resize(g.tuple()->type()->fields().size());
+        whole->fields[g.index()] = a;
+        accumulate(g.tuple(), whole);
+        return;
+      }
+      case ExprKind::kCall:
+        backprop_call(b.var, static_cast<const CallNode&>(*value), a);
+        return;
+      case ExprKind::kConstant:
+        return;
+    }
+  }
+
+  void backprop_call(const Var& v, const CallNode& call, const AdjointPtr& a) {
+    bool any_relevant = false;
+    for (const auto& arg : call.args()) any_relevant = any_relevant || uses_any(arg, relevant_);
+    if (!any_relevant) return;
+    const OpDef& op = call.op();
+    if (!op.differentiable) return;
+    if (!op.vjp) fail("op '", op.name, "' has no gradient rule (binding '", v->name_hint(), "')");
+    VJPContext ctx(bb_, call, v, materialize(a, v->type()));
+    std::vector<Expr> arg_adjoints;
+    try {
+      arg_adjoints = op.vjp(ctx);
+    } catch (const TypeInferenceError& e) {
+      fail("the gradient rule of '", op.name, "' failed at binding '", v->name_hint(), "': ", e.what());
+    }
+    for (size_t i = 0; i < call.args().size() && i < arg_adjoints.size(); ++i)
+      accumulate(call.args()[i], to_adjoint(arg_adjoints[i], call.args()[i]->type()));
+  }
+
+  const std::string& name_;
+  const FunctionNode& fn_;
+  const GradientOptions& opt_;
+  FunctionBuilder bb_;
+  std::unordered_map<const VarNode*, Expr> map_;
+  std::vector<Binding> forward_;
+  std::unordered_set<const VarNode*> relevant_;
+  std::unordered_map<const VarNode*, AdjointPtr> adj_;
+};
+
+}  // namespace
+
+Module gradient(const Module& mod, const GradientOptions& options) {
+  Function fn = mod->lookup(options.func_name);
+  if (!fn) {
+    std::string names;
+    for (const auto& kv : mod->functions()) names += (names.empty() ? "" : ", ") + kv.first;
+    throw TransformError(str("Gradient: the module has no function '", options.func_name, "' (it has: ",
+                             names.empty() ? std::string("none") : names, ")"));
+  }
+  Function adjoint = GradientBuilder(options.func_name, *fn, options).run();
+  return mod->with_function(options.func_name + "_adjoint", adjoint);
+}
+
+}  // namespace aj

@@ -1,0 +1,39 @@
+// The helpers VJP rules build adjoint code with (autodiff/vjp.h).
+#include "adjoint/autodiff/vjp.h"
+
+#include "adjoint/ir/ndarray.h"
+
+namespace aj {
+
+Expr VJPContext::make(const std::string& op, std::vector<Expr> args, const KwAttrs& attrs) const {
+  const OpDef& def = OpRegistry::global().get(op);
+  return make_call(def, std::move(args), resolve_attrs(def, {}, attrs));
+}
+
+Var VJPContext::emit(const std::string& op, std::vector<Expr> args, const KwAttrs& attrs) {
+  return bb.emit(make(op, std::move(args), attrs));
+}
+
+Expr VJPContext::collapse_to(const Expr& g, const Shape& shape) const {
+  if (g->type()->shape() == shape) return g;
+  return make("collapse_sum_to", {g}, {{"shape", shape}});
+}
+
+Expr VJPContext::transpose(const Expr& x) const {
+  size_t n = x->type()->ndim();
+  if (n == 2) return make("permute_dims", {x});
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i + 2 < n; ++i) axes.push_back(static_cast<int64_t>(i));
+  axes.push_back(static_cast<int64_t>(n - 1));
+  axes.push_back(static_cast<int64_t>(n - 2));
+  return make("permute_dims", {x}, {{"axes", axes}});
+}
+
+Expr VJPContext::scalar(double value, DType dtype) {
+  NDArray a({}, dtype);
+  if (dtype == DType::kFloat32) *a.data_as<float>() = static_cast<float>(value);
+  else *a.data_as<double>() = value;
+  return std::make_shared<ConstantNode>(std::move(a));
+}
+
+}  // namespace aj

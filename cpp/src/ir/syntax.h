@@ -1,0 +1,144 @@
+// The syntax tree of the text format: the first phase of parsing. A function
+// is read whole (decorator, signature, bindings, return) before any IR is
+// built, so the second phase (parser.cc) knows every name the function binds
+// before it generates names for nested calls. Types, constants and literals,
+// which need no scope, are converted here; expressions stay as Nodes.
+// Internal to cpp/src/ir.
+//
+// Grammar (Python syntax; newlines inside brackets are joined):
+//   module    := function*
+//   function  := '@' 'function' ['(' [NAME '=' literal (',' ...)*] ')'] NEWLINE
+//                'def' NAME '(' [param (',' param)*] ')' ['->' type] ':' NEWLINE
+//                INDENT (binding NEWLINE)* 'return' exprs NEWLINE
+//   param     := NAME ':' type
+//   binding   := NAME [':' type] '=' exprs
+//   exprs     := expr (',' expr)* [',']          (several: a tuple)
+//   expr      := primary ('[' ['-'] INT ']')*
+//   primary   := NAME | NAME '(' args ')' | 'const' '(' value ',' STRING ')'
+//              | literal | '(' ')' | '(' expr ')' | '(' expr ',' ... ')' | '[' ... ']'
+//   args      := [arg (',' arg)* [',']]          arg := [NAME '='] expr
+//   literal   := ['-'] (INT | FLOAT | 'inf' | 'nan') | STRING | True | False | None
+//   type      := 'Tensor' '(' shape ',' STRING ')' | 'Tuple' '(' [type (',' type)*] ')'
+//   shape     := '(' [(INT | STRING) (',' ...)*] ')'   (strings are symbolic dims)
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "adjoint/ir/function.h"
+#include "lexer.h"
+
+namespace aj::text {
+
+// Deeper nesting of brackets (or chains of [i]) is a ParseError.
+constexpr int kMaxNesting = 256;
+
+enum class NodeKind : uint8_t {
+  kName, kInt, kFloat, kString, kBool, kNone,  // leaves
+  kCall, kTuple, kList, kIndex, kConst,        // compound
+};
+
+struct Node {
+  NodeKind kind = NodeKind::kName;
+  bool negative = false;    // numbers: written with a leading '-'
+  bool truth = false;       // kBool
+  size_t off = 0;           // first byte (a call's callee name)
+  std::string_view text;    // name, callee, number text or decoded string
+  std::string_view key;     // the keyword of a keyword argument
+  size_t key_off = 0;
+  int64_t index = 0;        // kIndex
+  std::vector<Node> items;  // call args, tuple or list fields; kIndex: the indexed expr
+  Expr constant;            // kConst
+
+  bool is_literal() const { return kind <= NodeKind::kNone && kind != NodeKind::kName; }
+  // 'inf' and 'nan' read as floats where a literal is expected.
+  bool is_float_name() const { return kind == NodeKind::kName && (text == "inf" || text == "nan"); }
+};
+
+struct ParamSyntax {
+  std::string_view name;
+  size_t off = 0;
+  Type type;
+};
+
+struct BindingSyntax {
+  std::string_view name;
+  size_t off = 0;
+  Type annotation;  // null when absent
+  size_t annotation_off = 0;
+  Node value;
+};
+
+struct FunctionSyntax {
+  std::string_view name;
+  size_t off = 0;
+  FuncAttrs attrs;
+  std::vector<ParamSyntax> params;
+  Type ret_type;  // null when absent
+  std::vector<BindingSyntax> bindings;
+  Node ret;
+  size_t ret_off = 0;
+};
+
+// A scalar leaf of a constant: a number, inf/nan, True/False.
+struct ConstLeaf {
+  NodeKind kind;
+  bool negative;
+  bool truth;
+  size_t off;
+  std::string_view text;
+};
+
+// Reads functions one at a time from a token stream.
+class SyntaxParser {
+ public:
+  explicit SyntaxParser(const Source& src) : src_(src), lex_(src) {}
+  bool at_end() const { return lex_.peek().kind == Tok::kEnd; }
+  FunctionSyntax function();
+
+ private:
+  class Nest;  // RAII nesting depth guard
+  struct ConstShape {
+    std::vector<int64_t> shape;  // -1 while the first list of a level is open
+    std::vector<ConstLeaf> leaves;
+    int rank = -1;  // the level of the scalars, once one is seen
+  };
+
+  size_t decorator(FunctionSyntax& fn);
+  void signature(FunctionSyntax& fn);
+  void check_num_input(const FunctionSyntax& fn, size_t off) const;
+  void body(FunctionSyntax& fn);
+  BindingSyntax binding();
+  Node exprs();
+  Node expr();
+  Node primary();
+  Node index(Node base, const Token& lb);
+  Node negative_number(const Token& minus);
+  Node call(const Token& callee);
+  Node constant(const Token& callee);
+  void const_value(size_t level, ConstShape& cs);
+  void const_leaf(size_t level, ConstShape& cs);
+  Type type();
+
+  template <typename F>
+  void comma_list(Tok close_kind, F&& item);
+  Token expect(Tok kind, std::string_view what);
+  Token expect_name(std::string_view what);
+  void open(const Token& t);
+  void close(Tok kind);
+  void end_of_line(std::string_view after);
+  void check_indent(const Token& t, std::string_view body) const;
+  std::string_view string_value(const Token& t);
+  [[noreturn]] void syntax_error(const Token& at, std::string_view reason) const;
+  std::string describe(const Token& t) const;
+
+  const Source& src_;
+  Lexer lex_;
+  std::vector<Token> open_;  // unclosed brackets, innermost last
+  int depth_ = 0;
+  std::vector<std::unique_ptr<std::string>> decoded_;  // strings that had escapes
+};
+
+}  // namespace aj::text

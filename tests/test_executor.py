@@ -1,0 +1,270 @@
+"""The executor: input validation naming the param, symbolic dims bound from
+inputs, zero-copy inputs and outputs, transposes folded into GEMM flags,
+and matmul with NumPy semantics (1-D, batched, broadcast) through BLAS."""
+
+import threading
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import adjoint as aj
+from conftest import build_op, run_op
+
+RNG = np.random.default_rng(0)
+
+
+def rand(*shape, dtype="float64"):
+    return RNG.standard_normal(shape).astype(dtype)
+
+
+def matmul_module(shape_a, shape_b, dtype="float64", transpose_b=False, transpose_a=False):
+    bb = aj.FunctionBuilder("main")
+    a = bb.param("a", shape_a, dtype)
+    b = bb.param("b", shape_b, dtype)
+    if transpose_a:
+        a = a.mT
+    if transpose_b:
+        b = b.mT
+    return bb.finish(a @ b)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize(
+    "sa,sb",
+    [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)), ((2, 3, 4), (4, 5)),
+     ((3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 6)), ((7, 1, 4), (1, 4, 2)), ((0, 4), (4, 5)),
+     ((3, 0), (0, 5)), ((2, 0, 3), (3, 4))],
+)
+def test_matmul_matches_numpy(dtype, sa, sb):
+    a, b = rand(*sa, dtype=dtype), rand(*sb, dtype=dtype)
+    got = run_op("matmul", a, b)
+    want = a @ b
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-5 if dtype == "float32" else 1e-12, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_matmul(dtype):
+    a = RNG.integers(-5, 5, (2, 3, 4)).astype(dtype)
+    b = RNG.integers(-5, 5, (4, 2)).astype(dtype)
+    np.testing.assert_array_equal(run_op("matmul", a, b), a @ b)
+
+
+def test_matmul_out_dtype():
+    a, b = rand(3, 4, dtype="float32"), rand(4, 2, dtype="float32")
+    got = run_op("matmul", a, b, out_dtype="float64")
+    assert got.dtype == np.float64
+    np.testing.assert_allclose(got, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-6)
+
+
+@pytest.mark.parametrize("ta,tb", [(False, True), (True, False), (True, True)])
+@pytest.mark.parametrize("batch", [(), (3,), (2, 3)])
+def test_transposed_operands_fold_into_gemm_flags(ta, tb, batch):
+    sa = batch + ((4, 5) if ta else (5, 4))
+    sb = batch + ((6, 4) if tb else (4, 6))
+    mod = matmul_module(sa, sb, transpose_a=ta, transpose_b=tb)
+    fn = aj.build(mod)["main"]
+    a, b = rand(*sa), rand(*sb)
+    got = fn(a, b)
+    want = (np.swapaxes(a, -1, -2) if ta else a) @ (np.swapaxes(b, -1, -2) if tb else b)
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    assert fn.num_folded_transposes == int(ta) + int(tb)
+    assert fn.num_instructions == 1
+
+
+def test_transpose_used_elsewhere_is_materialized():
+    bb = aj.FunctionBuilder("main")
+    a = bb.param("a", (3, 4), "float64")
+    t = a.T
+    mod = bb.finish((t @ a, t))
+    fn = aj.build(mod)["main"]
+    x = rand(3, 4)
+    prod, tt = fn(x)
+    np.testing.assert_allclose(prod, x.T @ x, rtol=1e-12)
+    np.testing.assert_array_equal(tt, x.T)
+    assert fn.num_folded_transposes == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.lists(st.integers(1, 3), max_size=2),
+       st.booleans(), st.booleans())
+def test_matmul_property(m, k, n, batch, ta, tb):
+    batch = tuple(batch)
+    sa = batch + ((k, m) if ta else (m, k))
+    sb = batch + ((n, k) if tb else (k, n))
+    a, b = rand(*sa), rand(*sb)
+    got = aj.build(matmul_module(sa, sb, transpose_a=ta, transpose_b=tb))["main"](a, b)
+    want = (np.swapaxes(a, -1, -2) if ta else a) @ (np.swapaxes(b, -1, -2) if tb else b)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+# ---- input validation ----
+
+def symbolic_module():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", ("n", "k"), "float64")
+    w = bb.param("w", ("k", 3), "float64")
+    return bb.finish(x @ w)
+
+
+def test_symbolic_dims_run_at_two_sizes():
+    fn = aj.build(symbolic_module())["main"]
+    for n, k in [(2, 5), (7, 1)]:
+        x, w = rand(n, k), rand(k, 3)
+        np.testing.assert_allclose(fn(x, w), x @ w, rtol=1e-12)
+
+
+def test_wrong_input_count():
+    fn = aj.build(symbolic_module())["main"]
+    with pytest.raises(aj.ExecutionError, match=r"takes 2 input\(s\) \(x, w\), got 1"):
+        fn(rand(2, 2))
+
+
+def test_wrong_dtype_names_the_param():
+    fn = aj.build(symbolic_module())["main"]
+    with pytest.raises(aj.ExecutionError, match=r"param 'w' \(#1\): expected dtype float64, got float32"):
+        fn(rand(2, 2), rand(2, 3, dtype="float32"))
+
+
+def test_wrong_rank_and_dim_name_the_param():
+    fn = aj.build(symbolic_module())["main"]
+    with pytest.raises(aj.ExecutionError, match=r"param 'x' \(#0\): expected rank 2"):
+        fn(rand(2), rand(2, 3))
+    with pytest.raises(aj.ExecutionError, match=r"param 'w' \(#1\): dim 1 must be 3, got 4"):
+        fn(rand(2, 2), rand(2, 4))
+
+
+def test_inconsistent_symbol_names_both_sizes():
+    fn = aj.build(symbolic_module())["main"]
+    with pytest.raises(aj.ExecutionError, match=r"param 'w'.*symbol 'k' = 5 \(from param 'x' dim 1\), but here it is 4"):
+        fn(rand(2, 5), rand(4, 3))
+
+
+def test_polynomial_dims_are_checked():
+    bb = aj.FunctionBuilder("main")
+    a = bb.param("a", ("n",), "float64")
+    b = bb.param("b", ("m",), "float64")
+    c = bb.param("c", ("m + n",), "float64")
+    mod = bb.finish(aj.op.concat([aj.op.concat([a, b]), c]))
+    fn = aj.build(mod)["main"]
+    with pytest.raises(aj.ExecutionError, match=r"param 'c'.*m \+ n = 5, got 4"):
+        fn(rand(2), rand(3), rand(4))
+
+
+def test_non_contiguous_read_only_and_lists_are_accepted():
+    fn = aj.build(matmul_module((3, 4), (4, 2)))["main"]
+    a = rand(4, 3).T  # non-contiguous view
+    b = rand(4, 2)
+    b.flags.writeable = False
+    np.testing.assert_allclose(fn(a, b), a @ b, rtol=1e-12)
+    np.testing.assert_allclose(fn(a.tolist(), b.tolist()), a @ b, rtol=1e-12)
+    big_endian = b.astype(">f8")
+    np.testing.assert_allclose(fn(a, big_endian), a @ b, rtol=1e-12)
+
+
+def test_unconvertible_input_names_the_param():
+    fn = aj.build(matmul_module((3, 4), (4, 2)))["main"]
+    with pytest.raises(aj.ExecutionError, match="param 'b'"):
+        fn(rand(3, 4), object())
+
+
+def test_nan_and_inf_are_computed():
+    fn = aj.build(matmul_module((2, 2), (2, 2)))["main"]
+    a = np.array([[np.nan, 1.0], [np.inf, 0.0]])
+    got = fn(a, np.eye(2))
+    assert np.isnan(got[0, 0]) and np.isinf(got[1, 0])
+
+
+# ---- outputs and memory ----
+
+def test_outputs_are_handed_over_without_copy_and_own_their_memory():
+    fn = aj.build(matmul_module((64, 64), (64, 64)))["main"]
+    a, b = rand(64, 64), rand(64, 64)
+    r1 = fn(a, b)
+    r2 = fn(a, b)
+    assert r1.base is not None and not r1.flags.owndata  # a view of the executor's buffer
+    assert not np.shares_memory(r1, r2)
+    r1[:] = 0  # writable, and does not disturb later runs
+    np.testing.assert_allclose(fn(a, b), a @ b, rtol=1e-12)
+
+
+def test_returning_params_and_constants_copies_them():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (2,), "float64")
+    c = bb.emit(aj.Constant(np.array([1.0, 2.0])), "c")
+    mod = bb.finish((x, c, x))
+    x0 = np.array([5.0, 6.0])
+    got = aj.build(mod)["main"](x0)
+    assert isinstance(got, tuple) and len(got) == 3
+    assert not np.shares_memory(got[0], x0) and not np.shares_memory(got[0], got[2])
+    got[1][:] = -1
+    np.testing.assert_array_equal(aj.build(mod)["main"](x0)[1], [1.0, 2.0])
+
+
+def test_tuple_results_and_items():
+    bb = aj.FunctionBuilder("main")
+    a = bb.param("a", (2, 3), "float64")
+    b = bb.param("b", (3, 2), "float64")
+    t = bb.emit(aj.Tuple([a, b]))
+    mod = bb.finish((t[0] @ t[1], (t[1],)))
+    x, y = rand(2, 3), rand(3, 2)
+    prod, (yy,) = aj.build(mod)["main"](x, y)
+    np.testing.assert_allclose(prod, x @ y, rtol=1e-12)
+    np.testing.assert_array_equal(yy, y)
+
+
+def test_buffers_are_reused_by_liveness():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (128, 128), "float64")
+    h = x
+    for _ in range(8):
+        h = h @ x
+    fn = aj.build(bb.finish(h))["main"]
+    x0 = rand(128, 128) / 16
+    fn(x0)
+    one = 128 * 128 * 8
+    assert fn.peak_bytes <= 2 * one  # the live set: the current value and its successor
+
+
+def test_gil_is_released_so_threads_overlap():
+    fn = aj.build(matmul_module((300, 300), (300, 300)))["main"]
+    a, b = rand(300, 300), rand(300, 300)
+    results = []
+
+    def work():
+        results.append(fn(a, b))
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(results) == 4
+    for r in results:
+        np.testing.assert_allclose(r, a @ b, rtol=1e-12)
+
+
+def test_build_errors():
+    with pytest.raises(aj.Error, match="aj.Module"):
+        aj.build("nope")  # type: ignore[arg-type]
+    exe = aj.build(matmul_module((2, 2), (2, 2)))
+    assert "main" in exe and "other" not in exe
+    with pytest.raises(aj.FunctionNotFoundError):
+        exe["other"]
+
+
+def test_set_num_threads():
+    before = aj._core.get_num_threads()
+    aj.set_num_threads(1)
+    assert aj._core.get_num_threads() == 1
+    np.testing.assert_allclose(run_op("matmul", rand(50, 50), rand(50, 50)).shape, (50, 50))
+    aj.set_num_threads(before)
+    with pytest.raises(aj.Error):
+        aj.set_num_threads(0)
+
+
+def test_build_op_helper_builds_one_binding():
+    mod = build_op("matmul", rand(2, 3), rand(3, 4))
+    assert len(mod["main"].bindings) == 1
