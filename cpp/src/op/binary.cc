@@ -1,5 +1,22 @@
 // Binary elementwise ops with NumPy broadcasting: arithmetic (same dtype in,
-// same dtype out) and comparisons (bool out, no gradient).
+// same dtype out) and comparisons (bool out, no gradient); each with its type
+// rule and CPU kernel.
+//
+// Kernel semantics are NumPy's, with these choices where NumPy has none or
+// changes the dtype:
+//   - ints wrap on overflow; `divide` on ints is floor division
+//     (np.floor_divide) with x / 0 = 0 and INT_MIN / -1 = INT_MIN;
+//   - `power` on ints is exact by squaring (wrapping); a negative exponent
+//     gives 0, except base 1 gives 1 and base -1 gives +-1 by parity;
+//   - bool arithmetic is the int arithmetic on 0/1 with the result != 0:
+//     add/maximum are or, multiply/minimum/divide are and, subtract is xor,
+//     power(a, b) is a or not b;
+//   - float maximum/minimum propagate NaN like np.maximum/np.minimum.
+#include <cmath>
+#include <utility>
+
+#include "adjoint/runtime/kernel.h"
+#include "adjoint/runtime/kernel_util.h"
 #include "families.h"
 #include "op_util.h"
 
@@ -19,15 +36,109 @@ Type comparison_type(const TypeContext& ctx) {
                           DType::kBool);
 }
 
+// Floor division; x / 0 = 0 and INT_MIN / -1 wraps (both undefined in C++).
+template <typename T>
+T floor_divide(T a, T b) {
+  if (b == 0) return 0;
+  if (b == -1) return wrap_neg(a);
+  T q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? T(q - 1) : q;
+}
+
+// Exact integer power by squaring, wrapping on overflow.
+template <typename T>
+T int_power(T base, T exp) {
+  if (exp < 0) return base == 1 ? T(1) : base == -1 ? T(exp % 2 == 0 ? 1 : -1) : T(0);
+  T result = 1;
+  for (; exp != 0; exp /= 2) {
+    if (exp % 2 != 0) result = wrap_mul(result, base);
+    base = wrap_mul(base, base);
+  }
+  return result;
+}
+
+// The arithmetic ops, each a functor on float and int element types.
+struct Add {
+  template <typename T> T operator()(T a, T b) const { return wrap_add(a, b); }
+};
+struct Subtract {
+  template <typename T> T operator()(T a, T b) const { return wrap_sub(a, b); }
+};
+struct Multiply {
+  template <typename T> T operator()(T a, T b) const { return wrap_mul(a, b); }
+};
+struct Divide {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) return a / b;
+    else return floor_divide(a, b);
+  }
+};
+struct Power {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) return std::pow(a, b);
+    else return int_power(a, b);
+  }
+};
+// a >= b || a is NaN: a; else b (NaN when b is NaN), as np.maximum.
+struct Maximum {
+  template <typename T> T operator()(T a, T b) const { return (a >= b || a != a) ? a : b; }
+};
+struct Minimum {
+  template <typename T> T operator()(T a, T b) const { return (a <= b || a != a) ? a : b; }
+};
+
+struct Equal {
+  template <typename T> uint8_t operator()(T a, T b) const { return a == b; }
+};
+struct Less {
+  template <typename T> uint8_t operator()(T a, T b) const { return a < b; }
+};
+struct Greater {
+  template <typename T> uint8_t operator()(T a, T b) const { return a > b; }
+};
+
+// out = Op(x1, x2) broadcast, in the operands' dtype; bool as int 0/1, != 0.
+template <typename Op>
+void arithmetic_kernel(KernelContext& ctx) {
+  dispatch_dtype(ctx.out().dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, uint8_t>) {
+      binary_map<T, T, T>(ctx.in(0), ctx.in(1), ctx.out(),
+                          [](T a, T b) { return T(Op{}(int32_t(a), int32_t(b)) != 0); });
+    } else {
+      binary_map<T, T, T>(ctx.in(0), ctx.in(1), ctx.out(), Op{});
+    }
+  });
+}
+
+// out (bool) = Op(x1, x2) broadcast.
+template <typename Op>
+void comparison_kernel(KernelContext& ctx) {
+  dispatch_dtype(ctx.in(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    binary_map<uint8_t, T, T>(ctx.in(0), ctx.in(1), ctx.out(), Op{});
+  });
+}
+
 }  // namespace
 
 void register_binary_ops(OpRegistry& reg) {
-  for (const char* name : {"add", "subtract", "multiply", "divide", "power", "maximum", "minimum"})
+  const std::pair<const char*, Kernel> arithmetic[] = {
+      {"add", arithmetic_kernel<Add>},         {"subtract", arithmetic_kernel<Subtract>},
+      {"multiply", arithmetic_kernel<Multiply>}, {"divide", arithmetic_kernel<Divide>},
+      {"power", arithmetic_kernel<Power>},     {"maximum", arithmetic_kernel<Maximum>},
+      {"minimum", arithmetic_kernel<Minimum>},
+  };
+  for (const auto& [name, kernel] : arithmetic)
     reg.define(name).set_family("binary").set_args({"x1", "x2"}).set_type_rule(arithmetic_type)
-        .set_flops(elementwise_flops);
-  for (const char* name : {"equal", "less", "greater"})
+        .set_flops(elementwise_flops).set_kernel(kernel);
+  const std::pair<const char*, Kernel> comparisons[] = {
+      {"equal", comparison_kernel<Equal>}, {"less", comparison_kernel<Less>},
+      {"greater", comparison_kernel<Greater>},
+  };
+  for (const auto& [name, kernel] : comparisons)
     reg.define(name).set_family("binary").set_args({"x1", "x2"}).set_type_rule(comparison_type)
-        .set_flops(elementwise_flops).set_differentiable(false);
+        .set_flops(elementwise_flops).set_differentiable(false).set_kernel(kernel);
 }
 
 }  // namespace aj
