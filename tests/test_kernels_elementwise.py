@@ -147,8 +147,6 @@ def test_bool_arithmetic_is_int_arithmetic_then_nonzero():
         np.testing.assert_array_equal(got, want, err_msg=op)
 
 
-@pytest.mark.xfail(strict=True, raises=aj.errors.ExecutionError,
-                   reason="the bindings pass a 0-d input array as shape (1,) (np.ascontiguousarray)")
 @pytest.mark.parametrize("op", ["add", "less"])
 def test_zero_dim_operand(op):
     assert_binary_matches(op, rand((), "float32"), rand((2, 3), "float32"))

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <utility>
 
+#include "adjoint/autodiff/vjp.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
 #include "families.h"
@@ -120,18 +121,74 @@ void comparison_kernel(KernelContext& ctx) {
   });
 }
 
+
+// ---- VJPs: each adjoint is summed down to its operand's shape (collapse_to)
+// because broadcasting may have made the result larger. ----
+
+// add: (g, g)
+std::vector<Expr> add_vjp(VJPContext& ctx) {
+  return {ctx.collapse_to(ctx.grad, ctx.arg_type(0).shape()), ctx.collapse_to(ctx.grad, ctx.arg_type(1).shape())};
+}
+
+// subtract: (g, -g)
+std::vector<Expr> subtract_vjp(VJPContext& ctx) {
+  return {ctx.collapse_to(ctx.grad, ctx.arg_type(0).shape()),
+          ctx.collapse_to(ctx.make("negative", {ctx.grad}), ctx.arg_type(1).shape())};
+}
+
+// multiply: (g * x2, g * x1)
+std::vector<Expr> multiply_vjp(VJPContext& ctx) {
+  return {ctx.collapse_to(ctx.make("multiply", {ctx.grad, ctx.arg(1)}), ctx.arg_type(0).shape()),
+          ctx.collapse_to(ctx.make("multiply", {ctx.grad, ctx.arg(0)}), ctx.arg_type(1).shape())};
+}
+
+// divide: (g / x2, -g * y / x2) with y = x1 / x2
+std::vector<Expr> divide_vjp(VJPContext& ctx) {
+  Var g_over = ctx.emit("divide", {ctx.grad, ctx.arg(1)});
+  return {ctx.collapse_to(g_over, ctx.arg_type(0).shape()),
+          ctx.collapse_to(ctx.make("negative", {ctx.make("multiply", {g_over, ctx.result})}), ctx.arg_type(1).shape())};
+}
+
+// power: (g * x2 * x1 ** (x2 - 1), g * y * log(x1)) with y = x1 ** x2
+std::vector<Expr> power_vjp(VJPContext& ctx) {
+  DType t = ctx.arg_type(0).dtype();
+  Expr x2_minus_1 = ctx.make("subtract", {ctx.arg(1), ctx.scalar(1.0, t)});
+  Expr d1 = ctx.make("multiply", {ctx.make("multiply", {ctx.grad, ctx.arg(1)}), ctx.make("power", {ctx.arg(0), x2_minus_1})});
+  Expr d2 = ctx.make("multiply", {ctx.make("multiply", {ctx.grad, ctx.result}), ctx.make("log", {ctx.arg(0)})});
+  return {ctx.collapse_to(d1, ctx.arg_type(0).shape()), ctx.collapse_to(d2, ctx.arg_type(1).shape())};
+}
+
+// maximum / minimum: g goes to the operand that was chosen (x1 on ties).
+template <const char* LoserTest>
+std::vector<Expr> select_vjp(VJPContext& ctx) {
+  Var x2_won = ctx.emit(LoserTest, {ctx.arg(0), ctx.arg(1)});
+  Var zero = ctx.emit("zeros_like", {ctx.grad});
+  return {ctx.collapse_to(ctx.make("where", {x2_won, zero, ctx.grad}), ctx.arg_type(0).shape()),
+          ctx.collapse_to(ctx.make("where", {x2_won, ctx.grad, zero}), ctx.arg_type(1).shape())};
+}
+constexpr char kLess[] = "less";
+constexpr char kGreater[] = "greater";
+
 }  // namespace
 
 void register_binary_ops(OpRegistry& reg) {
-  const std::pair<const char*, Kernel> arithmetic[] = {
-      {"add", arithmetic_kernel<Add>},         {"subtract", arithmetic_kernel<Subtract>},
-      {"multiply", arithmetic_kernel<Multiply>}, {"divide", arithmetic_kernel<Divide>},
-      {"power", arithmetic_kernel<Power>},     {"maximum", arithmetic_kernel<Maximum>},
-      {"minimum", arithmetic_kernel<Minimum>},
+  struct Arithmetic {
+    const char* name;
+    Kernel kernel;
+    VJPRule vjp;
   };
-  for (const auto& [name, kernel] : arithmetic)
-    reg.define(name).set_family("binary").set_args({"x1", "x2"}).set_type_rule(arithmetic_type)
-        .set_flops(elementwise_flops).set_kernel(kernel);
+  const Arithmetic arithmetic[] = {
+      {"add", arithmetic_kernel<Add>, add_vjp},
+      {"subtract", arithmetic_kernel<Subtract>, subtract_vjp},
+      {"multiply", arithmetic_kernel<Multiply>, multiply_vjp},
+      {"divide", arithmetic_kernel<Divide>, divide_vjp},
+      {"power", arithmetic_kernel<Power>, power_vjp},
+      {"maximum", arithmetic_kernel<Maximum>, select_vjp<kLess>},
+      {"minimum", arithmetic_kernel<Minimum>, select_vjp<kGreater>},
+  };
+  for (const auto& op : arithmetic)
+    reg.define(op.name).set_family("binary").set_args({"x1", "x2"}).set_type_rule(arithmetic_type)
+        .set_flops(elementwise_flops).set_kernel(op.kernel).set_vjp(op.vjp);
   const std::pair<const char*, Kernel> comparisons[] = {
       {"equal", comparison_kernel<Equal>}, {"less", comparison_kernel<Less>},
       {"greater", comparison_kernel<Greater>},

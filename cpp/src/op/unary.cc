@@ -1,6 +1,6 @@
-// Unary elementwise ops: float math (float32/float64 in, same dtype out),
-// sign and magnitude ops that also take ints, and astype (any dtype to any);
-// each with its type rule and CPU kernel.
+// Unary elementwise ops: float math (float32/float64 in, same dtype out; erf
+// included, for gelu's gradient), sign and magnitude ops that also take ints,
+// and astype (any dtype to any); each with its type rule, CPU kernel and VJP.
 //
 // Kernel semantics are NumPy's (PyTorch's for the activations), with:
 //   - ints wrap: negative/abs of INT_MIN is INT_MIN, square wraps;
@@ -16,6 +16,7 @@
 // that vectorize (relative error < 5e-7); float64 calls libm (see exp_of).
 #include <cmath>
 
+#include "adjoint/autodiff/vjp.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
 #include "families.h"
@@ -116,6 +117,7 @@ struct Cos { template <typename T> T operator()(T x) const { return std::cos(x);
 struct Tanh { template <typename T> T operator()(T x) const { return tanh_of(x); } };
 struct Sigmoid { template <typename T> T operator()(T x) const { return sigmoid(x); } };
 struct Relu { template <typename T> T operator()(T x) const { return x < T(0) ? T(0) : x; } };
+struct Erf { template <typename T> T operator()(T x) const { return std::erf(x); } };
 struct Square { template <typename T> T operator()(T x) const { return wrap_mul(x, x); } };
 
 struct Abs {
@@ -163,39 +165,117 @@ void astype_kernel(KernelContext& ctx) {
   });
 }
 
+
+// ---- VJPs: g is the adjoint of y = op(x) ----
+
+Expr times(VJPContext& ctx, Expr a, Expr b) { return ctx.make("multiply", {std::move(a), std::move(b)}); }
+Expr scalar_of(VJPContext& ctx, double v) { return ctx.scalar(v, ctx.arg_type(0).dtype()); }
+
+// negative: -g
+std::vector<Expr> negative_vjp(VJPContext& ctx) { return {ctx.make("negative", {ctx.grad})}; }
+// exp: g * y
+std::vector<Expr> exp_vjp(VJPContext& ctx) { return {times(ctx, ctx.grad, ctx.result)}; }
+// log: g / x
+std::vector<Expr> log_vjp(VJPContext& ctx) { return {ctx.make("divide", {ctx.grad, ctx.arg(0)})}; }
+// sqrt: g / (2 y)
+std::vector<Expr> sqrt_vjp(VJPContext& ctx) {
+  return {ctx.make("divide", {ctx.grad, times(ctx, ctx.result, scalar_of(ctx, 2.0))})};
+}
+// rsqrt: -g y / (2 x)
+std::vector<Expr> rsqrt_vjp(VJPContext& ctx) {
+  return {ctx.make("divide", {times(ctx, ctx.grad, ctx.result), times(ctx, ctx.arg(0), scalar_of(ctx, -2.0))})};
+}
+// sin: g cos(x)
+std::vector<Expr> sin_vjp(VJPContext& ctx) { return {times(ctx, ctx.grad, ctx.make("cos", {ctx.arg(0)}))}; }
+// cos: -g sin(x)
+std::vector<Expr> cos_vjp(VJPContext& ctx) {
+  return {times(ctx, ctx.grad, ctx.make("negative", {ctx.make("sin", {ctx.arg(0)})}))};
+}
+// tanh: g (1 - y^2)
+std::vector<Expr> tanh_vjp(VJPContext& ctx) {
+  return {times(ctx, ctx.grad, ctx.make("subtract", {scalar_of(ctx, 1.0), ctx.make("square", {ctx.result})}))};
+}
+// sigmoid: g y (1 - y)
+std::vector<Expr> sigmoid_vjp(VJPContext& ctx) {
+  Expr one_minus = ctx.make("subtract", {scalar_of(ctx, 1.0), ctx.result});
+  return {times(ctx, ctx.grad, times(ctx, ctx.result, one_minus))};
+}
+// relu: g where x > 0, else 0
+std::vector<Expr> relu_vjp(VJPContext& ctx) {
+  Expr positive = ctx.make("greater", {ctx.arg(0), scalar_of(ctx, 0.0)});
+  return {ctx.make("where", {positive, ctx.grad, ctx.make("zeros_like", {ctx.grad})})};
+}
+// erf: g 2 / sqrt(pi) exp(-x^2)
+std::vector<Expr> erf_vjp(VJPContext& ctx) {
+  Expr e = ctx.make("exp", {ctx.make("negative", {ctx.make("square", {ctx.arg(0)})})});
+  return {times(ctx, ctx.grad, times(ctx, e, scalar_of(ctx, 1.1283791670955126)))};
+}
+// gelu: g (Phi(x) + x phi(x)), Phi(x) = (1 + erf(x / sqrt(2))) / 2, phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
+std::vector<Expr> gelu_vjp(VJPContext& ctx) {
+  const Expr& x = ctx.arg(0);
+  Expr erf = ctx.make("erf", {times(ctx, x, scalar_of(ctx, kSqrtHalf))});
+  Expr cdf = times(ctx, ctx.make("add", {erf, scalar_of(ctx, 1.0)}), scalar_of(ctx, 0.5));
+  Expr pdf = times(ctx, ctx.make("exp", {times(ctx, ctx.make("square", {x}), scalar_of(ctx, -0.5))}),
+                   scalar_of(ctx, 0.3989422804014327));
+  return {times(ctx, ctx.grad, ctx.make("add", {cdf, times(ctx, x, pdf)}))};
+}
+// silu: g s (1 + x (1 - s)), s = sigmoid(x)
+std::vector<Expr> silu_vjp(VJPContext& ctx) {
+  Var s = ctx.emit("sigmoid", {ctx.arg(0)});
+  Expr inner = ctx.make("add", {scalar_of(ctx, 1.0), times(ctx, ctx.arg(0), ctx.make("subtract", {scalar_of(ctx, 1.0), s}))});
+  return {times(ctx, ctx.grad, times(ctx, s, inner))};
+}
+// abs: -g where x < 0, else g
+std::vector<Expr> abs_vjp(VJPContext& ctx) {
+  Expr negative = ctx.make("less", {ctx.arg(0), scalar_of(ctx, 0.0)});
+  return {ctx.make("where", {negative, ctx.make("negative", {ctx.grad}), ctx.grad})};
+}
+// square: 2 x g
+std::vector<Expr> square_vjp(VJPContext& ctx) {
+  return {times(ctx, ctx.grad, times(ctx, ctx.arg(0), scalar_of(ctx, 2.0)))};
+}
+// astype: g cast back to x's dtype; no gradient to a non-float x
+std::vector<Expr> astype_vjp(VJPContext& ctx) {
+  DType from = ctx.arg_type(0).dtype();
+  if (!is_float(from)) return {nullptr};
+  return {ctx.make("astype", {ctx.grad}, {{"dtype", from}})};
+}
+
 struct UnaryOp {
   const char* name;
   TypeRule rule;
   Kernel kernel;
+  VJPRule vjp;
 };
 
 }  // namespace
 
 void register_unary_ops(OpRegistry& reg) {
   const UnaryOp ops[] = {
-      {"negative", numeric_unary_type, numeric_kernel<Negative>},
-      {"exp", float_unary_type, float_kernel<Exp>},
-      {"log", float_unary_type, float_kernel<Log>},
-      {"sqrt", float_unary_type, float_kernel<Sqrt>},
-      {"rsqrt", float_unary_type, float_kernel<Rsqrt>},
-      {"sin", float_unary_type, float_kernel<Sin>},
-      {"cos", float_unary_type, float_kernel<Cos>},
-      {"tanh", float_unary_type, float_kernel<Tanh>},
-      {"sigmoid", float_unary_type, float_kernel<Sigmoid>},
-      {"relu", numeric_unary_type, numeric_kernel<Relu>},
-      {"gelu", float_unary_type, float_kernel<Gelu>},
-      {"silu", float_unary_type, float_kernel<Silu>},
-      {"abs", numeric_unary_type, numeric_kernel<Abs>},
-      {"square", numeric_unary_type, numeric_kernel<Square>},
+      {"negative", numeric_unary_type, numeric_kernel<Negative>, negative_vjp},
+      {"exp", float_unary_type, float_kernel<Exp>, exp_vjp},
+      {"log", float_unary_type, float_kernel<Log>, log_vjp},
+      {"sqrt", float_unary_type, float_kernel<Sqrt>, sqrt_vjp},
+      {"rsqrt", float_unary_type, float_kernel<Rsqrt>, rsqrt_vjp},
+      {"sin", float_unary_type, float_kernel<Sin>, sin_vjp},
+      {"cos", float_unary_type, float_kernel<Cos>, cos_vjp},
+      {"tanh", float_unary_type, float_kernel<Tanh>, tanh_vjp},
+      {"sigmoid", float_unary_type, float_kernel<Sigmoid>, sigmoid_vjp},
+      {"relu", numeric_unary_type, numeric_kernel<Relu>, relu_vjp},
+      {"gelu", float_unary_type, float_kernel<Gelu>, gelu_vjp},
+      {"silu", float_unary_type, float_kernel<Silu>, silu_vjp},
+      {"abs", numeric_unary_type, numeric_kernel<Abs>, abs_vjp},
+      {"square", numeric_unary_type, numeric_kernel<Square>, square_vjp},
+      {"erf", float_unary_type, float_kernel<Erf>, erf_vjp},
   };
   for (const auto& op : ops)
     reg.define(op.name).set_family("unary").set_args({"x"}).set_type_rule(op.rule)
-        .set_flops(elementwise_flops).set_kernel(op.kernel);
+        .set_flops(elementwise_flops).set_kernel(op.kernel).set_vjp(op.vjp);
   // One conversion per element. The gradient layer gives no gradient when the
   // source or target dtype is not float.
   reg.define("astype").set_family("unary").set_args({"x"})
       .add_attr("dtype", AttrKind::kDType)
-      .set_type_rule(astype_type).set_flops(elementwise_flops).set_kernel(astype_kernel);
+      .set_type_rule(astype_type).set_flops(elementwise_flops).set_kernel(astype_kernel).set_vjp(astype_vjp);
 }
 
 }  // namespace aj
