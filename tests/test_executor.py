@@ -282,3 +282,34 @@ def test_rank0_params_and_constants_keep_rank_zero():
     np.testing.assert_allclose(got, 6.0 * (np.arange(3.0) ** 2).sum())
     got = aj.build(mod)["main"](3.0, [0.0, 1.0, 2.0])
     np.testing.assert_allclose(got, 30.0)
+
+
+def test_threaded_kernels_work_in_a_forked_child():
+    import os
+
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (1 << 17,), "float32")
+    fn = aj.build(bb.finish(aj.op.exp(x)))["main"]
+    zeros = np.zeros(1 << 17, np.float32)
+    np.testing.assert_array_equal(fn(zeros), 1.0)  # the pool now exists in this process
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if np.array_equal(fn(zeros), np.ones(1 << 17, np.float32)) else 3)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_results_are_the_same_with_one_thread():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (300, 400), "float64")
+    b = bb.param("b", (400,), "float64")
+    fn = aj.build(bb.finish(aj.op.tanh(x + b) * x))["main"]
+    xs, bs = rand(300, 400), rand(400)
+    many = fn(xs, bs)
+    before = aj._core.get_num_threads()
+    aj.set_num_threads(1)
+    try:
+        one = fn(xs, bs)
+    finally:
+        aj.set_num_threads(before)
+    np.testing.assert_array_equal(many, one)

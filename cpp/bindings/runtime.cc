@@ -8,6 +8,7 @@
 
 #include "adjoint/runtime/blas.h"
 #include "adjoint/runtime/executor.h"
+#include "adjoint/runtime/parallel.h"
 #include "adjoint/support/error.h"
 #include "convert.h"
 
@@ -145,7 +146,8 @@ void bind_runtime(py::module_& m) {
   m.def("set_num_threads", [](int n) {
     if (n < 1) throw Error("set_num_threads: n must be >= 1");
     blas::set_num_threads(n);
-  }, py::arg("n"), "Sets the number of threads OpenBLAS uses in adjoint's kernels.");
+    set_parallel_threads(n);
+  }, py::arg("n"), "Sets how many threads adjoint's GEMMs (OpenBLAS) and other kernels use.");
   m.def("get_num_threads", &blas::num_threads);
   m.def("gemm", &gemm_into, py::arg("a"), py::arg("b"), py::arg("out"),
         "out = a @ b for C-contiguous 2-D float32/float64 arrays, straight through OpenBLAS "

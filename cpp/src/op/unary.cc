@@ -139,11 +139,19 @@ struct Silu {
   }
 };
 
+// y[i] = Op(x[i]), compiled twice (AVX2 and baseline) and picked at load time.
+template <typename T, typename Op>
+AJ_MULTIVERSION void map_span(const T* x, T* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = Op{}(x[i]);
+}
+
 template <typename Op>
 void float_kernel(KernelContext& ctx) {
   dispatch_float(ctx.out().dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    unary_map<T, T>(ctx.in(0), ctx.out(), Op{});
+    const T* x = ctx.in(0).data_as<T>();
+    T* y = ctx.out().data_as<T>();
+    parallel_for(ctx.out().numel(), kParallelGrain, [&](int64_t b, int64_t e) { map_span<T, Op>(x + b, y + b, e - b); });
   });
 }
 

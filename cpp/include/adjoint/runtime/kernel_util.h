@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "adjoint/ir/ndarray.h"
+#include "adjoint/runtime/parallel.h"
 #include "adjoint/support/error.h"
 
 namespace aj {
@@ -90,17 +91,22 @@ void strided_loop(const std::vector<int64_t>& shape, std::array<std::vector<int6
   }
 }
 
+// Elements per chunk below which elementwise work stays on one thread.
+constexpr int64_t kParallelGrain = 1 << 15;
+
 // out[i] = f(a[i]) over same-shape contiguous arrays of types A -> O.
 template <typename O, typename A, typename F>
 void unary_map(const NDArray& a, NDArray& out, F&& f) {
   const A* pa = a.data_as<A>();
   O* po = out.data_as<O>();
-  int64_t n = out.numel();
-  for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i]);
+  parallel_for(out.numel(), kParallelGrain, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) po[i] = f(pa[i]);
+  });
 }
 
 // out = f(a, b) with NumPy broadcasting; fast paths for equal shapes and a
-// scalar operand, strided_loop otherwise.
+// scalar operand, strided_loop otherwise. Large outputs are split across the
+// kernel threads (by element, or by leading index when broadcasting).
 template <typename O, typename A, typename B, typename F>
 void binary_map(const NDArray& a, const NDArray& b, NDArray& out, F&& f) {
   const A* pa = a.data_as<A>();
@@ -108,36 +114,56 @@ void binary_map(const NDArray& a, const NDArray& b, NDArray& out, F&& f) {
   O* po = out.data_as<O>();
   int64_t n = out.numel();
   if (a.numel() == n && b.numel() == n) {
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+    parallel_for(n, kParallelGrain, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) po[i] = f(pa[i], pb[i]);
+    });
     return;
   }
   if (b.numel() == 1 && a.numel() == n) {
-    B s = pb[0];
-    for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], s);
+    B c = pb[0];
+    parallel_for(n, kParallelGrain, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) po[i] = f(pa[i], c);
+    });
     return;
   }
   if (a.numel() == 1 && b.numel() == n) {
-    A s = pa[0];
-    for (int64_t i = 0; i < n; ++i) po[i] = f(s, pb[i]);
+    A c = pa[0];
+    parallel_for(n, kParallelGrain, [&](int64_t s, int64_t e) {
+      for (int64_t i = s; i < e; ++i) po[i] = f(c, pb[i]);
+    });
     return;
   }
   const auto& shape = out.shape();
-  strided_loop<3>(shape, {contiguous_strides(shape), broadcast_strides(a.shape(), shape),
-                          broadcast_strides(b.shape(), shape)},
-                  [&](const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& s) {
-                    O* o = po + off[0];
-                    const A* x = pa + off[1];
-                    const B* y = pb + off[2];
-                    if (s[1] == 1 && s[2] == 0) {
-                      B c = *y;
-                      for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], c);
-                    } else if (s[1] == 0 && s[2] == 1) {
-                      A c = *x;
-                      for (int64_t i = 0; i < len; ++i) o[i] = f(c, y[i]);
-                    } else {
-                      for (int64_t i = 0; i < len; ++i) o[i * s[0]] = f(x[i * s[1]], y[i * s[2]]);
-                    }
-                  });
+  std::array<std::vector<int64_t>, 3> strides{contiguous_strides(shape), broadcast_strides(a.shape(), shape),
+                                              broadcast_strides(b.shape(), shape)};
+  auto run = [&](const std::vector<int64_t>& sub, int64_t first) {
+    const std::array<int64_t, 3> base{first * strides[0][0], first * strides[1][0], first * strides[2][0]};
+    strided_loop<3>(sub, strides,
+                    [&](const std::array<int64_t, 3>& off, int64_t len, const std::array<int64_t, 3>& s) {
+                      O* o = po + base[0] + off[0];
+                      const A* x = pa + base[1] + off[1];
+                      const B* y = pb + base[2] + off[2];
+                      if (s[1] == 1 && s[2] == 0) {
+                        B c = *y;
+                        for (int64_t i = 0; i < len; ++i) o[i] = f(x[i], c);
+                      } else if (s[1] == 0 && s[2] == 1) {
+                        A c = *x;
+                        for (int64_t i = 0; i < len; ++i) o[i] = f(c, y[i]);
+                      } else {
+                        for (int64_t i = 0; i < len; ++i) o[i * s[0]] = f(x[i * s[1]], y[i * s[2]]);
+                      }
+                    });
+  };
+  if (shape.empty() || n < 2 * kParallelGrain) {
+    run(shape, 0);
+    return;
+  }
+  int64_t row = n / shape[0];
+  parallel_for(shape[0], std::max<int64_t>(1, kParallelGrain / std::max<int64_t>(row, 1)), [&](int64_t s, int64_t e) {
+    std::vector<int64_t> sub = shape;
+    sub[0] = e - s;
+    run(sub, s);
+  });
 }
 
 // ---- Reduction building blocks (reduce and nn kernels) ----

@@ -1,0 +1,20 @@
+// A small persistent thread pool for kernels: parallel_for splits [0, n) into
+// contiguous chunks run by the pool's workers and the caller. Work below
+// `grain` items, or with one thread configured, runs inline. The thread count
+// follows aj.set_num_threads (the BLAS thread count), so kernels and GEMMs
+// use the same cores.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+namespace aj {
+
+// Runs fn(begin, end) over disjoint chunks covering [0, n).
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
+
+// Threads parallel_for uses (including the caller); at least 1.
+int parallel_threads();
+void set_parallel_threads(int n);
+
+}  // namespace aj
