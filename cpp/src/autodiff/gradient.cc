@@ -7,6 +7,7 @@
 
 #include "adjoint/autodiff/vjp.h"
 #include "adjoint/ir/builder.h"
+#include "adjoint/ir/substitute.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/passes.h"
 
@@ -66,31 +67,13 @@ class GradientBuilder {
   // ---- forward copy ----
 
   Expr remap(const Expr& e) {
-    switch (e->kind()) {
-      case ExprKind::kVar: {
-        auto it = map_.find(static_cast<const VarNode*>(e.get()));
-        if (it == map_.end()) fail("var '", static_cast<const VarNode&>(*e).name_hint(), "' is used before it is bound");
-        return it->second;
-      }
-      case ExprKind::kTuple: {
-        std::vector<Expr> fields;
-        for (const auto& f : static_cast<const TupleNode&>(*e).fields()) fields.push_back(remap(f));
-        return std::make_shared<TupleNode>(std::move(fields));
-      }
-      case ExprKind::kTupleGetItem: {
-        const auto& g = static_cast<const TupleGetItemNode&>(*e);
-        return std::make_shared<TupleGetItemNode>(remap(g.tuple()), g.index());
-      }
-      case ExprKind::kCall: {
-        const auto& c = static_cast<const CallNode&>(*e);
-        std::vector<Expr> args;
-        for (const auto& a : c.args()) args.push_back(remap(a));
-        return std::make_shared<CallNode>(&c.op(), std::move(args), c.attrs(), c.type());
-      }
-      case ExprKind::kConstant:
-        return e;
+    try {
+      return substitute(e, map_, /*keep_unmapped=*/false);
+    } catch (const TransformError&) {
+      throw;
+    } catch (const Error& err) {
+      fail(err.what());
     }
-    return e;
   }
 
   void copy_forward() {
@@ -293,7 +276,7 @@ class GradientBuilder {
   const FunctionNode& fn_;
   const GradientOptions& opt_;
   FunctionBuilder bb_;
-  std::unordered_map<const VarNode*, Expr> map_;
+  VarMap map_;
   std::vector<Binding> forward_;
   std::unordered_set<const VarNode*> relevant_;
   std::unordered_map<const VarNode*, AdjointPtr> adj_;

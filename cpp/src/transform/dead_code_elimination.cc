@@ -5,6 +5,7 @@
 //   3. Rebuild the function from the kept bindings, in their order.
 #include <unordered_set>
 
+#include "adjoint/ir/substitute.h"
 #include "adjoint/transform/passes.h"
 
 namespace aj {
@@ -50,14 +51,7 @@ Function dead_code_elimination(const Function& fn) {
 }
 
 Module dead_code_elimination(const Module& mod) {
-  std::vector<std::pair<std::string, Function>> fns;
-  bool changed = false;
-  for (const auto& [name, fn] : mod->functions()) {
-    Function out = dead_code_elimination(fn);
-    changed = changed || out != fn;
-    fns.emplace_back(name, out);
-  }
-  return changed ? std::make_shared<ModuleNode>(std::move(fns)) : mod;
+  return map_functions(mod, [](const Function& fn) { return dead_code_elimination(fn); });
 }
 
 }  // namespace aj

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <unordered_map>
 
+#include "adjoint/ir/substitute.h"
 #include "adjoint/transform/passes.h"
 
 namespace aj {
@@ -107,36 +108,11 @@ class Eliminator {
     return nullptr;
   }
 
-  Expr substitute(const Expr& e) {
-    if (replaced_.empty()) return e;
-    switch (e->kind()) {
-      case ExprKind::kVar: {
-        auto it = replaced_.find(static_cast<const VarNode*>(e.get()));
-        return it == replaced_.end() ? e : it->second;
-      }
-      case ExprKind::kConstant: return e;
-      case ExprKind::kTuple: {
-        std::vector<Expr> fields;
-        for (const auto& f : static_cast<const TupleNode&>(*e).fields()) fields.push_back(substitute(f));
-        return std::make_shared<TupleNode>(std::move(fields));
-      }
-      case ExprKind::kTupleGetItem: {
-        const auto& g = static_cast<const TupleGetItemNode&>(*e);
-        return std::make_shared<TupleGetItemNode>(substitute(g.tuple()), g.index());
-      }
-      case ExprKind::kCall: {
-        const auto& c = static_cast<const CallNode&>(*e);
-        std::vector<Expr> args;
-        for (const auto& a : c.args()) args.push_back(substitute(a));
-        return std::make_shared<CallNode>(&c.op(), std::move(args), c.attrs(), c.type());
-      }
-    }
-    return e;
-  }
+  Expr substitute(const Expr& e) const { return replaced_.empty() ? e : aj::substitute(e, replaced_); }
 
   const FunctionNode& fn_;
   std::unordered_multimap<size_t, std::pair<Expr, Var>> seen_;
-  std::unordered_map<const VarNode*, Var> replaced_;
+  VarMap replaced_;
 };
 
 }  // namespace
@@ -147,14 +123,7 @@ Function eliminate_common_subexpr(const Function& fn) {
 }
 
 Module eliminate_common_subexpr(const Module& mod) {
-  std::vector<std::pair<std::string, Function>> fns;
-  bool changed = false;
-  for (const auto& [name, fn] : mod->functions()) {
-    Function out = eliminate_common_subexpr(fn);
-    changed = changed || out != fn;
-    fns.emplace_back(name, out);
-  }
-  return changed ? std::make_shared<ModuleNode>(std::move(fns)) : mod;
+  return map_functions(mod, [](const Function& fn) { return eliminate_common_subexpr(fn); });
 }
 
 }  // namespace aj

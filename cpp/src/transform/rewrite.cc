@@ -4,6 +4,7 @@
 #include "adjoint/transform/rewrite.h"
 
 #include "adjoint/ir/builder.h"
+#include "adjoint/ir/substitute.h"
 #include "adjoint/support/error.h"
 
 namespace aj {
@@ -43,28 +44,7 @@ class RewriteRound {
   bool changed() const { return changed_; }
 
  private:
-  Expr remap(const Expr& e) {
-    switch (e->kind()) {
-      case ExprKind::kVar: return map_.at(static_cast<const VarNode*>(e.get()));
-      case ExprKind::kConstant: return e;
-      case ExprKind::kTuple: {
-        std::vector<Expr> fields;
-        for (const auto& f : static_cast<const TupleNode&>(*e).fields()) fields.push_back(remap(f));
-        return std::make_shared<TupleNode>(std::move(fields));
-      }
-      case ExprKind::kTupleGetItem: {
-        const auto& g = static_cast<const TupleGetItemNode&>(*e);
-        return std::make_shared<TupleGetItemNode>(remap(g.tuple()), g.index());
-      }
-      case ExprKind::kCall: {
-        const auto& c = static_cast<const CallNode&>(*e);
-        std::vector<Expr> args;
-        for (const auto& a : c.args()) args.push_back(remap(a));
-        return std::make_shared<CallNode>(&c.op(), std::move(args), c.attrs(), c.type());
-      }
-    }
-    return e;
-  }
+  Expr remap(const Expr& e) { return substitute(e, map_, /*keep_unmapped=*/false); }
 
   Expr apply_rules(const Expr& value) {
     auto* call = as<CallNode>(value);
@@ -103,7 +83,7 @@ class RewriteRound {
   const FunctionNode& fn_;
   const std::vector<RewriteRule>& rules_;
   FunctionBuilder bb_;
-  std::unordered_map<const VarNode*, Expr> map_;
+  VarMap map_;
   std::unordered_map<const VarNode*, const CallNode*> defs_;
   RewriteContext ctx_;
   bool changed_ = false;
@@ -123,9 +103,7 @@ Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& ru
 }
 
 Module rewrite_bindings(const Module& mod, const std::vector<RewriteRule>& rules, int max_rounds) {
-  std::vector<std::pair<std::string, Function>> fns;
-  for (const auto& [name, fn] : mod->functions()) fns.emplace_back(name, rewrite_bindings(fn, rules, max_rounds));
-  return std::make_shared<ModuleNode>(std::move(fns));
+  return map_functions(mod, [&](const Function& fn) { return rewrite_bindings(fn, rules, max_rounds); });
 }
 
 }  // namespace aj

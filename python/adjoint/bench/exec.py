@@ -9,6 +9,7 @@ op on the 1,000-op chain.
 
 from __future__ import annotations
 
+import time
 import tracemalloc
 
 import numpy as np
@@ -45,6 +46,13 @@ def numpy_peak_bytes(g: Graph) -> int:
     return peak
 
 
+def settle() -> None:
+    """Lets BLAS thread pools that spin after work (NumPy's and adjoint's
+    OpenBLAS each have one, PyTorch has its own) go idle, so one framework's
+    spinning threads do not steal the cores from the next one's timing."""
+    time.sleep(0.5)
+
+
 def check_agreement(g: Graph, got: object) -> float:
     want = np.asarray(g.numpy_fn(*g.inputs), dtype=np.float64)
     got = np.asarray(got, dtype=np.float64)
@@ -66,13 +74,17 @@ def run(repeat: int = 10) -> None:
         exe = aj.build(g.module)["main"]
         out = exe(*g.inputs)
         err = check_agreement(g, out)
+        settle()
         t_aj = median_seconds(lambda: exe(*g.inputs), repeat, warmup=2)
+        settle()
         t_np = median_seconds(lambda: g.numpy_fn(*g.inputs), repeat, warmup=2)
         t_torch = float("nan")
         if torch is not None and g.torch_fn is not None:
             tin = [torch.from_numpy(a) for a in g.inputs]
+            settle()
             with torch.no_grad():
                 t_torch = median_seconds(lambda: g.torch_fn(*tin), repeat, warmup=2)
+        settle()
         t_gemm = gemm_seconds(g.gemm_shapes, repeat)
         n_ops = len(g.module["main"].bindings)
         rows.append([
