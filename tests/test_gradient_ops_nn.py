@@ -5,8 +5,7 @@ the backward ops' own VJPs and errors; and PyTorch autograd (rtol 1e-7)
 where torch is installed.
 
 Each op's result y is wrapped as sum(y * w) with a random w, so the adjoint
-reaching the op is not uniform; the sum is written as the dot product of the
-flattened tensors, which needs only the matmul and reshape VJPs."""
+reaching the op is not uniform."""
 
 from __future__ import annotations
 
@@ -27,24 +26,20 @@ def rand(*shape):
     return RNG.standard_normal(shape)
 
 
-def weighted_sum(y, w):
-    """sum(y * w) as a dot product of the flattened tensors."""
-    return aj.op.matmul(aj.op.reshape(y, (-1,)), aj.op.reshape(w, (-1,)))
-
-
 def concrete(shape, n):
     return tuple(n if d == "n" else d for d in shape)
 
 
 def op_module(op, specs, **attrs):
-    """main(a0, a1, ..., w) = sum(op(a0, a1, ...) * w). specs: (shape, dtype)
-    per arg; shapes may hold the symbol "n". Returns the module and w's shape."""
+    """main(a0, a1, ..., w) = sum(op(a0, a1, ...) * w), w of the result's dtype.
+    specs: (shape, dtype) per arg; shapes may hold the symbol "n". Returns the
+    module and w's shape."""
     with aj.FunctionBuilder("main") as bb:
         params = [bb.param(f"a{i}", shape, dtype) for i, (shape, dtype) in enumerate(specs)]
         y = getattr(aj.op, op)(*params, **attrs)
         w_shape = tuple(y.type.shape)
-        w = bb.param("w", w_shape, F)
-        return bb.finish(weighted_sum(y, w)), w_shape
+        w = bb.param("w", w_shape, y.type.dtype)
+        return bb.finish(aj.op.sum(y * w)), w_shape
 
 
 def check_op(op, args, simplify=True, **attrs):
@@ -272,6 +267,19 @@ RAW_CASES = [
 @pytest.mark.parametrize("op,shapes,attrs", RAW_CASES, ids=[c[0] for c in RAW_CASES])
 def test_unsimplified_adjoints(op, shapes, attrs):
     check_op(op, [rand(*s) for s in shapes], simplify=False, **attrs)
+
+
+@pytest.mark.parametrize("op,shapes,attrs", RAW_CASES, ids=[c[0] for c in RAW_CASES])
+def test_float32_adjoints_match_float64(op, shapes, attrs):
+    arrays = [rand(*s) for s in shapes]
+    mod64, w_shape = op_module(op, [(s, F) for s in shapes], **attrs)
+    mod32, _ = op_module(op, [(s, "float32") for s in shapes], **attrs)
+    inputs = arrays + [rand(*w_shape)]
+    _, grads64 = adjoint_of(mod64, inputs)
+    _, grads32 = adjoint_of(mod32, [a.astype("float32") for a in inputs])
+    for g32, g64 in zip(grads32, grads64):
+        assert g32.dtype == np.float32
+        np.testing.assert_allclose(g32, g64, rtol=1e-3, atol=1e-4)
 
 
 # ---- the backward ops: their VJPs, their errors ----
