@@ -1,15 +1,24 @@
 // Neural-network ops: softmax and log_softmax, layer_norm, the losses
 // cross_entropy_with_logits and nll_loss, and the NCHW sliding-window ops
-// conv2d (OIHW weights), max_pool2d and avg_pool2d, with their type rules and
-// CPU kernels.
+// conv2d (OIHW weights), max_pool2d and avg_pool2d, with their type rules,
+// CPU kernels and VJPs; and the backward ops their VJPs emit (as TVM's):
+// nll_loss_backward, conv2d_backward_data, conv2d_backward_weight,
+// max_pool2d_backward and avg_pool2d_backward.
 //
 // Kernels: the row-wise ops (softmax, log_softmax, layer_norm, the losses)
 // run tight loops over contiguous rows when they work on the last axis (or
 // trailing axes), with strided paths for other axes; softmaxes subtract the
 // row max; sums are pairwise. conv2d unfolds each (image, group) with im2col
-// and multiplies by the group's weights in one OpenBLAS GEMM. Pools visit
-// each window's in-bounds taps: padding acts as -inf for max_pool2d and is
-// left out of avg_pool2d's divisor unless count_include_pad.
+// and multiplies by the group's weights in one OpenBLAS GEMM; its data
+// gradient multiplies by the transposed weights and folds back with col2im,
+// its weight gradient multiplies output_grad by the transposed im2col. Pools
+// visit each window's in-bounds taps: padding acts as -inf for max_pool2d and
+// is left out of avg_pool2d's divisor unless count_include_pad; their
+// backward ops route each output_grad element to the window's first maximal
+// tap (max, as PyTorch) or spread it over the counted taps (avg).
+//
+// VJPs recompute what they need (layer_norm's mean and 1/std, the losses'
+// log_softmax) rather than keep forward intermediates.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -18,6 +27,7 @@
 #include <string>
 #include <utility>
 
+#include "adjoint/autodiff/vjp.h"
 #include "adjoint/runtime/blas.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
@@ -72,13 +82,14 @@ Type cross_entropy_type(const TypeContext& ctx) {
   return TypeNode::tensor({}, logits.dtype());
 }
 
-// predictions float (n, c), targets int (n,) -> () for "mean" and "sum",
-// (n,) for "none"; unbatched predictions (c,), targets () -> ().
-Type nll_loss_type(const TypeContext& ctx) {
-  require_float(ctx, 0);
-  require_int(ctx, 1);
-  const TypeNode& pred = ctx.tensor(0);
-  const TypeNode& targets = ctx.tensor(1);
+// predictions float (n, c) at arg p, targets int (n,) at arg p + 1 -> ()
+// for "mean" and "sum", (n,) for "none"; unbatched predictions (c,),
+// targets () -> ().
+Shape nll_loss_shape(const TypeContext& ctx, size_t p) {
+  require_float(ctx, p);
+  require_int(ctx, p + 1);
+  const TypeNode& pred = ctx.tensor(p);
+  const TypeNode& targets = ctx.tensor(p + 1);
   const std::string& reduction = ctx.attr_string("reduction");
   if (reduction != "mean" && reduction != "sum" && reduction != "none")
     ctx.fail("attr 'reduction' must be \"mean\", \"sum\" or \"none\", got \"", reduction, "\"");
@@ -89,7 +100,11 @@ Type nll_loss_type(const TypeContext& ctx) {
   if (targets.shape() != batch)
     ctx.fail("argument 'targets' must have shape ", shape_to_string(batch), " for predictions ",
              shape_to_string(pred.shape()), ", got ", shape_to_string(targets.shape()));
-  return TypeNode::tensor(reduction == "none" ? batch : Shape{}, pred.dtype());
+  return reduction == "none" ? batch : Shape{};
+}
+
+Type nll_loss_type(const TypeContext& ctx) {
+  return TypeNode::tensor(nll_loss_shape(ctx, 0), ctx.tensor(0).dtype());
 }
 
 // ---- sliding windows (conv2d, pools) ----
@@ -153,13 +168,7 @@ Dim window_output(const TypeContext& ctx, const char* axis, const Dim& len, cons
 }
 
 // data (N, C, H, W), weight (O, C / groups, KH, KW) -> (N, O, OH, OW)
-Type conv2d_type(const TypeContext& ctx) {
-  require_rank(ctx, 0, 4);
-  require_rank(ctx, 1, 4);
-  require_float(ctx, 0);
-  require_same_dtype(ctx, 0, 1);
-  const Shape& d = ctx.tensor(0).shape();
-  const Shape& w = ctx.tensor(1).shape();
+Shape conv2d_shape(const TypeContext& ctx, const Shape& d, const Shape& w) {
   int64_t groups = ctx.attr_int("groups");
   if (groups <= 0) ctx.fail("attr 'groups' must be positive, got ", groups);
   if (d[1] != w[1] * Dim(groups))
@@ -176,13 +185,21 @@ Type conv2d_type(const TypeContext& ctx) {
                          false);
   Dim ow = window_output(ctx, "width", d[3], {w[3], pad[1], pad[3], strides[1], dilation[1]},
                          false);
-  return TypeNode::tensor({d[0], w[0], oh, ow}, ctx.tensor(0).dtype());
+  return {d[0], w[0], oh, ow};
+}
+
+// data float (N, C, H, W), weight (O, C / groups, KH, KW) -> (N, O, OH, OW)
+Type conv2d_type(const TypeContext& ctx) {
+  require_rank(ctx, 0, 4);
+  require_rank(ctx, 1, 4);
+  require_float(ctx, 0);
+  require_same_dtype(ctx, 0, 1);
+  return TypeNode::tensor(conv2d_shape(ctx, ctx.tensor(0).shape(), ctx.tensor(1).shape()),
+                          ctx.tensor(0).dtype());
 }
 
 // x (N, C, H, W), pool_size (KH, KW) -> (N, C, OH, OW)
-Type pool2d_type(const TypeContext& ctx) {
-  require_rank(ctx, 0, 4);
-  const Shape& x = ctx.tensor(0).shape();
+Shape pool2d_shape(const TypeContext& ctx, const Shape& x) {
   auto size = positive_pair_attr(ctx, "pool_size");
   auto strides = positive_pair_attr(ctx, "strides");
   auto dilation = positive_pair_attr(ctx, "dilation");
@@ -192,19 +209,77 @@ Type pool2d_type(const TypeContext& ctx) {
                          ceil_mode);
   Dim ow = window_output(ctx, "width", x[3], {size[1], pad[1], pad[3], strides[1], dilation[1]},
                          ceil_mode);
-  return TypeNode::tensor({x[0], x[1], oh, ow}, ctx.tensor(0).dtype());
+  return {x[0], x[1], oh, ow};
 }
 
-// As pool2d_type, x numeric.
+// x numeric (N, C, H, W) -> (N, C, OH, OW)
 Type max_pool2d_type(const TypeContext& ctx) {
+  require_rank(ctx, 0, 4);
   require_numeric(ctx, 0);
-  return pool2d_type(ctx);
+  return TypeNode::tensor(pool2d_shape(ctx, ctx.tensor(0).shape()), ctx.tensor(0).dtype());
 }
 
-// As pool2d_type, x float.
+// x float (N, C, H, W) -> (N, C, OH, OW)
 Type avg_pool2d_type(const TypeContext& ctx) {
+  require_rank(ctx, 0, 4);
   require_float(ctx, 0);
-  return pool2d_type(ctx);
+  return TypeNode::tensor(pool2d_shape(ctx, ctx.tensor(0).shape()), ctx.tensor(0).dtype());
+}
+
+// ---- backward ops ----
+
+// Requires arg 0, output_grad, to have the forward result's shape.
+void require_output_grad(const TypeContext& ctx, const Shape& result) {
+  const Shape& g = ctx.tensor(0).shape();
+  if (g != result)
+    ctx.fail("argument 'output_grad' has shape ", shape_to_string(g),
+             ", but the forward result has shape ", shape_to_string(result));
+}
+
+// output_grad of nll_loss(predictions, targets) -> predictions' type
+Type nll_loss_backward_type(const TypeContext& ctx) {
+  Shape result = nll_loss_shape(ctx, 1);
+  require_same_dtype(ctx, 0, 1);
+  require_output_grad(ctx, result);
+  return ctx.arg_type(1);
+}
+
+// A shape attr of rank 4, (N, C, H, W) or (O, C / groups, KH, KW).
+const Shape& rank4_shape_attr(const TypeContext& ctx, const char* name) {
+  const Shape& s = ctx.attr_shape(name);
+  if (s.size() != 4) ctx.fail("attr '", name, "' must have 4 dims, got ", shape_to_string(s));
+  return s;
+}
+
+// output_grad, weight (O, C / groups, KH, KW), data_shape -> data_shape
+Type conv2d_backward_data_type(const TypeContext& ctx) {
+  require_rank(ctx, 0, 4);
+  require_rank(ctx, 1, 4);
+  require_float(ctx, 0);
+  require_same_dtype(ctx, 0, 1);
+  const Shape& d = rank4_shape_attr(ctx, "data_shape");
+  require_output_grad(ctx, conv2d_shape(ctx, d, ctx.tensor(1).shape()));
+  return TypeNode::tensor(d, ctx.tensor(0).dtype());
+}
+
+// output_grad, data (N, C, H, W), weight_shape -> weight_shape
+Type conv2d_backward_weight_type(const TypeContext& ctx) {
+  require_rank(ctx, 0, 4);
+  require_rank(ctx, 1, 4);
+  require_float(ctx, 0);
+  require_same_dtype(ctx, 0, 1);
+  const Shape& w = rank4_shape_attr(ctx, "weight_shape");
+  require_output_grad(ctx, conv2d_shape(ctx, ctx.tensor(1).shape(), w));
+  return TypeNode::tensor(w, ctx.tensor(0).dtype());
+}
+
+// output_grad of a pool of x float (N, C, H, W) -> x's type
+Type pool2d_backward_type(const TypeContext& ctx) {
+  require_rank(ctx, 1, 4);
+  require_float(ctx, 1);
+  require_same_dtype(ctx, 0, 1);
+  require_output_grad(ctx, pool2d_shape(ctx, ctx.tensor(1).shape()));
+  return ctx.arg_type(1);
 }
 
 // ---- FLOP counts ----
@@ -225,6 +300,30 @@ Dim pool2d_flops(const CallNode& call) {
 // Two per target: the negated gather and the accumulation.
 Dim nll_loss_flops(const CallNode& call) {
   return Dim(2) * num_elements(call.args()[1]->type()->shape());
+}
+
+// One per target: the scaled scatter.
+Dim nll_loss_backward_flops(const CallNode& call) {
+  return num_elements(call.args()[2]->type()->shape());
+}
+
+// As conv2d: a multiply-add per weight tap and output_grad element. The
+// weight's shape is arg 1's (backward_data) or the weight_shape attr.
+Dim conv2d_backward_data_flops(const CallNode& call) {
+  const Shape& w = call.args()[1]->type()->shape();
+  return Dim(2) * num_elements(call.args()[0]->type()->shape()) * w[1] * w[2] * w[3];
+}
+
+Dim conv2d_backward_weight_flops(const CallNode& call) {
+  const Shape& w = call.type()->shape();
+  return Dim(2) * num_elements(call.args()[0]->type()->shape()) * w[1] * w[2] * w[3];
+}
+
+// N * C * OH * OW * KH * KW: one add per window tap and output_grad element.
+Dim pool2d_backward_flops(const CallNode& call) {
+  int i = call.op().attr_index("pool_size");
+  const auto& size = std::get<std::vector<int64_t>>(call.attrs()[i]);
+  return num_elements(call.args()[0]->type()->shape()) * Dim(size.front()) * Dim(size.back());
 }
 
 // ---- kernels: softmax, log_softmax ----
@@ -470,6 +569,16 @@ void cross_entropy_kernel(KernelContext& ctx) {
   });
 }
 
+// Whether row r counts (its target t is not ignore_index); fails when a
+// counted target is out of [0, c).
+bool counted_target(const KernelContext& ctx, int64_t t, int64_t r, int64_t c, int64_t ignore) {
+  if (t == ignore) return false;
+  if (t < 0 || t >= c)
+    ctx.fail("target ", t, " at index ", r, " is out of range [0, ", c, ") (ignore_index is ",
+             ignore, ")");
+  return true;
+}
+
 // -predictions[r, targets[r]] per row, 0 where the target is ignore_index;
 // "mean" divides the sum by the number of targets not ignored (NaN for none).
 template <typename T, typename I>
@@ -485,10 +594,7 @@ void nll_loss_typed(const KernelContext& ctx) {
   for (int64_t r = 0; r < rows; ++r) {
     auto t = static_cast<int64_t>(targets[r]);
     T loss = 0;
-    if (t != ignore) {
-      if (t < 0 || t >= c)
-        ctx.fail("target ", t, " at index ", r, " is out of range [0, ", c, ") (ignore_index is ",
-                 ignore, ")");
+    if (counted_target(ctx, t, r, c, ignore)) {
       loss = -pred[r * c + t];
       ++counted;
     }
@@ -499,11 +605,41 @@ void nll_loss_typed(const KernelContext& ctx) {
   if (reduction == "mean") out[0] = static_cast<T>(total / static_cast<double>(counted));
 }
 
+// d predictions: zeros but -output_grad[r] (or the scalar output_grad, over
+// the count of targets not ignored for "mean") at (r, targets[r]) of each
+// counted row.
+template <typename T, typename I>
+void nll_loss_backward_typed(const KernelContext& ctx) {
+  auto [rows, c] = rows_and_classes(ctx.in(1));
+  const T* g = ctx.in(0).data_as<T>();
+  const I* targets = ctx.in(2).data_as<I>();
+  T* out = ctx.out().data_as<T>();
+  const std::string& reduction = ctx.attr_string("reduction");
+  int64_t ignore = ctx.attr_int("ignore_index");
+  std::fill(out, out + ctx.out().numel(), T(0));
+  int64_t counted = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    counted += counted_target(ctx, static_cast<int64_t>(targets[r]), r, c, ignore);
+  T scale = reduction == "mean" ? T(1) / static_cast<T>(counted) : T(1);
+  for (int64_t r = 0; r < rows; ++r) {
+    auto t = static_cast<int64_t>(targets[r]);
+    if (t != ignore) out[r * c + t] = -(reduction == "none" ? g[r] : g[0]) * scale;
+  }
+}
+
 void nll_loss_kernel(KernelContext& ctx) {
   dispatch_float(ctx.in(0).dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (ctx.in(1).dtype() == DType::kInt32) nll_loss_typed<T, int32_t>(ctx);
     else nll_loss_typed<T, int64_t>(ctx);
+  });
+}
+
+void nll_loss_backward_kernel(KernelContext& ctx) {
+  dispatch_float(ctx.in(1).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (ctx.in(2).dtype() == DType::kInt32) nll_loss_backward_typed<T, int32_t>(ctx);
+    else nll_loss_backward_typed<T, int64_t>(ctx);
   });
 }
 
@@ -561,41 +697,126 @@ void im2col(const T* image, int64_t cg, int64_t h, int64_t w, const Window2d& wi
       }
 }
 
-// Row-major c (m, n) = a (m, k) * b (k, n), all contiguous.
+// Folds col (cg * kh * kw, oh * ow) back onto an image (cg, h, w), adding
+// each entry into the input pixel under its tap: the transpose of im2col
+// (entries that fall in the padding are dropped).
 template <typename T>
-void gemm(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
-  using blas::Trans;
-  auto i = [](int64_t v) { return static_cast<int>(v); };
-  if constexpr (std::is_same_v<T, float>)
-    blas::sgemm(Trans::kNo, Trans::kNo, i(m), i(n), i(k), 1.0f, a, i(k), b, i(n), 0.0f, c, i(n));
-  else
-    blas::dgemm(Trans::kNo, Trans::kNo, i(m), i(n), i(k), 1.0, a, i(k), b, i(n), 0.0, c, i(n));
+void col2im(const T* col, int64_t cg, int64_t h, int64_t w, const Window2d& win, int64_t oh,
+            int64_t ow, T* image) {
+  auto [kh, kw] = win.size;
+  auto [sh, sw] = win.stride;
+  for (int64_t c = 0; c < cg; ++c)
+    for (int64_t i = 0; i < kh; ++i)
+      for (int64_t j = 0; j < kw; ++j) {
+        const T* row = col + ((c * kh + i) * kw + j) * oh * ow;
+        int64_t left = j * win.dilation[1] - win.pad[1];
+        Range cols = valid_range(left, sw, w, ow);
+        for (int64_t y = 0; y < oh; ++y) {
+          int64_t ih = y * sh + i * win.dilation[0] - win.pad[0];
+          if (ih < 0 || ih >= h) continue;
+          const T* r = row + y * ow;
+          T* dst = image + (c * h + ih) * w;
+          for (int64_t x = cols.lo; x < cols.hi; ++x) dst[x * sw + left] += r[x];
+        }
+      }
 }
 
-// One GEMM per (image, group): weights (og, cg * kh * kw) x im2col. A 1x1
-// window with unit strides and no padding needs no unfolding.
+// Row-major c (m, n) = op(a) (m, k) * op(b) (k, n) + beta * c, all
+// contiguous: op(a) is a, or with ta the transpose of a stored (k, m); the
+// same for b with tb.
+template <typename T>
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T beta, T* c) {
+  using blas::Trans;
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  auto ld = [](int64_t v) { return static_cast<int>(std::max<int64_t>(v, 1)); };
+  Trans fa = ta ? Trans::kYes : Trans::kNo, fb = tb ? Trans::kYes : Trans::kNo;
+  int lda = ld(ta ? m : k), ldb = ld(tb ? k : n);
+  if constexpr (std::is_same_v<T, float>)
+    blas::sgemm(fa, fb, i(m), i(n), i(k), 1.0f, a, lda, b, ldb, beta, c, ld(n));
+  else
+    blas::dgemm(fa, fb, i(m), i(n), i(k), 1.0, a, lda, b, ldb, beta, c, ld(n));
+}
+
+// conv2d's sizes from its data (N, C, H, W) and output (N, O, OH, OW)
+// shapes: per group, cg input and og output channels and k = cg * KH * KW
+// rows of im2col.
+struct ConvDims {
+  int64_t batch, groups, cg, og, k, h, w, oh, ow, pixels, plane;
+  bool direct;  // a 1x1 window with unit strides and no padding: an image is its own im2col
+};
+
+ConvDims conv_dims(const KernelContext& ctx, const std::vector<int64_t>& data,
+                   const std::vector<int64_t>& out, const Window2d& win) {
+  ConvDims c;
+  c.batch = data[0];
+  c.groups = ctx.attr_int("groups");
+  c.cg = data[1] / c.groups;
+  c.og = out[1] / c.groups;
+  c.k = c.cg * win.size[0] * win.size[1];
+  c.h = data[2], c.w = data[3], c.oh = out[2], c.ow = out[3];
+  c.pixels = c.oh * c.ow;
+  c.plane = c.h * c.w;
+  c.direct = win.size == std::array<int64_t, 2>{1, 1} && win.stride == std::array<int64_t, 2>{1, 1} &&
+             win.pad == std::array<int64_t, 4>{0, 0, 0, 0};
+  return c;
+}
+
+// One GEMM per (image, group): weights (og, k) x im2col (k, pixels).
 template <typename T>
 void conv2d_typed(const KernelContext& ctx, const Window2d& win) {
-  const auto& ds = ctx.in(0).shape();
-  const auto& os = ctx.out().shape();
-  int64_t groups = ctx.attr_int("groups");
-  int64_t cg = ds[1] / groups, og = os[1] / groups;
-  int64_t k = cg * win.size[0] * win.size[1], pixels = os[2] * os[3], plane = ds[2] * ds[3];
+  ConvDims c = conv_dims(ctx, ctx.in(0).shape(), ctx.out().shape(), win);
   const T* data = ctx.in(0).data_as<T>();
   const T* weight = ctx.in(1).data_as<T>();
   T* out = ctx.out().data_as<T>();
   if (ctx.out().numel() == 0) return;
-  if (k == 0) return std::fill(out, out + ctx.out().numel(), T(0));
-  bool direct = win.size == std::array<int64_t, 2>{1, 1} &&
-                win.stride == std::array<int64_t, 2>{1, 1} &&
-                win.pad == std::array<int64_t, 4>{0, 0, 0, 0};
-  std::vector<T> col(direct ? 0 : k * pixels);
-  for (int64_t n = 0; n < ds[0]; ++n)
-    for (int64_t g = 0; g < groups; ++g) {
-      const T* image = data + (n * ds[1] + g * cg) * plane;
-      if (!direct) im2col(image, cg, ds[2], ds[3], win, os[2], os[3], col.data());
-      gemm<T>(og, pixels, k, weight + g * og * k, direct ? image : col.data(),
-              out + (n * os[1] + g * og) * pixels);
+  if (c.k == 0) return std::fill(out, out + ctx.out().numel(), T(0));
+  std::vector<T> col(c.direct ? 0 : c.k * c.pixels);
+  for (int64_t n = 0; n < c.batch; ++n)
+    for (int64_t g = 0; g < c.groups; ++g) {
+      const T* image = data + (n * c.groups + g) * c.cg * c.plane;
+      if (!c.direct) im2col(image, c.cg, c.h, c.w, win, c.oh, c.ow, col.data());
+      gemm<T>(false, false, c.og, c.pixels, c.k, weight + g * c.og * c.k, c.direct ? image : col.data(),
+              T(0), out + (n * c.groups + g) * c.og * c.pixels);
+    }
+}
+
+// d data: per (image, group), T(weights) (k, og) x output_grad (og, pixels),
+// folded back onto the image by col2im.
+template <typename T>
+void conv2d_backward_data_typed(const KernelContext& ctx, const Window2d& win) {
+  ConvDims c = conv_dims(ctx, ctx.out().shape(), ctx.in(0).shape(), win);
+  const T* grad = ctx.in(0).data_as<T>();
+  const T* weight = ctx.in(1).data_as<T>();
+  T* out = ctx.out().data_as<T>();
+  std::fill(out, out + ctx.out().numel(), T(0));
+  if (c.k == 0 || c.og == 0 || c.pixels == 0) return;
+  std::vector<T> col(c.direct ? 0 : c.k * c.pixels);
+  for (int64_t n = 0; n < c.batch; ++n)
+    for (int64_t g = 0; g < c.groups; ++g) {
+      T* image = out + (n * c.groups + g) * c.cg * c.plane;
+      gemm<T>(true, false, c.k, c.pixels, c.og, weight + g * c.og * c.k,
+              grad + (n * c.groups + g) * c.og * c.pixels, T(0), c.direct ? image : col.data());
+      if (!c.direct) col2im(col.data(), c.cg, c.h, c.w, win, c.oh, c.ow, image);
+    }
+}
+
+// d weight: per (image, group), weights (og, k) += output_grad (og, pixels)
+// x T(im2col) (pixels, k).
+template <typename T>
+void conv2d_backward_weight_typed(const KernelContext& ctx, const Window2d& win) {
+  ConvDims c = conv_dims(ctx, ctx.in(1).shape(), ctx.in(0).shape(), win);
+  const T* grad = ctx.in(0).data_as<T>();
+  const T* data = ctx.in(1).data_as<T>();
+  T* out = ctx.out().data_as<T>();
+  std::fill(out, out + ctx.out().numel(), T(0));
+  if (c.k == 0 || c.og == 0 || c.pixels == 0) return;
+  std::vector<T> col(c.direct ? 0 : c.k * c.pixels);
+  for (int64_t n = 0; n < c.batch; ++n)
+    for (int64_t g = 0; g < c.groups; ++g) {
+      const T* image = data + (n * c.groups + g) * c.cg * c.plane;
+      if (!c.direct) im2col(image, c.cg, c.h, c.w, win, c.oh, c.ow, col.data());
+      gemm<T>(false, true, c.og, c.k, c.pixels, grad + (n * c.groups + g) * c.og * c.pixels,
+              c.direct ? image : col.data(), T(1), out + g * c.og * c.k);
     }
 }
 
@@ -605,67 +826,314 @@ void conv2d_kernel(KernelContext& ctx) {
   dispatch_float(ctx.in(0).dtype(), [&](auto tag) { conv2d_typed<typename decltype(tag)::type>(ctx, win); });
 }
 
-// out[p, y, x] = value(plane p of x, top, left, rows, cols) for each output
-// pixel, where the window starts at input (top, left) and rows/cols are the
-// ranges of its taps inside the input.
-template <typename T, typename Value>
-void pool2d(const NDArray& x, NDArray& out, const Window2d& win, Value&& value) {
-  const auto& xs = x.shape();
-  const auto& os = out.shape();
-  int64_t h = xs[2], w = xs[3], oh = os[2], ow = os[3];
-  for (int64_t p = 0; p < xs[0] * xs[1]; ++p) {
-    const T* plane = x.data_as<T>() + p * h * w;
-    T* dst = out.data_as<T>() + p * oh * ow;
+void conv2d_backward_data_kernel(KernelContext& ctx) {
+  const auto& ws = ctx.in(1).shape();
+  Window2d win = window_2d(ctx, {ws[2], ws[3]});
+  dispatch_float(ctx.in(0).dtype(),
+                 [&](auto tag) { conv2d_backward_data_typed<typename decltype(tag)::type>(ctx, win); });
+}
+
+void conv2d_backward_weight_kernel(KernelContext& ctx) {
+  const auto& ws = ctx.out().shape();
+  Window2d win = window_2d(ctx, {ws[2], ws[3]});
+  dispatch_float(ctx.in(0).dtype(),
+                 [&](auto tag) { conv2d_backward_weight_typed<typename decltype(tag)::type>(ctx, win); });
+}
+
+// A pool's window at one output pixel: where it starts in the input (top,
+// left) and the ranges of its taps inside the input.
+struct PoolWindow {
+  int64_t top, left;
+  Range rows, cols;
+};
+
+// Calls visit(p, o, window) for each output pixel o (row-major over oh * ow)
+// of each of `planes` input planes (h, w).
+template <typename Visit>
+void for_each_window(int64_t planes, int64_t h, int64_t w, int64_t oh, int64_t ow, const Window2d& win,
+                     Visit&& visit) {
+  for (int64_t p = 0; p < planes; ++p)
     for (int64_t y = 0; y < oh; ++y) {
       int64_t top = y * win.stride[0] - win.pad[0];
       Range rows = valid_range(top, win.dilation[0], h, win.size[0]);
       for (int64_t c = 0; c < ow; ++c) {
         int64_t left = c * win.stride[1] - win.pad[1];
-        Range cols = valid_range(left, win.dilation[1], w, win.size[1]);
-        dst[y * ow + c] = value(plane, top, left, rows, cols);
+        visit(p, y * ow + c, PoolWindow{top, left, rows, valid_range(left, win.dilation[1], w, win.size[1])});
       }
     }
-  }
+}
+
+// Calls tap(i) with the offset i in its (h, w) plane of each tap of the window.
+template <typename Tap>
+void for_each_tap(const PoolWindow& pw, const Window2d& win, int64_t w, Tap&& tap) {
+  for (int64_t i = pw.rows.lo; i < pw.rows.hi; ++i)
+    for (int64_t j = pw.cols.lo; j < pw.cols.hi; ++j)
+      tap((pw.top + i * win.dilation[0]) * w + pw.left + j * win.dilation[1]);
+}
+
+// A pool over x (N, C, H, W) into out (N, C, OH, OW): each output pixel is
+// value(plane of x, window).
+template <typename T, typename Value>
+void pool2d(const NDArray& x, NDArray& out, const Window2d& win, Value&& value) {
+  const auto& xs = x.shape();
+  const auto& os = out.shape();
+  int64_t h = xs[2], w = xs[3], pixels = os[2] * os[3];
+  const T* px = x.data_as<T>();
+  T* po = out.data_as<T>();
+  for_each_window(xs[0] * xs[1], h, w, os[2], os[3], win, [&](int64_t p, int64_t o, const PoolWindow& pw) {
+    po[p * pixels + o] = value(px + p * h * w, pw);
+  });
 }
 
 void max_pool2d_kernel(KernelContext& ctx) {
   Window2d win = window_2d(ctx, positive_pair_attr(ctx, "pool_size"));
   int64_t w = ctx.in(0).shape()[3];
-  auto [dh, dw] = win.dilation;
   dispatch_dtype(ctx.in(0).dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     using Lim = std::numeric_limits<T>;
-    pool2d<T>(ctx.in(0), ctx.out(), win, [&](const T* plane, int64_t top, int64_t left, Range rows, Range cols) {
+    pool2d<T>(ctx.in(0), ctx.out(), win, [&](const T* plane, const PoolWindow& pw) {
       T m = Lim::has_infinity ? -Lim::infinity() : Lim::lowest();
-      for (int64_t i = rows.lo; i < rows.hi; ++i)
-        for (int64_t j = cols.lo; j < cols.hi; ++j)
-          m = nan_max(m, plane[(top + i * dh) * w + left + j * dw]);
+      for_each_tap(pw, win, w, [&](int64_t i) { m = nan_max(m, plane[i]); });
       return m;
     });
   });
 }
 
-// The divisor counts the taps inside the input, or with count_include_pad
-// inside the padded input (as PyTorch, taps past the padding never count).
+// avg_pool2d's divisor: the window's taps inside the input, or with
+// count_include_pad inside the padded input (as PyTorch, taps past the
+// padding never count).
+int64_t avg_divisor(const PoolWindow& pw, const Window2d& win, int64_t h, int64_t w, bool include_pad) {
+  Range rows = pw.rows, cols = pw.cols;
+  if (include_pad) {
+    auto [pt, pl, pb, pr] = win.pad;
+    rows = valid_range(pw.top + pt, win.dilation[0], h + pt + pb, win.size[0]);
+    cols = valid_range(pw.left + pl, win.dilation[1], w + pl + pr, win.size[1]);
+  }
+  return (rows.hi - rows.lo) * (cols.hi - cols.lo);
+}
+
 void avg_pool2d_kernel(KernelContext& ctx) {
   Window2d win = window_2d(ctx, positive_pair_attr(ctx, "pool_size"));
   bool include_pad = ctx.attr_bool("count_include_pad");
   int64_t h = ctx.in(0).shape()[2], w = ctx.in(0).shape()[3];
-  auto [dh, dw] = win.dilation;
-  auto [pt, pl, pb, pr] = win.pad;
   dispatch_float(ctx.in(0).dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    pool2d<T>(ctx.in(0), ctx.out(), win, [&](const T* plane, int64_t top, int64_t left, Range rows, Range cols) {
+    pool2d<T>(ctx.in(0), ctx.out(), win, [&](const T* plane, const PoolWindow& pw) {
       T sum = 0;
-      for (int64_t i = rows.lo; i < rows.hi; ++i)
-        for (int64_t j = cols.lo; j < cols.hi; ++j) sum += plane[(top + i * dh) * w + left + j * dw];
-      if (include_pad) {
-        rows = valid_range(top + pt, dh, h + pt + pb, win.size[0]);
-        cols = valid_range(left + pl, dw, w + pl + pr, win.size[1]);
-      }
-      return sum / static_cast<T>((rows.hi - rows.lo) * (cols.hi - cols.lo));
+      for_each_tap(pw, win, w, [&](int64_t i) { sum += plane[i]; });
+      return sum / static_cast<T>(avg_divisor(pw, win, h, w, include_pad));
     });
   });
+}
+
+// d x of a pool: zeros, then share(g, plane of x, plane of d x, window) for
+// each output_grad element g.
+template <typename T, typename Share>
+void pool2d_backward(const KernelContext& ctx, const Window2d& win, Share&& share) {
+  const auto& xs = ctx.in(1).shape();
+  const auto& gs = ctx.in(0).shape();
+  int64_t plane = xs[2] * xs[3], pixels = gs[2] * gs[3];
+  const T* g = ctx.in(0).data_as<T>();
+  const T* x = ctx.in(1).data_as<T>();
+  T* dx = ctx.out().data_as<T>();
+  std::fill(dx, dx + ctx.out().numel(), T(0));
+  for_each_window(xs[0] * xs[1], xs[2], xs[3], gs[2], gs[3], win, [&](int64_t p, int64_t o, const PoolWindow& pw) {
+    share(g[p * pixels + o], x + p * plane, dx + p * plane, pw);
+  });
+}
+
+// Each output_grad element goes to its window's first maximal tap (the first
+// NaN, if any), as in PyTorch.
+void max_pool2d_backward_kernel(KernelContext& ctx) {
+  Window2d win = window_2d(ctx, positive_pair_attr(ctx, "pool_size"));
+  int64_t w = ctx.in(1).shape()[3];
+  dispatch_float(ctx.in(1).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    pool2d_backward<T>(ctx, win, [&](T g, const T* x, T* dx, const PoolWindow& pw) {
+      int64_t best = -1;
+      for_each_tap(pw, win, w, [&](int64_t i) {
+        if (best < 0 || !(x[best] >= x[i] || x[best] != x[best])) best = i;
+      });
+      if (best >= 0) dx[best] += g;
+    });
+  });
+}
+
+// Each output_grad element is spread evenly over the taps its divisor counts.
+void avg_pool2d_backward_kernel(KernelContext& ctx) {
+  Window2d win = window_2d(ctx, positive_pair_attr(ctx, "pool_size"));
+  bool include_pad = ctx.attr_bool("count_include_pad");
+  int64_t h = ctx.in(1).shape()[2], w = ctx.in(1).shape()[3];
+  dispatch_float(ctx.in(1).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    pool2d_backward<T>(ctx, win, [&](T g, const T*, T* dx, const PoolWindow& pw) {
+      T share = g / static_cast<T>(avg_divisor(pw, win, h, w, include_pad));
+      for_each_tap(pw, win, w, [&](int64_t i) { dx[i] += share; });
+    });
+  });
+}
+
+// ---- VJPs ----
+
+// softmax: y * (g - sum(g * y, axis, keepdims))
+std::vector<Expr> softmax_vjp(VJPContext& ctx) {
+  const Expr& y = ctx.result;
+  KwAttrs axis = {{"axis", std::vector<int64_t>{ctx.attr_int("axis")}}, {"keepdims", true}};
+  Expr dot = ctx.make("sum", {ctx.make("multiply", {ctx.grad, y})}, axis);
+  return {ctx.make("multiply", {y, ctx.make("subtract", {ctx.grad, dot})})};
+}
+
+// log_softmax: g - exp(y) * sum(g, axis, keepdims)
+std::vector<Expr> log_softmax_vjp(VJPContext& ctx) {
+  KwAttrs axis = {{"axis", std::vector<int64_t>{ctx.attr_int("axis")}}, {"keepdims", true}};
+  Expr total = ctx.make("sum", {ctx.grad}, axis);
+  return {ctx.make("subtract", {ctx.grad, ctx.make("multiply", {ctx.make("exp", {ctx.result}), total})})};
+}
+
+// layer_norm's axes in the adjoint: `norm` ascending (the order of x's dims),
+// `kept` the rest, and the permutation taking gamma's dims (x's dims at
+// `axes`, in the order given) to ascending order.
+struct NormLayout {
+  std::vector<int64_t> norm, kept, to_sorted;
+};
+
+NormLayout norm_layout(const VJPContext& ctx) {
+  auto n = static_cast<int64_t>(ctx.arg_type(0).ndim());
+  std::vector<int64_t> axes = wrap_axes(ctx.attr_ints("axes"), n);
+  NormLayout l;
+  for (size_t k = 0; k < axes.size(); ++k) l.to_sorted.push_back(static_cast<int64_t>(k));
+  std::sort(l.to_sorted.begin(), l.to_sorted.end(), [&](int64_t a, int64_t b) { return axes[a] < axes[b]; });
+  for (auto k : l.to_sorted) l.norm.push_back(axes[k]);
+  l.kept = other_axes(l.norm, n);
+  return l;
+}
+
+bool is_identity(const std::vector<int64_t>& perm) {
+  for (size_t i = 0; i < perm.size(); ++i)
+    if (perm[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+// gamma made to broadcast against x: its dims put in x's order, then unit
+// dims added where kept axes lie between or after them.
+Expr broadcast_param(VJPContext& ctx, const NormLayout& l, const Expr& gamma) {
+  Expr e = is_identity(l.to_sorted) ? gamma : ctx.make("permute_dims", {gamma}, {{"axes", l.to_sorted}});
+  const Shape& xs = ctx.arg_type(0).shape();
+  int64_t first = l.norm.front();
+  bool trailing = l.norm.back() - first + 1 == static_cast<int64_t>(l.norm.size()) &&
+                  l.norm.back() == static_cast<int64_t>(xs.size()) - 1;
+  if (trailing) return e;
+  Shape shape(xs.begin() + first, xs.end());
+  for (auto a : l.kept)
+    if (a > first) shape[a - first] = Dim(1);
+  return ctx.make("reshape", {e}, {{"shape", shape}});
+}
+
+// e (x's shape) summed over the kept axes into gamma's shape and dim order.
+Expr reduce_to_param(VJPContext& ctx, const NormLayout& l, const Expr& e) {
+  Expr t = l.kept.empty() ? e : ctx.make("sum", {e}, {{"axis", l.kept}});
+  if (is_identity(l.to_sorted)) return t;
+  return ctx.make("permute_dims", {t}, {{"axes", inverse_permutation(l.to_sorted)}});
+}
+
+// layer_norm, with xhat = (x - mean) * rstd recomputed, gg = g * gamma and
+// means over the normalized axes:
+//   dx = rstd * (gg - mean(gg) - xhat * mean(gg * xhat))
+//   dgamma = sum(g * xhat), dbeta = sum(g) over the other axes
+std::vector<Expr> layer_norm_vjp(VJPContext& ctx) {
+  NormLayout l = norm_layout(ctx);
+  DType dtype = ctx.arg_type(0).dtype();
+  KwAttrs over = {{"axis", l.norm}, {"keepdims", true}};
+  const Expr& x = ctx.arg(0);
+  Expr var = ctx.make("variance", {x}, over);
+  Var rstd = ctx.emit("rsqrt", {ctx.make("add", {var, ctx.scalar(ctx.attr_float("epsilon"), dtype)})});
+  Expr centered = ctx.make("subtract", {x, ctx.make("mean", {x}, over)});
+  Var xhat = ctx.emit("multiply", {centered, rstd});
+  Var gg = ctx.emit("multiply", {ctx.grad, broadcast_param(ctx, l, ctx.arg(1))});
+  Expr proj = ctx.make("multiply", {xhat, ctx.make("mean", {ctx.make("multiply", {gg, xhat})}, over)});
+  Expr inner = ctx.make("subtract", {ctx.make("subtract", {gg, ctx.make("mean", {gg}, over)}), proj});
+  return {ctx.make("multiply", {rstd, inner}),
+          reduce_to_param(ctx, l, ctx.make("multiply", {ctx.grad, xhat})),
+          reduce_to_param(ctx, l, ctx.grad)};
+}
+
+// cross_entropy_with_logits, s = g (rank 1) or g / rows (rank 2):
+// dlogits = s * (softmax(logits) * sum(labels, -1) - labels),
+// dlabels = -s * log_softmax(logits)
+std::vector<Expr> cross_entropy_vjp(VJPContext& ctx) {
+  const TypeNode& logits = ctx.arg_type(0);
+  Expr s = ctx.grad;
+  if (logits.ndim() == 2)
+    s = ctx.emit("multiply", {s, count_fraction(ctx, 1.0, {logits.shape()[0]}, logits.dtype())});
+  Var lsm = ctx.emit("log_softmax", {ctx.arg(0)}, {{"axis", int64_t{-1}}});
+  Expr mass = ctx.make("sum", {ctx.arg(1)}, {{"axis", std::vector<int64_t>{-1}}, {"keepdims", true}});
+  Expr diff = ctx.make("subtract", {ctx.make("multiply", {ctx.make("exp", {lsm}), mass}), ctx.arg(1)});
+  return {ctx.make("multiply", {s, diff}), ctx.make("multiply", {ctx.make("negative", {s}), lsm})};
+}
+
+// nll_loss: (nll_loss_backward(g, predictions, targets), none)
+std::vector<Expr> nll_loss_vjp(VJPContext& ctx) {
+  KwAttrs attrs = forward_attrs(ctx, {"reduction", "ignore_index"});
+  return {ctx.make("nll_loss_backward", {ctx.grad, ctx.arg(0), ctx.arg(1)}, attrs), nullptr};
+}
+
+// nll_loss_backward is linear in output_grad, its transpose the loss itself:
+// (nll_loss(g, targets), none, none)
+std::vector<Expr> nll_loss_backward_vjp(VJPContext& ctx) {
+  KwAttrs attrs = forward_attrs(ctx, {"reduction", "ignore_index"});
+  return {ctx.make("nll_loss", {ctx.grad, ctx.arg(2)}, attrs), nullptr, nullptr};
+}
+
+// The window attrs and groups of a conv2d-family call.
+KwAttrs conv_attrs(const VJPContext& ctx) { return forward_attrs(ctx, {"strides", "padding", "dilation", "groups"}); }
+
+// conv2d(data, weight): (conv2d_backward_data(g, weight), conv2d_backward_weight(g, data))
+std::vector<Expr> conv2d_vjp(VJPContext& ctx) {
+  KwAttrs data = conv_attrs(ctx), weight = data;
+  data.emplace_back("data_shape", ctx.arg_type(0).shape());
+  weight.emplace_back("weight_shape", ctx.arg_type(1).shape());
+  return {ctx.make("conv2d_backward_data", {ctx.grad, ctx.arg(1)}, data),
+          ctx.make("conv2d_backward_weight", {ctx.grad, ctx.arg(0)}, weight)};
+}
+
+// conv2d_backward_data(G, W) is bilinear, <result, g> = <G, conv2d(g, W)>:
+// (conv2d(g, W), conv2d_backward_weight(G, g))
+std::vector<Expr> conv2d_backward_data_vjp(VJPContext& ctx) {
+  KwAttrs weight = conv_attrs(ctx);
+  weight.emplace_back("weight_shape", ctx.arg_type(1).shape());
+  return {ctx.make("conv2d", {ctx.grad, ctx.arg(1)}, conv_attrs(ctx)),
+          ctx.make("conv2d_backward_weight", {ctx.arg(0), ctx.grad}, weight)};
+}
+
+// conv2d_backward_weight(G, X) is bilinear, <result, g> = <G, conv2d(X, g)>:
+// (conv2d(X, g), conv2d_backward_data(G, g))
+std::vector<Expr> conv2d_backward_weight_vjp(VJPContext& ctx) {
+  KwAttrs data = conv_attrs(ctx);
+  data.emplace_back("data_shape", ctx.arg_type(1).shape());
+  return {ctx.make("conv2d", {ctx.arg(1), ctx.grad}, conv_attrs(ctx)),
+          ctx.make("conv2d_backward_data", {ctx.arg(0), ctx.grad}, data)};
+}
+
+// max_pool2d: max_pool2d_backward(g, x)
+std::vector<Expr> max_pool2d_vjp(VJPContext& ctx) {
+  KwAttrs attrs = forward_attrs(ctx, {"pool_size", "strides", "padding", "dilation", "ceil_mode"});
+  return {ctx.make("max_pool2d_backward", {ctx.grad, ctx.arg(0)}, attrs)};
+}
+
+// The attrs of an avg_pool2d-family call.
+KwAttrs avg_pool_attrs(const VJPContext& ctx) {
+  return forward_attrs(ctx, {"pool_size", "strides", "padding", "dilation", "ceil_mode", "count_include_pad"});
+}
+
+// avg_pool2d: avg_pool2d_backward(g, x)
+std::vector<Expr> avg_pool2d_vjp(VJPContext& ctx) {
+  return {ctx.make("avg_pool2d_backward", {ctx.grad, ctx.arg(0)}, avg_pool_attrs(ctx))};
+}
+
+// avg_pool2d_backward is linear in output_grad and reads only x's shape:
+// (avg_pool2d(g), none)
+std::vector<Expr> avg_pool2d_backward_vjp(VJPContext& ctx) {
+  return {ctx.make("avg_pool2d", {ctx.grad}, avg_pool_attrs(ctx)), nullptr};
 }
 
 // The attrs shared by conv2d and the pools, after their required ones.
@@ -682,39 +1150,79 @@ OpDef& add_window_attrs(OpDef& op) {
 // subtract, exp, sum, divide or subtract the log-sum); layer_norm seven (mean,
 // center, square, sum, normalize, scale, shift); cross_entropy_with_logits
 // seven (log_softmax, then multiply and sum).
+//
+// The backward ops hold gradients that existing ops cannot express cleanly
+// (as TVM's); each has a VJP but max_pool2d_backward, whose gradient for
+// output_grad would gather at each window's argmax.
 void register_nn_ops(OpRegistry& reg) {
   reg.define("softmax").set_family("nn").set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(softmax_type).set_flops(per_input_element_flops<5>)
-      .set_kernel(softmax_kernel<false>);
+      .set_kernel(softmax_kernel<false>).set_vjp(softmax_vjp);
   reg.define("log_softmax").set_family("nn").set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(softmax_type).set_flops(per_input_element_flops<5>)
-      .set_kernel(softmax_kernel<true>);
+      .set_kernel(softmax_kernel<true>).set_vjp(log_softmax_vjp);
   reg.define("layer_norm").set_family("nn").set_args({"x", "gamma", "beta"})
       .add_attr("axes", AttrKind::kIntList, std::vector<int64_t>{-1})
       .add_attr("epsilon", AttrKind::kFloat, 1e-5)
       .set_type_rule(layer_norm_type).set_flops(per_input_element_flops<7>)
-      .set_kernel(layer_norm_kernel);
+      .set_kernel(layer_norm_kernel).set_vjp(layer_norm_vjp);
   reg.define("cross_entropy_with_logits").set_family("nn").set_args({"logits", "labels"})
       .set_type_rule(cross_entropy_type).set_flops(per_input_element_flops<7>)
-      .set_kernel(cross_entropy_kernel);
+      .set_kernel(cross_entropy_kernel).set_vjp(cross_entropy_vjp);
   reg.define("nll_loss").set_family("nn").set_args({"predictions", "targets"})
       .add_attr("reduction", AttrKind::kString, std::string("mean"))
       .add_attr("ignore_index", AttrKind::kInt, int64_t{-100})
-      .set_type_rule(nll_loss_type).set_flops(nll_loss_flops).set_kernel(nll_loss_kernel);
+      .set_type_rule(nll_loss_type).set_flops(nll_loss_flops).set_kernel(nll_loss_kernel)
+      .set_vjp(nll_loss_vjp);
+  // nll_loss_backward(output_grad, predictions, targets, reduction, ignore_index): d predictions
+  reg.define("nll_loss_backward").set_family("nn").set_args({"output_grad", "predictions", "targets"})
+      .add_attr("reduction", AttrKind::kString, std::string("mean"))
+      .add_attr("ignore_index", AttrKind::kInt, int64_t{-100})
+      .set_type_rule(nll_loss_backward_type).set_flops(nll_loss_backward_flops)
+      .set_kernel(nll_loss_backward_kernel).set_vjp(nll_loss_backward_vjp);
   add_window_attrs(reg.define("conv2d").set_family("nn").set_args({"data", "weight"}))
       .add_attr("groups", AttrKind::kInt, int64_t{1})
-      .set_type_rule(conv2d_type).set_flops(conv2d_flops).set_kernel(conv2d_kernel);
+      .set_type_rule(conv2d_type).set_flops(conv2d_flops).set_kernel(conv2d_kernel)
+      .set_vjp(conv2d_vjp);
+  // conv2d_backward_data(output_grad, weight, data_shape, strides, padding, dilation, groups): d data
+  add_window_attrs(reg.define("conv2d_backward_data").set_family("nn").set_args({"output_grad", "weight"})
+                       .add_attr("data_shape", AttrKind::kShape))
+      .add_attr("groups", AttrKind::kInt, int64_t{1})
+      .set_type_rule(conv2d_backward_data_type).set_flops(conv2d_backward_data_flops)
+      .set_kernel(conv2d_backward_data_kernel).set_vjp(conv2d_backward_data_vjp);
+  // conv2d_backward_weight(output_grad, data, weight_shape, strides, padding, dilation, groups): d weight
+  add_window_attrs(reg.define("conv2d_backward_weight").set_family("nn").set_args({"output_grad", "data"})
+                       .add_attr("weight_shape", AttrKind::kShape))
+      .add_attr("groups", AttrKind::kInt, int64_t{1})
+      .set_type_rule(conv2d_backward_weight_type).set_flops(conv2d_backward_weight_flops)
+      .set_kernel(conv2d_backward_weight_kernel).set_vjp(conv2d_backward_weight_vjp);
   add_window_attrs(reg.define("max_pool2d").set_family("nn").set_args({"x"})
                        .add_attr("pool_size", AttrKind::kIntList))
       .add_attr("ceil_mode", AttrKind::kBool, false)
-      .set_type_rule(max_pool2d_type).set_flops(pool2d_flops).set_kernel(max_pool2d_kernel);
+      .set_type_rule(max_pool2d_type).set_flops(pool2d_flops).set_kernel(max_pool2d_kernel)
+      .set_vjp(max_pool2d_vjp);
+  // max_pool2d_backward(output_grad, x, pool_size, strides, padding, dilation, ceil_mode): d x
+  add_window_attrs(reg.define("max_pool2d_backward").set_family("nn").set_args({"output_grad", "x"})
+                       .add_attr("pool_size", AttrKind::kIntList))
+      .add_attr("ceil_mode", AttrKind::kBool, false)
+      .set_type_rule(pool2d_backward_type).set_flops(pool2d_backward_flops)
+      .set_kernel(max_pool2d_backward_kernel).set_differentiable(false);
   add_window_attrs(reg.define("avg_pool2d").set_family("nn").set_args({"x"})
                        .add_attr("pool_size", AttrKind::kIntList))
       .add_attr("ceil_mode", AttrKind::kBool, false)
       .add_attr("count_include_pad", AttrKind::kBool, false)
-      .set_type_rule(avg_pool2d_type).set_flops(pool2d_flops).set_kernel(avg_pool2d_kernel);
+      .set_type_rule(avg_pool2d_type).set_flops(pool2d_flops).set_kernel(avg_pool2d_kernel)
+      .set_vjp(avg_pool2d_vjp);
+  // avg_pool2d_backward(output_grad, x, pool_size, strides, padding, dilation, ceil_mode,
+  // count_include_pad): d x
+  add_window_attrs(reg.define("avg_pool2d_backward").set_family("nn").set_args({"output_grad", "x"})
+                       .add_attr("pool_size", AttrKind::kIntList))
+      .add_attr("ceil_mode", AttrKind::kBool, false)
+      .add_attr("count_include_pad", AttrKind::kBool, false)
+      .set_type_rule(pool2d_backward_type).set_flops(pool2d_backward_flops)
+      .set_kernel(avg_pool2d_backward_kernel).set_vjp(avg_pool2d_backward_vjp);
 }
 
 }  // namespace aj

@@ -157,3 +157,42 @@ Dim elementwise_flops(const CallNode& call) {
 Dim zero_flops(const CallNode&) { return Dim(0); }
 
 }  // namespace aj
+
+// ---- Helpers for VJP rules (op_util.h) ----
+#include "adjoint/autodiff/vjp.h"
+
+namespace aj {
+
+std::vector<int64_t> wrap_axes(const std::vector<int64_t>& axes, int64_t ndim) {
+  std::vector<int64_t> out;
+  for (auto a : axes) out.push_back(a < 0 ? a + ndim : a);
+  return out;
+}
+
+std::vector<int64_t> other_axes(const std::vector<int64_t>& axes, int64_t ndim) {
+  std::vector<int64_t> out;
+  for (int64_t i = 0; i < ndim; ++i)
+    if (std::find(axes.begin(), axes.end(), i) == axes.end()) out.push_back(i);
+  return out;
+}
+
+std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& perm) {
+  std::vector<int64_t> inv(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
+  return inv;
+}
+
+Expr count_fraction(VJPContext& ctx, double numerator, const Shape& dims, DType dtype) {
+  Dim count = num_elements(dims);
+  if (count.is_const()) return ctx.scalar(numerator / static_cast<double>(count.value()), dtype);
+  Expr n = ctx.make("sum", {ctx.make("ones", {}, {{"shape", dims}, {"dtype", dtype}})});
+  return ctx.make("divide", {ctx.scalar(numerator, dtype), n});
+}
+
+KwAttrs forward_attrs(const VJPContext& ctx, std::initializer_list<const char*> names) {
+  KwAttrs out;
+  for (const char* name : names) out.emplace_back(name, ctx.attr(name));
+  return out;
+}
+
+}  // namespace aj

@@ -1,6 +1,7 @@
 // Helpers shared by the op families' type rules and FLOP counts: NumPy
 // broadcasting over (possibly symbolic) shapes, axis normalization, dtype
-// checks, exact division of dims, element counts.
+// checks, exact division of dims, element counts; and, at the end, helpers
+// for VJP rules.
 #pragma once
 
 #include <optional>
@@ -55,5 +56,27 @@ Dim per_input_element_flops(const CallNode& call) {
 }
 // No arithmetic: data movement and creation.
 Dim zero_flops(const CallNode& call);
+
+}  // namespace aj
+
+// ---- Helpers for VJP rules ----
+#include <initializer_list>
+
+#include "adjoint/autodiff/vjp.h"
+
+namespace aj {
+
+// Axes in [-ndim, ndim) (already checked by the type rule) mapped to [0, ndim).
+std::vector<int64_t> wrap_axes(const std::vector<int64_t>& axes, int64_t ndim);
+// The axes of a rank-ndim tensor not in `axes`, ascending.
+std::vector<int64_t> other_axes(const std::vector<int64_t>& axes, int64_t ndim);
+// The inverse of a permutation of [0, n).
+std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& perm);
+// numerator / (the number of elements of `dims`) as a scalar of `dtype`: a
+// constant when the dims are constant, else numerator / sum(ones(dims)) at
+// run time.
+Expr count_fraction(VJPContext& ctx, double numerator, const Shape& dims, DType dtype);
+// The named attrs of the forward call, to pass on to the ops of its adjoint.
+KwAttrs forward_attrs(const VJPContext& ctx, std::initializer_list<const char*> names);
 
 }  // namespace aj

@@ -1,6 +1,6 @@
 // Reductions over axes (axis=None: all), optionally keeping reduced dims:
 // sum (any dtype), max/min (numeric), mean/variance (float; variance is the
-// population variance, ddof=0), with their type rules and CPU kernels.
+// population variance, ddof=0), with their type rules, CPU kernels and VJPs.
 //
 // Kernels follow NumPy: float sums are pairwise (float32 accumulates in
 // float32); int sums wrap; a bool sum is a logical or (NumPy's add on bool);
@@ -13,6 +13,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "adjoint/autodiff/vjp.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
 #include "families.h"
@@ -184,11 +185,75 @@ void extremum_kernel(KernelContext& ctx) {
   });
 }
 
-void define_reduce(OpRegistry& reg, const char* name, TypeRule rule, FlopRule flops, Kernel kernel) {
+// ---- VJPs ----
+//
+// Each rule brings g, of the result's shape, back to x's: reshaped to the
+// keepdims shape (skipped when broadcasting already lines g up with x), then
+// broadcast. Counts of reduced elements are constants unless dims are symbolic.
+
+// The axes of x a reduce call reduces (axis=None: all), ascending.
+std::vector<int64_t> reduced_axes(const VJPContext& ctx) {
+  auto n = static_cast<int64_t>(ctx.arg_type(0).ndim());
+  auto axes = ctx.attr_opt_ints("axis");
+  if (!axes) return other_axes({}, n);
+  std::vector<int64_t> out = wrap_axes(*axes, n);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The dims of x that reduce into each result element.
+Shape reduced_shape(const VJPContext& ctx) {
+  Shape out;
+  for (auto a : reduced_axes(ctx)) out.push_back(ctx.arg_type(0).shape()[a]);
+  return out;
+}
+
+// e (of the result's shape) in the keepdims shape, so that it broadcasts
+// against x; as is with keepdims, or when only leading axes are reduced.
+Expr unreduce(VJPContext& ctx, const Expr& e) {
+  std::vector<int64_t> axes = reduced_axes(ctx);
+  bool leading = axes.empty() || axes.back() == static_cast<int64_t>(axes.size()) - 1;
+  if (ctx.attr_bool("keepdims") || leading) return e;
+  Shape keep = ctx.arg_type(0).shape();
+  for (auto a : axes) keep[a] = Dim(1);
+  return ctx.make("reshape", {e}, {{"shape", keep}});
+}
+
+// sum: g broadcast back to x's shape
+std::vector<Expr> sum_vjp(VJPContext& ctx) {
+  return {ctx.make("broadcast_to", {unreduce(ctx, ctx.grad)}, {{"shape", ctx.arg_type(0).shape()}})};
+}
+
+// mean: g / count broadcast back to x's shape
+std::vector<Expr> mean_vjp(VJPContext& ctx) {
+  const TypeNode& x = ctx.arg_type(0);
+  Expr scaled = ctx.make("multiply", {ctx.grad, count_fraction(ctx, 1.0, reduced_shape(ctx), x.dtype())});
+  return {ctx.make("broadcast_to", {unreduce(ctx, scaled)}, {{"shape", x.shape()}})};
+}
+
+// max, min: g split evenly among the elements equal to the result:
+// mask * g / sum(mask), mask = (x == result)
+std::vector<Expr> extremum_vjp(VJPContext& ctx) {
+  DType dtype = ctx.arg_type(0).dtype();
+  Var mask = ctx.emit("astype", {ctx.make("equal", {ctx.arg(0), unreduce(ctx, ctx.result)})}, {{"dtype", dtype}});
+  Expr ties = ctx.make("sum", {mask}, {{"axis", ctx.attr("axis")}, {"keepdims", true}});
+  return {ctx.make("multiply", {mask, ctx.make("divide", {unreduce(ctx, ctx.grad), ties})})};
+}
+
+// variance: 2 (x - mean(x)) / count * g
+std::vector<Expr> variance_vjp(VJPContext& ctx) {
+  DType dtype = ctx.arg_type(0).dtype();
+  Expr mean = ctx.make("mean", {ctx.arg(0)}, {{"axis", ctx.attr("axis")}, {"keepdims", true}});
+  Expr scaled = ctx.make("multiply", {ctx.grad, count_fraction(ctx, 2.0, reduced_shape(ctx), dtype)});
+  return {ctx.make("multiply", {ctx.make("subtract", {ctx.arg(0), mean}), unreduce(ctx, scaled)})};
+}
+
+void define_reduce(OpRegistry& reg, const char* name, TypeRule rule, FlopRule flops, Kernel kernel,
+                   VJPRule vjp) {
   reg.define(name).set_family("reduce").set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
       .add_attr("keepdims", AttrKind::kBool, false)
-      .set_type_rule(rule).set_flops(flops).set_kernel(std::move(kernel));
+      .set_type_rule(rule).set_flops(flops).set_kernel(std::move(kernel)).set_vjp(std::move(vjp));
 }
 
 }  // namespace
@@ -197,11 +262,14 @@ void define_reduce(OpRegistry& reg, const char* name, TypeRule rule, FlopRule fl
 // compare); mean two (the add, plus the final scaling rounded up to one per
 // element); variance three (subtract the mean, square, add).
 void register_reduce_ops(OpRegistry& reg) {
-  define_reduce(reg, "sum", reduce_type, per_input_element_flops<1>, sum_kernel);
-  define_reduce(reg, "mean", float_reduce_type, per_input_element_flops<2>, mean_kernel);
-  define_reduce(reg, "max", numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<true>);
-  define_reduce(reg, "min", numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<false>);
-  define_reduce(reg, "variance", float_reduce_type, per_input_element_flops<3>, variance_kernel);
+  define_reduce(reg, "sum", reduce_type, per_input_element_flops<1>, sum_kernel, sum_vjp);
+  define_reduce(reg, "mean", float_reduce_type, per_input_element_flops<2>, mean_kernel, mean_vjp);
+  define_reduce(reg, "max", numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<true>,
+                extremum_vjp);
+  define_reduce(reg, "min", numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<false>,
+                extremum_vjp);
+  define_reduce(reg, "variance", float_reduce_type, per_input_element_flops<3>, variance_kernel,
+                variance_vjp);
 }
 
 }  // namespace aj
