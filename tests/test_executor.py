@@ -313,3 +313,20 @@ def test_results_are_the_same_with_one_thread():
     finally:
         aj.set_num_threads(before)
     np.testing.assert_array_equal(many, one)
+
+
+def test_elementwise_ops_write_over_dying_inputs():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (256, 256), "float64")
+    b = bb.param("b", (256,), "float64")
+    h = x @ x                  # an executor buffer
+    h2 = aj.op.add(h, h)       # both operands the dying h
+    h3 = aj.op.tanh(h2 + b)    # broadcast add, then unary, each in place
+    keep = aj.op.exp(h3)       # h3 dies here but is also returned: no in-place over a result
+    fn = aj.build(bb.finish((keep, h3)))["main"]
+    xs, bs = rand(256, 256) / 16, rand(256)
+    got_keep, got_h3 = fn(xs, bs)
+    want_h3 = np.tanh(2 * (xs @ xs) + bs)
+    np.testing.assert_allclose(got_h3, want_h3, rtol=1e-12)
+    np.testing.assert_allclose(got_keep, np.exp(want_h3), rtol=1e-12)
+    assert fn.peak_bytes <= 3 * 256 * 256 * 8  # h, then at most two more live buffers

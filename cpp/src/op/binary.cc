@@ -188,7 +188,7 @@ void register_binary_ops(OpRegistry& reg) {
   };
   for (const auto& op : arithmetic)
     reg.define(op.name).set_family("binary").set_args({"x1", "x2"}).set_type_rule(arithmetic_type)
-        .set_flops(elementwise_flops).set_kernel(op.kernel).set_vjp(op.vjp);
+        .set_flops(elementwise_flops).set_kernel(op.kernel).set_vjp(op.vjp).set_inplace_ok(true);
   const std::pair<const char*, Kernel> comparisons[] = {
       {"equal", comparison_kernel<Equal>}, {"less", comparison_kernel<Less>},
       {"greater", comparison_kernel<Greater>},

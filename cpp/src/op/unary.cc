@@ -278,7 +278,7 @@ void register_unary_ops(OpRegistry& reg) {
   };
   for (const auto& op : ops)
     reg.define(op.name).set_family("unary").set_args({"x"}).set_type_rule(op.rule)
-        .set_flops(elementwise_flops).set_kernel(op.kernel).set_vjp(op.vjp);
+        .set_flops(elementwise_flops).set_kernel(op.kernel).set_vjp(op.vjp).set_inplace_ok(true);
   // One conversion per element. The gradient layer gives no gradient when the
   // source or target dtype is not float.
   reg.define("astype").set_family("unary").set_args({"x"})

@@ -198,12 +198,29 @@ void CompiledFunction::plan() {
     for (int s : instrs_[i].in_slots) last[s] = static_cast<int>(i);
   }
   for (int s : ret_slots_) last[s] = -2;
+  for (size_t i = 0; i < instrs_.size(); ++i) choose_inplace(instrs_[i], static_cast<int>(i), last);
   for (size_t s = 0; s < slots_.size(); ++s)
     if (pooled_[s] && last[s] >= 0) instrs_[last[s]].release_after.push_back(static_cast<int>(s));
 
   for (auto& ins : instrs_) {
     for (int s : ins.in_slots) ins.ctx.inputs.push_back(&slots_[s]);
     for (int s : ins.out_slots) ins.ctx.outputs.push_back(&slots_[s]);
+  }
+}
+
+// An elementwise op may write over an input that dies here, when that input
+// has the output's type and its buffer is the executor's (not an input or a
+// constant). The input then leaves the release list: the output owns it.
+void CompiledFunction::choose_inplace(Instr& ins, int index, std::vector<int>& last) {
+  if (!ins.ctx.call->op().inplace_ok || ins.out_slots.size() != 1) return;
+  const Type& out_type = ins.out_types[0];
+  const auto& args = ins.ctx.call->args();
+  for (size_t a = 0; a < ins.in_slots.size() && a < args.size(); ++a) {
+    int s = ins.in_slots[a];
+    if (!pooled_[s] || last[s] != index || !type_equal(args[a]->type(), out_type)) continue;
+    ins.inplace_from = s;
+    last[s] = -3;  // handed to the output, never released on its own
+    return;
   }
 }
 
@@ -299,11 +316,16 @@ std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
   try {
     for (auto& ins : instrs_) {
       for (size_t k = 0; k < ins.out_slots.size(); ++k) {
+        if (ins.inplace_from >= 0) {
+          slots_[ins.out_slots[k]] = slots_[ins.inplace_from];
+          continue;
+        }
         bool known = ins.out_shapes[k].size() == ins.out_types[k]->ndim();
         std::vector<int64_t> shape = known ? ins.out_shapes[k] : concrete(ins.out_types[k], env);
         slots_[ins.out_slots[k]] = pool_->take(std::move(shape), ins.out_types[k]->dtype());
       }
       (*ins.kernel)(ins.ctx);
+      if (ins.inplace_from >= 0) slots_[ins.inplace_from] = NDArray();
       for (int s : ins.release_after) pool_->give(slots_[s]);
     }
   } catch (...) {

@@ -112,6 +112,9 @@ struct OpDef {
   VJPRule vjp;
   Kernel kernel;
   bool differentiable = true;  // false: contributes no gradient (comparisons, ints)
+  // The kernel may write its output over an input of the same type (reads
+  // element i before writing element i): elementwise ops.
+  bool inplace_ok = false;
 
   int attr_index(const std::string& attr_name) const;  // -1 when absent
 
@@ -124,6 +127,7 @@ struct OpDef {
   OpDef& set_flops(FlopRule r) { flops = r; return *this; }
   OpDef& set_differentiable(bool d) { differentiable = d; return *this; }
   OpDef& set_kernel(Kernel k) { kernel = std::move(k); return *this; }
+  OpDef& set_inplace_ok(bool ok) { inplace_ok = ok; return *this; }
   OpDef& set_vjp(VJPRule r) { vjp = std::move(r); return *this; }
 };
 

@@ -5,7 +5,8 @@
 //      matmul operand is not run: the matmul reads its input with the GEMM
 //      transpose flag set;
 //   3. each slot's last use is found, so its buffer returns to a pool right
-//      after it, and the next allocation of a fitting size reuses it;
+//      after it, and the next allocation of a fitting size reuses it; an
+//      elementwise op whose input of the same type dies there writes over it;
 //   4. output shapes are computed once when static, or per run by evaluating
 //      the symbolic dims with the symbols bound from the inputs.
 // run() executes the plan with the GIL released (the bindings do that).
@@ -56,9 +57,11 @@ class CompiledFunction {
     std::vector<Type> out_types;                  // symbolic, for dynamic shapes
     std::vector<std::vector<int64_t>> out_shapes;  // static shapes; empty when symbolic
     std::vector<int> release_after;               // slots whose last use is here
+    int inplace_from = -1;  // an input slot whose buffer the (single) output takes over
   };
 
   void plan();
+  void choose_inplace(Instr& ins, int index, std::vector<int>& last);
   int new_slot();
   std::vector<int64_t> concrete(const Type& t, const std::map<std::string, int64_t>& env) const;
 

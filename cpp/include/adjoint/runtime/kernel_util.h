@@ -92,7 +92,7 @@ void strided_loop(const std::vector<int64_t>& shape, std::array<std::vector<int6
 }
 
 // Elements per chunk below which elementwise work stays on one thread.
-constexpr int64_t kParallelGrain = 1 << 15;
+constexpr int64_t kParallelGrain = 1 << 18;
 
 // out[i] = f(a[i]) over same-shape contiguous arrays of types A -> O.
 template <typename O, typename A, typename F>
