@@ -13,6 +13,11 @@ from adjoint import examples
 RNG = np.random.default_rng(7)
 
 
+def unique_names(fn):
+    """The function re-read from its printed text, where every var has its own name."""
+    return aj.parse(fn.script())[fn.name]
+
+
 def calls(fn, op=None):
     return [b for b in fn.bindings if isinstance(b.value, aj.Call) and (op is None or b.value.op == op)]
 
@@ -28,6 +33,7 @@ def is_t(value):
 def check_simple_form(fn):
     """No permute_dims of a permute_dims, no permute_dims of a matmul of
     rank >= 2 operands, no identity permute/broadcast_to/reshape."""
+    fn = unique_names(fn)
     defs = {b.var.name_hint: b.value for b in fn.bindings}
     for b in fn.bindings:
         v = b.value
@@ -118,7 +124,7 @@ def test_three_forward_patterns_come_out_simple(name):
     b = bb.param("b", sb, "float64")
     out = f(a, b)
     mod = bb.finish(aj.op.sum(out, name="gv"))
-    adj = aj.transform.Gradient()(mod)["main_adjoint"]
+    adj = unique_names(aj.transform.Gradient()(mod)["main_adjoint"])
     ret_grads = adj.ret.fields[1].fields
     # g is the adjoint of the matmul's result: the broadcast of the seed
     g_name = next(b.var.name_hint for b in adj.bindings if isinstance(b.value, aj.Call) and b.value.op == "broadcast_to")
@@ -205,7 +211,7 @@ def main(x: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
 
 
 def test_simplify_false_keeps_raw_form():
-    raw = aj.transform.Gradient(simplify=False)(aj.parse(examples.TRANSPOSED_MATMUL))["main_adjoint"]
+    raw = unique_names(aj.transform.Gradient(simplify=False)(aj.parse(examples.TRANSPOSED_MATMUL))["main_adjoint"])
     defs = bound(raw)
     stacked = [n for n, v in defs.items() if is_t(v) and is_t(defs.get(v.args[0].name_hint))]
     assert stacked, "the raw adjoint should still hold a transpose of a transpose"

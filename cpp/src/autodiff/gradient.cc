@@ -43,7 +43,7 @@ bool carries_gradient(const Type& t) {
 class GradientBuilder {
  public:
   GradientBuilder(const std::string& name, const FunctionNode& fn, const GradientOptions& opt)
-      : name_(name), fn_(fn), opt_(opt), bb_(fn.attrs()) {}
+      : name_(name), fn_(fn), opt_(opt), bb_(fn.attrs(), /*unique_names=*/false) {}
 
   Function run() {
     copy_forward();
@@ -77,6 +77,12 @@ class GradientBuilder {
   }
 
   void copy_forward() {
+    size_t n = fn_.params().size() + fn_.bindings().size();
+    map_.reserve(n);
+    forward_.reserve(fn_.bindings().size());
+    relevant_.reserve(n);
+    adj_.reserve(n);
+    bb_.reserve(4 * fn_.bindings().size());  // forward copy plus about three adjoint bindings each
     for (const auto& p : fn_.params()) map_[p.get()] = bb_.add_param(p->name_hint(), p->type());
     for (const auto& b : fn_.bindings()) {
       Expr value = remap(b.value);

@@ -8,7 +8,7 @@ namespace aj {
 
 std::string FunctionBuilder::unique_name(const std::string& hint) {
   std::string base = hint.empty() ? "lv" : hint;
-  if (names_.insert(base).second) return base;
+  if (!unique_names_ || names_.insert(base).second) return base;
   size_t& k = next_suffix_[base];  // resume where the last search for this hint stopped
   while (true) {
     std::string candidate = base + "_" + std::to_string(++k);

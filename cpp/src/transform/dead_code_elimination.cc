@@ -34,6 +34,7 @@ void mark_uses(const Expr& e, std::unordered_set<const VarNode*>& live) {
 
 Function dead_code_elimination(const Function& fn) {
   std::unordered_set<const VarNode*> live;
+  live.reserve(fn->bindings().size() + fn->params().size());
   mark_uses(fn->ret(), live);
   const auto& bindings = fn->bindings();
   std::vector<bool> keep(bindings.size(), false);

@@ -85,6 +85,7 @@ class Eliminator {
   Function run() {
     std::vector<Binding> kept;
     kept.reserve(fn_.bindings().size());
+    seen_.reserve(fn_.bindings().size());
     for (const auto& b : fn_.bindings()) {
       Expr value = substitute(b.value);
       size_t h = value_hash(value);

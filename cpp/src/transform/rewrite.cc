@@ -1,9 +1,11 @@
-// The binding rewriter (transform/rewrite.h): one round copies the function
-// through a FunctionBuilder, replacing each call a rule matches; rounds
-// repeat until one changes nothing.
+// The binding rewriter (transform/rewrite.h): one pass over the bindings in
+// order keeps each binding no rule touches as it is, and simplifies each call
+// that a rule matches (and each call of its replacement, bottom-up) before
+// binding it, reusing the binding's var for the result. Rules look only at a
+// call and at earlier bindings, which are final by then, so one round
+// reaches the fixed point.
 #include "adjoint/transform/rewrite.h"
 
-#include "adjoint/ir/builder.h"
 #include "adjoint/ir/substitute.h"
 #include "adjoint/support/error.h"
 
@@ -32,20 +34,17 @@ namespace {
 class RewriteRound {
  public:
   RewriteRound(const FunctionNode& fn, const std::vector<RewriteRule>& rules)
-      : fn_(fn), rules_(rules), bb_(fn.attrs()), ctx_(defs_) {}
+      : fn_(fn), rules_(rules), ctx_(defs_) {}
 
   Function run() {
-    for (const auto& p : fn_.params()) map_[p.get()] = bb_.add_param(p->name_hint(), p->type());
-    bb_.reserve(fn_.bindings().size());
+    out_.reserve(fn_.bindings().size());
+    defs_.reserve(fn_.bindings().size());
     for (const auto& b : fn_.bindings()) rewrite(b);
-    return bb_.finish(remap(fn_.ret()));
+    if (!changed_) return nullptr;
+    return std::make_shared<FunctionNode>(fn_.params(), std::move(out_), substitute(fn_.ret(), map_), fn_.attrs());
   }
 
-  bool changed() const { return changed_; }
-
  private:
-  Expr remap(const Expr& e) { return substitute(e, map_, /*keep_unmapped=*/false); }
-
   Expr apply_rules(const Expr& value) {
     auto* call = as<CallNode>(value);
     if (!call) return nullptr;
@@ -60,29 +59,56 @@ class RewriteRound {
     return nullptr;
   }
 
-  void rewrite(const Binding& b) {
-    Expr value = remap(b.value);
-    Expr replaced = apply_rules(value);
-    if (replaced) {
-      changed_ = true;
-      value = replaced;
-      if (is_leaf(value) && value->kind() != ExprKind::kTuple) {
-        map_[b.var.get()] = value;
-        return;
-      }
-    }
-    size_t before = bb_.bindings().size();
-    Var v = bb_.emit(value, b.var->name_hint());
-    for (size_t i = before; i < bb_.bindings().size(); ++i) {
-      const Binding& nb = bb_.bindings()[i];
-      if (auto* c = as<CallNode>(nb.value)) defs_[nb.var.get()] = c;
-    }
-    map_[b.var.get()] = v;
+  void bind(const Var& v, const Expr& value) {
+    out_.push_back({v, value});
+    if (auto* c = as<CallNode>(value)) defs_[v.get()] = c;
   }
+
+  // The leaf that stands for `e` once bound: nested calls are bound first,
+  // bottom-up, each simplified by the rules before it is bound, so the
+  // result is at a fixed point. The root is bound to `root` when given
+  // (the binding's own var: same type), nested calls to new vars.
+  Expr bind_simplified(const Expr& e, const Var& root, int depth) {
+    if (depth > kMaxDepth) throw Error("rewrite rules did not reach a fixed point (a rule keeps firing)");
+    if (auto* t = as<TupleNode>(e)) {
+      std::vector<Expr> fields;
+      for (const auto& f : t->fields()) fields.push_back(bind_simplified(f, nullptr, depth + 1));
+      return std::make_shared<TupleNode>(std::move(fields));
+    }
+    auto* call = as<CallNode>(e);
+    if (!call) return e;
+    std::vector<Expr> args;
+    bool nested = false;
+    for (const auto& a : call->args()) {
+      args.push_back(bind_simplified(a, nullptr, depth + 1));
+      nested = nested || args.back() != a;
+    }
+    Expr value = nested ? std::make_shared<CallNode>(&call->op(), std::move(args), call->attrs(), call->type()) : e;
+    if (Expr replaced = apply_rules(value)) {
+      changed_ = true;
+      return bind_simplified(replaced, root, depth + 1);
+    }
+    Var v = root ? root : std::make_shared<VarNode>("lv", value->type());
+    bind(v, value);
+    return v;
+  }
+
+  // Unchanged bindings are kept as they are (same var, same value).
+  void rewrite(const Binding& b) {
+    Expr value = substitute(b.value, map_);
+    if (value->kind() != ExprKind::kCall) {
+      bind(b.var, value);
+      return;
+    }
+    Expr leaf = bind_simplified(value, b.var, 0);
+    if (leaf != b.var) map_[b.var.get()] = leaf;
+  }
+
+  static constexpr int kMaxDepth = 256;
 
   const FunctionNode& fn_;
   const std::vector<RewriteRule>& rules_;
-  FunctionBuilder bb_;
+  std::vector<Binding> out_;
   VarMap map_;
   std::unordered_map<const VarNode*, const CallNode*> defs_;
   RewriteContext ctx_;
@@ -91,19 +117,13 @@ class RewriteRound {
 
 }  // namespace
 
-Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& rules, int max_rounds) {
-  Function cur = fn;
-  for (int round = 0; round < max_rounds; ++round) {
-    RewriteRound r(*cur, rules);
-    Function next = r.run();
-    if (!r.changed()) return cur;
-    cur = next;
-  }
-  return cur;
+Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& rules) {
+  Function out = RewriteRound(*fn, rules).run();
+  return out ? out : fn;
 }
 
-Module rewrite_bindings(const Module& mod, const std::vector<RewriteRule>& rules, int max_rounds) {
-  return map_functions(mod, [&](const Function& fn) { return rewrite_bindings(fn, rules, max_rounds); });
+Module rewrite_bindings(const Module& mod, const std::vector<RewriteRule>& rules) {
+  return map_functions(mod, [&](const Function& fn) { return rewrite_bindings(fn, rules); });
 }
 
 }  // namespace aj

@@ -77,10 +77,11 @@ def mlp(batch: int = 256, sizes: tuple[int, ...] = (784, 1024, 1024, 10), seed: 
 
 
 def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: int = 8,
-                      ffn: int = 2048, seed: int = 0) -> Graph:
+                      ffn: int = 2048, seed: int = 0, loss: bool = False) -> Graph:
     """Pre-norm transformer block: layer_norm, QKV projections, softmax
     attention, output projection, layer_norm, gelu MLP, residuals; float32.
-    Tokens are batch * seq rows of width hidden."""
+    Tokens are batch * seq rows of width hidden. With ``loss`` the module
+    returns the sum of the block's output (a scalar to differentiate)."""
     rng = np.random.default_rng(seed)
     d = hidden // heads
     tokens = batch * seq
@@ -110,7 +111,7 @@ def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: 
     x2 = x + merged @ p["wo"]
     h2 = aj.op.layer_norm(x2, p["g2"], p["be2"], axes=[-1])
     out = x2 + aj.op.gelu(h2 @ p["w1"]) @ p["w2"]
-    mod = bb.finish(out)
+    mod = bb.finish(aj.op.sum(out) if loss else out)
     xs = rng.standard_normal((tokens, hidden)).astype(np.float32)
 
     def numpy_fn(x, g1, be1, wq, wk, wv, wo, g2, be2, w1, w2):

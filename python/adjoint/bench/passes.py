@@ -86,7 +86,7 @@ def simplify_effect(repeat: int) -> None:
     stack = linear_stack()
     stack_inputs = [rng.standard_normal(p.type.shape).astype(np.float32) for p in stack["main"].params]
     cases = [("linear stack", stack, stack_inputs)]
-    for g in (mlp(), transformer_block()):
+    for g in (mlp(), transformer_block(loss=True)):
         cases.append((g.name, g.module, g.inputs))
     rows = []
     speedups = {}

@@ -15,7 +15,11 @@ namespace aj {
 
 class FunctionBuilder {
  public:
-  explicit FunctionBuilder(FuncAttrs attrs = {}) : attrs_(std::move(attrs)) {}
+  // With unique_names=false, name hints are taken as given (repeats are
+  // legal IR; the printer makes printed names unique): for passes that
+  // build large functions and do not need distinct hints.
+  explicit FunctionBuilder(FuncAttrs attrs = {}, bool unique_names = true)
+      : attrs_(std::move(attrs)), unique_names_(unique_names) {}
 
   Var add_param(const std::string& name, Type type);
   // Makes room for n more bindings and names (a hint for large functions).
@@ -49,6 +53,7 @@ class FunctionBuilder {
   FuncAttrs attrs_;
   std::vector<Var> params_;
   std::vector<Binding> bindings_;
+  bool unique_names_;
   std::unordered_set<std::string> names_;
   std::unordered_map<std::string, size_t> next_suffix_;
 };

@@ -37,10 +37,11 @@ struct RewriteRule {
   Expr (*apply)(const CallNode& call, const RewriteContext& ctx);  // nullptr: no match
 };
 
-// Applies the first matching rule to each binding, in order, and repeats
-// until no rule matches (at most max_rounds rounds). Bindings left unused
-// are not removed: run dead-code elimination after.
-Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& rules, int max_rounds = 32);
-Module rewrite_bindings(const Module& mod, const std::vector<RewriteRule>& rules, int max_rounds = 32);
+// Rewrites each binding, in order, with the first rule that matches, and
+// each call of a replacement likewise, until no rule matches anywhere (one
+// pass suffices: a rule sees only a call and earlier, final bindings).
+// Bindings left unused are not removed: run dead-code elimination after.
+Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& rules);
+Module rewrite_bindings(const Module& mod, const std::vector<RewriteRule>& rules);
 
 }  // namespace aj
