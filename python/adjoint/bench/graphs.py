@@ -80,8 +80,10 @@ def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: 
                       ffn: int = 2048, seed: int = 0, loss: bool = False) -> Graph:
     """Pre-norm transformer block: layer_norm, QKV projections, softmax
     attention, output projection, layer_norm, gelu MLP, residuals; float32.
-    Tokens are batch * seq rows of width hidden. With ``loss`` the module
-    returns the sum of the block's output (a scalar to differentiate)."""
+    Tokens are batch * seq rows of width hidden. Linear layers are written as
+    PyTorch's nn.Linear computes them, x @ W.T with W of shape (out, in).
+    With ``loss`` the module returns the sum of the block's output (a scalar
+    to differentiate)."""
     rng = np.random.default_rng(seed)
     d = hidden // heads
     tokens = batch * seq
@@ -89,7 +91,7 @@ def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: 
     x = bb.param("x", (tokens, hidden), "float32")
     names = [("g1", (hidden,)), ("be1", (hidden,)), ("wq", (hidden, hidden)), ("wk", (hidden, hidden)),
              ("wv", (hidden, hidden)), ("wo", (hidden, hidden)), ("g2", (hidden,)), ("be2", (hidden,)),
-             ("w1", (hidden, ffn)), ("w2", (ffn, hidden))]
+             ("w1", (ffn, hidden)), ("w2", (hidden, ffn))]
     p = {n: bb.param(n, s, "float32") for n, s in names}
     arrays = []
     for n, s in names:
@@ -98,19 +100,19 @@ def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: 
         elif n.startswith("be"):
             arrays.append(np.zeros(s, np.float32))
         else:
-            arrays.append((rng.standard_normal(s) / math.sqrt(s[0])).astype(np.float32))
+            arrays.append((rng.standard_normal(s) / math.sqrt(s[1])).astype(np.float32))
 
     def heads_first(t):  # (tokens, hidden) -> (batch, heads, seq, d)
         return aj.op.permute_dims(aj.op.reshape(t, (batch, seq, heads, d)), axes=[0, 2, 1, 3])
 
     h = aj.op.layer_norm(x, p["g1"], p["be1"], axes=[-1])
-    q, k, v = heads_first(h @ p["wq"]), heads_first(h @ p["wk"]), heads_first(h @ p["wv"])
+    q, k, v = heads_first(h @ p["wq"].T), heads_first(h @ p["wk"].T), heads_first(h @ p["wv"].T)
     scores = (q @ k.mT) * (1.0 / math.sqrt(d))
     attn = aj.op.softmax(scores, axis=-1) @ v
     merged = aj.op.reshape(aj.op.permute_dims(attn, axes=[0, 2, 1, 3]), (tokens, hidden))
-    x2 = x + merged @ p["wo"]
+    x2 = x + merged @ p["wo"].T
     h2 = aj.op.layer_norm(x2, p["g2"], p["be2"], axes=[-1])
-    out = x2 + aj.op.gelu(h2 @ p["w1"]) @ p["w2"]
+    out = x2 + aj.op.gelu(h2 @ p["w1"].T) @ p["w2"].T
     mod = bb.finish(aj.op.sum(out) if loss else out)
     xs = rng.standard_normal((tokens, hidden)).astype(np.float32)
 
@@ -124,15 +126,15 @@ def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: 
             return t.reshape(batch, seq, heads, d).transpose(0, 2, 1, 3)
 
         h = ln(x, g1, be1)
-        q, k, v = hf(h @ wq), hf(h @ wk), hf(h @ wv)
+        q, k, v = hf(h @ wq.T), hf(h @ wk.T), hf(h @ wv.T)
         s = (q @ k.transpose(0, 1, 3, 2)) * np.float32(1.0 / math.sqrt(d))
         s = np.exp(s - s.max(-1, keepdims=True))
         s /= s.sum(-1, keepdims=True)
         a = (s @ v).transpose(0, 2, 1, 3).reshape(tokens, hidden)
-        x2 = x + a @ wo
-        h2 = ln(x2, g2, be2) @ w1
+        x2 = x + a @ wo.T
+        h2 = ln(x2, g2, be2) @ w1.T
         g = 0.5 * h2 * (1.0 + _erf(h2 / np.float32(math.sqrt(2.0))))
-        return x2 + g.astype(np.float32) @ w2
+        return x2 + g.astype(np.float32) @ w2.T
 
     def make_torch():
         import torch
@@ -142,12 +144,12 @@ def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: 
                 return t.reshape(batch, seq, heads, d).permute(0, 2, 1, 3)
 
             h = torch.nn.functional.layer_norm(x, (hidden,), g1, be1, 1e-5)
-            q, k, v = hf(h @ wq), hf(h @ wk), hf(h @ wv)
+            q, k, v = hf(h @ wq.T), hf(h @ wk.T), hf(h @ wv.T)
             s = torch.softmax((q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(d)), dim=-1)
             a = (s @ v).permute(0, 2, 1, 3).reshape(tokens, hidden)
-            x2 = x + a @ wo
+            x2 = x + a @ wo.T
             h2 = torch.nn.functional.layer_norm(x2, (hidden,), g2, be2, 1e-5)
-            return x2 + torch.nn.functional.gelu(h2 @ w1) @ w2
+            return x2 + torch.nn.functional.gelu(h2 @ w1.T) @ w2.T
 
         return torch_fn
 
