@@ -330,3 +330,18 @@ def test_elementwise_ops_write_over_dying_inputs():
     np.testing.assert_allclose(got_h3, want_h3, rtol=1e-12)
     np.testing.assert_allclose(got_keep, np.exp(want_h3), rtol=1e-12)
     assert fn.peak_bytes <= 3 * 256 * 256 * 8  # h, then at most two more live buffers
+
+
+def test_reshape_of_a_dying_value_reuses_its_buffer():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (64, 64), "float64")
+    h = x @ x
+    r = aj.op.reshape(h, (4096,))      # h dies here: r is h's buffer
+    kept = aj.op.reshape(x @ x, (64, 64, 1))
+    s = aj.op.add(aj.op.reshape(kept, (4096,)), r)
+    fn = aj.build(bb.finish((s, kept)))["main"]
+    xs = rand(64, 64)
+    got_s, got_kept = fn(xs)
+    np.testing.assert_allclose(got_s, 2 * (xs @ xs).reshape(-1), rtol=1e-12)
+    np.testing.assert_allclose(got_kept, (xs @ xs).reshape(64, 64, 1), rtol=1e-12)
+    assert not np.shares_memory(got_s, got_kept)

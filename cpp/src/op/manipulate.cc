@@ -885,7 +885,7 @@ void register_manipulate_ops(OpRegistry& reg) {
   reg.define("reshape").set_family("manipulate").set_args({"x"})
       .add_attr("shape", AttrKind::kReshapeShape)
       .set_type_rule(reshape_type).set_flops(zero_flops)
-      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp);
+      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
   reg.define("broadcast_to").set_family("manipulate").set_args({"x"})
       .add_attr("shape", AttrKind::kShape)
       .set_type_rule(broadcast_to_type).set_flops(zero_flops)
@@ -897,11 +897,11 @@ void register_manipulate_ops(OpRegistry& reg) {
   reg.define("expand_dims").set_family("manipulate").set_args({"x"})
       .add_attr("axis", AttrKind::kIntList)
       .set_type_rule(expand_dims_type).set_flops(zero_flops)
-      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp);
+      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
   reg.define("squeeze").set_family("manipulate").set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(squeeze_type).set_flops(zero_flops)
-      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp);
+      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
   reg.define("concat").set_family("manipulate").set_args({"tensors"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(concat_type).set_flops(zero_flops)

@@ -210,15 +210,22 @@ void CompiledFunction::plan() {
 
 // An elementwise op may write over an input that dies here, when that input
 // has the output's type and its buffer is the executor's (not an input or a
-// constant). The input then leaves the release list: the output owns it.
+// constant); a view op (reshape) takes such an input's buffer as it is and
+// runs no kernel. The input then leaves the release list: the output owns it.
 void CompiledFunction::choose_inplace(Instr& ins, int index, std::vector<int>& last) {
-  if (!ins.ctx.call->op().inplace_ok || ins.out_slots.size() != 1) return;
+  const OpDef& op = ins.ctx.call->op();
+  if ((!op.inplace_ok && !op.is_view) || ins.out_slots.size() != 1) return;
   const Type& out_type = ins.out_types[0];
   const auto& args = ins.ctx.call->args();
   for (size_t a = 0; a < ins.in_slots.size() && a < args.size(); ++a) {
     int s = ins.in_slots[a];
-    if (!pooled_[s] || last[s] != index || !type_equal(args[a]->type(), out_type)) continue;
+    if (!pooled_[s] || last[s] != index) continue;
+    const Type& in_type = args[a]->type();
+    bool fits = op.is_view ? in_type->is_tensor() && in_type->dtype() == out_type->dtype()
+                           : type_equal(in_type, out_type);
+    if (!fits) continue;
     ins.inplace_from = s;
+    ins.skip_kernel = op.is_view;
     last[s] = -3;  // handed to the output, never released on its own
     return;
   }
@@ -317,14 +324,17 @@ std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
     for (auto& ins : instrs_) {
       for (size_t k = 0; k < ins.out_slots.size(); ++k) {
         if (ins.inplace_from >= 0) {
-          slots_[ins.out_slots[k]] = slots_[ins.inplace_from];
+          const NDArray& from = slots_[ins.inplace_from];
+          bool known = ins.out_shapes[k].size() == ins.out_types[k]->ndim();
+          std::vector<int64_t> shape = known ? ins.out_shapes[k] : concrete(ins.out_types[k], env);
+          slots_[ins.out_slots[k]] = NDArray(std::move(shape), from.dtype(), from.owner(), from.data());
           continue;
         }
         bool known = ins.out_shapes[k].size() == ins.out_types[k]->ndim();
         std::vector<int64_t> shape = known ? ins.out_shapes[k] : concrete(ins.out_types[k], env);
         slots_[ins.out_slots[k]] = pool_->take(std::move(shape), ins.out_types[k]->dtype());
       }
-      (*ins.kernel)(ins.ctx);
+      if (!ins.skip_kernel) (*ins.kernel)(ins.ctx);
       if (ins.inplace_from >= 0) slots_[ins.inplace_from] = NDArray();
       for (int s : ins.release_after) pool_->give(slots_[s]);
     }

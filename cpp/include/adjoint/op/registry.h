@@ -115,6 +115,10 @@ struct OpDef {
   // The kernel may write its output over an input of the same type (reads
   // element i before writing element i): elementwise ops.
   bool inplace_ok = false;
+  // The output is the input's bytes under another shape (reshape,
+  // expand_dims, squeeze): when the input dies here, the output takes over
+  // its buffer and the kernel does not run.
+  bool is_view = false;
 
   int attr_index(const std::string& attr_name) const;  // -1 when absent
 
@@ -128,6 +132,7 @@ struct OpDef {
   OpDef& set_differentiable(bool d) { differentiable = d; return *this; }
   OpDef& set_kernel(Kernel k) { kernel = std::move(k); return *this; }
   OpDef& set_inplace_ok(bool ok) { inplace_ok = ok; return *this; }
+  OpDef& set_view(bool view) { is_view = view; return *this; }
   OpDef& set_vjp(VJPRule r) { vjp = std::move(r); return *this; }
 };
 

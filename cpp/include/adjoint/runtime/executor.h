@@ -6,7 +6,8 @@
 //      transpose flag set;
 //   3. each slot's last use is found, so its buffer returns to a pool right
 //      after it, and the next allocation of a fitting size reuses it; an
-//      elementwise op whose input of the same type dies there writes over it;
+//      elementwise op whose input of the same type dies there writes over
+//      it, and a reshape whose input dies there is that input's buffer;
 //   4. output shapes are computed once when static, or per run by evaluating
 //      the symbolic dims with the symbols bound from the inputs.
 // run() executes the plan with the GIL released (the bindings do that).
@@ -58,6 +59,7 @@ class CompiledFunction {
     std::vector<std::vector<int64_t>> out_shapes;  // static shapes; empty when symbolic
     std::vector<int> release_after;               // slots whose last use is here
     int inplace_from = -1;  // an input slot whose buffer the (single) output takes over
+    bool skip_kernel = false;  // a view taking over its input: the bytes are already there
   };
 
   void plan();
