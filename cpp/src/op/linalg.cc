@@ -5,6 +5,7 @@
 // GEMM transpose flags and a batch folded into one GEMM when it can be.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "adjoint/autodiff/vjp.h"
 #include "adjoint/runtime/blas.h"
@@ -101,6 +102,43 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t
   }
 }
 
+// The batch as one run with a fixed stride per operand (in matrices), when
+// its dims merge into one for all three operands: (count, a, b, c strides).
+struct StridedBatch {
+  int64_t count, a, b, c;
+};
+
+std::optional<StridedBatch> strided_batch(const GemmShape& g) {
+  std::vector<int64_t> c_strides = contiguous_strides(g.batch);
+  std::optional<StridedBatch> run;
+  for (size_t d = 0; d < g.batch.size(); ++d) {
+    if (g.batch[d] == 1) continue;
+    StridedBatch dim{g.batch[d], g.a_batch_strides[d], g.b_batch_strides[d], c_strides[d]};
+    if (!run) {
+      run = dim;
+      continue;
+    }
+    bool merges = run->a == dim.a * dim.count && run->b == dim.b * dim.count && run->c == dim.c * dim.count;
+    if (!merges) return std::nullopt;
+    *run = {run->count * dim.count, dim.a, dim.b, dim.c};
+  }
+  return run;
+}
+
+template <typename T>
+void gemm_batch(const GemmShape& g, const StridedBatch& sb, const T* a, const T* b, T* c) {
+  using blas::Trans;
+  Trans fa = g.ta ? Trans::kYes : Trans::kNo, fb = g.tb ? Trans::kYes : Trans::kNo;
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  long sa = sb.a * g.m * g.k, sbb = sb.b * g.k * g.n, sc = sb.c * g.m * g.n;
+  if constexpr (std::is_same_v<T, float>)
+    blas::sgemm_batch_strided(fa, fb, i(g.m), i(g.n), i(g.k), a, i(std::max<int64_t>(g.lda, 1)), sa, b,
+                              i(std::max<int64_t>(g.ldb, 1)), sbb, c, i(std::max<int64_t>(g.n, 1)), sc, i(sb.count));
+  else
+    blas::dgemm_batch_strided(fa, fb, i(g.m), i(g.n), i(g.k), a, i(std::max<int64_t>(g.lda, 1)), sa, b,
+                              i(std::max<int64_t>(g.ldb, 1)), sbb, c, i(std::max<int64_t>(g.n, 1)), sc, i(sb.count));
+}
+
 // A naive product for integer and bool dtypes and for a differing out_dtype:
 // accumulates in Acc and casts to O.
 template <typename T, typename O, typename Acc>
@@ -134,6 +172,12 @@ void matmul_typed(const KernelContext& ctx, const GemmShape& g) {
   if constexpr (use_blas) {
     if (b_shared && a_dense) {  // (batch, m, k) x (k, n): one GEMM with M = batch * m
       gemm<T>(false, g.tb, ctx.out().numel() / g.n, g.n, g.k, a, g.lda, b, g.ldb, c, g.n);
+      return;
+    }
+    auto sb = strided_batch(g);  // many small GEMMs with fixed strides: one batched call
+    if (sb && sb->count > 1 && ctx.out().numel() < (int64_t{1} << 31) && ctx.in(0).numel() < (int64_t{1} << 31) &&
+        ctx.in(1).numel() < (int64_t{1} << 31)) {
+      gemm_batch<T>(g, *sb, a, b, c);
       return;
     }
   }

@@ -38,10 +38,35 @@ void dgemm(Trans ta, Trans tb, int m, int n, int k, double alpha, const double* 
 }
 
 #ifdef ADJOINT_SCIPY_OPENBLAS
+void sgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, long stride_a,
+                         const float* b, int ldb, long stride_b, float* c, int ldc, long stride_c, int count) {
+  scipy_cblas_sgemm_batch_strided(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, 1.0f, a, lda, static_cast<int>(stride_a),
+                                  b, ldb, static_cast<int>(stride_b), 0.0f, c, ldc, static_cast<int>(stride_c), count);
+}
+
+void dgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const double* a, int lda, long stride_a,
+                         const double* b, int ldb, long stride_b, double* c, int ldc, long stride_c, int count) {
+  scipy_cblas_dgemm_batch_strided(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, 1.0, a, lda, static_cast<int>(stride_a),
+                                  b, ldb, static_cast<int>(stride_b), 0.0, c, ldc, static_cast<int>(stride_c), count);
+}
+
 std::string config() { return scipy_openblas_get_config(); }
 int num_threads() { return scipy_openblas_get_num_threads(); }
 void set_num_threads(int n) { scipy_openblas_set_num_threads(n); }
 #else
+// A system CBLAS may lack the batched entry points: one GEMM per matrix.
+void sgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, long stride_a,
+                         const float* b, int ldb, long stride_b, float* c, int ldc, long stride_c, int count) {
+  for (int i = 0; i < count; ++i)
+    sgemm(ta, tb, m, n, k, 1.0f, a + i * stride_a, lda, b + i * stride_b, ldb, 0.0f, c + i * stride_c, ldc);
+}
+
+void dgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const double* a, int lda, long stride_a,
+                         const double* b, int ldb, long stride_b, double* c, int ldc, long stride_c, int count) {
+  for (int i = 0; i < count; ++i)
+    dgemm(ta, tb, m, n, k, 1.0, a + i * stride_a, lda, b + i * stride_b, ldb, 0.0, c + i * stride_c, ldc);
+}
+
 std::string config() { return openblas_get_config ? openblas_get_config() : "system CBLAS"; }
 int num_threads() { return openblas_get_num_threads ? openblas_get_num_threads() : 1; }
 void set_num_threads(int n) {

@@ -77,11 +77,12 @@ def mlp(batch: int = 256, sizes: tuple[int, ...] = (784, 1024, 1024, 10), seed: 
 
 
 def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: int = 8,
-                      ffn: int = 2048, seed: int = 0, loss: bool = False) -> Graph:
+                      ffn: int = 2048, seed: int = 0, loss: bool = False, linear_wt: bool = True) -> Graph:
     """Pre-norm transformer block: layer_norm, QKV projections, softmax
     attention, output projection, layer_norm, gelu MLP, residuals; float32.
-    Tokens are batch * seq rows of width hidden. Linear layers are written as
-    PyTorch's nn.Linear computes them, x @ W.T with W of shape (out, in).
+    Tokens are batch * seq rows of width hidden. With ``linear_wt`` (default)
+    linear layers are written as PyTorch's nn.Linear computes them, x @ W.T
+    with W of shape (out, in); otherwise x @ W with W of shape (in, out).
     With ``loss`` the module returns the sum of the block's output (a scalar
     to differentiate)."""
     rng = np.random.default_rng(seed)
@@ -89,9 +90,12 @@ def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: 
     tokens = batch * seq
     bb = aj.FunctionBuilder("main", num_input=1)
     x = bb.param("x", (tokens, hidden), "float32")
-    names = [("g1", (hidden,)), ("be1", (hidden,)), ("wq", (hidden, hidden)), ("wk", (hidden, hidden)),
-             ("wv", (hidden, hidden)), ("wo", (hidden, hidden)), ("g2", (hidden,)), ("be2", (hidden,)),
-             ("w1", (ffn, hidden)), ("w2", (hidden, ffn))]
+    def lin(i: int, o: int) -> tuple[int, int]:  # a weight's stored shape
+        return (o, i) if linear_wt else (i, o)
+
+    names = [("g1", (hidden,)), ("be1", (hidden,)), ("wq", lin(hidden, hidden)), ("wk", lin(hidden, hidden)),
+             ("wv", lin(hidden, hidden)), ("wo", lin(hidden, hidden)), ("g2", (hidden,)), ("be2", (hidden,)),
+             ("w1", lin(hidden, ffn)), ("w2", lin(ffn, hidden))]
     p = {n: bb.param(n, s, "float32") for n, s in names}
     arrays = []
     for n, s in names:
@@ -100,23 +104,30 @@ def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: 
         elif n.startswith("be"):
             arrays.append(np.zeros(s, np.float32))
         else:
-            arrays.append((rng.standard_normal(s) / math.sqrt(s[1])).astype(np.float32))
+            fan_in = s[1] if linear_wt else s[0]
+            arrays.append((rng.standard_normal(s) / math.sqrt(fan_in)).astype(np.float32))
 
     def heads_first(t):  # (tokens, hidden) -> (batch, heads, seq, d)
         return aj.op.permute_dims(aj.op.reshape(t, (batch, seq, heads, d)), axes=[0, 2, 1, 3])
 
+    def linear(t, w):
+        return t @ w.T if linear_wt else t @ w
+
     h = aj.op.layer_norm(x, p["g1"], p["be1"], axes=[-1])
-    q, k, v = heads_first(h @ p["wq"].T), heads_first(h @ p["wk"].T), heads_first(h @ p["wv"].T)
+    q, k, v = heads_first(linear(h, p["wq"])), heads_first(linear(h, p["wk"])), heads_first(linear(h, p["wv"]))
     scores = (q @ k.mT) * (1.0 / math.sqrt(d))
     attn = aj.op.softmax(scores, axis=-1) @ v
     merged = aj.op.reshape(aj.op.permute_dims(attn, axes=[0, 2, 1, 3]), (tokens, hidden))
-    x2 = x + merged @ p["wo"].T
+    x2 = x + linear(merged, p["wo"])
     h2 = aj.op.layer_norm(x2, p["g2"], p["be2"], axes=[-1])
-    out = x2 + aj.op.gelu(h2 @ p["w1"].T) @ p["w2"].T
+    out = x2 + linear(aj.op.gelu(linear(h2, p["w1"])), p["w2"])
     mod = bb.finish(aj.op.sum(out) if loss else out)
     xs = rng.standard_normal((tokens, hidden)).astype(np.float32)
 
     def numpy_fn(x, g1, be1, wq, wk, wv, wo, g2, be2, w1, w2):
+        if linear_wt:
+            wq, wk, wv, wo, w1, w2 = (w.T for w in (wq, wk, wv, wo, w1, w2))
+
         def ln(t, g, b):
             mu = t.mean(-1, keepdims=True)
             var = ((t - mu) ** 2).mean(-1, keepdims=True)
@@ -126,37 +137,41 @@ def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: 
             return t.reshape(batch, seq, heads, d).transpose(0, 2, 1, 3)
 
         h = ln(x, g1, be1)
-        q, k, v = hf(h @ wq.T), hf(h @ wk.T), hf(h @ wv.T)
+        q, k, v = hf(h @ wq), hf(h @ wk), hf(h @ wv)
         s = (q @ k.transpose(0, 1, 3, 2)) * np.float32(1.0 / math.sqrt(d))
         s = np.exp(s - s.max(-1, keepdims=True))
         s /= s.sum(-1, keepdims=True)
         a = (s @ v).transpose(0, 2, 1, 3).reshape(tokens, hidden)
-        x2 = x + a @ wo.T
-        h2 = ln(x2, g2, be2) @ w1.T
+        x2 = x + a @ wo
+        h2 = ln(x2, g2, be2) @ w1
         g = 0.5 * h2 * (1.0 + _erf(h2 / np.float32(math.sqrt(2.0))))
-        return x2 + g.astype(np.float32) @ w2.T
+        return x2 + g.astype(np.float32) @ w2
 
     def make_torch():
         import torch
 
         def torch_fn(x, g1, be1, wq, wk, wv, wo, g2, be2, w1, w2):
+            if linear_wt:
+                wq, wk, wv, wo, w1, w2 = (w.T for w in (wq, wk, wv, wo, w1, w2))
+
             def hf(t):
                 return t.reshape(batch, seq, heads, d).permute(0, 2, 1, 3)
 
             h = torch.nn.functional.layer_norm(x, (hidden,), g1, be1, 1e-5)
-            q, k, v = hf(h @ wq.T), hf(h @ wk.T), hf(h @ wv.T)
+            q, k, v = hf(h @ wq), hf(h @ wk), hf(h @ wv)
             s = torch.softmax((q @ k.transpose(-1, -2)) * (1.0 / math.sqrt(d)), dim=-1)
             a = (s @ v).permute(0, 2, 1, 3).reshape(tokens, hidden)
-            x2 = x + a @ wo.T
+            x2 = x + a @ wo
             h2 = torch.nn.functional.layer_norm(x2, (hidden,), g2, be2, 1e-5)
-            return x2 + torch.nn.functional.gelu(h2 @ w1.T) @ w2.T
+            return x2 + torch.nn.functional.gelu(h2 @ w1) @ w2
 
         return torch_fn
 
     bh = batch * heads
     shapes = [(tokens, hidden, hidden)] * 3 + [(seq, d, seq)] * bh + [(seq, seq, d)] * bh + \
         [(tokens, hidden, hidden), (tokens, hidden, ffn), (tokens, ffn, hidden)]
-    return Graph("transformer", mod, [xs] + arrays, numpy_fn, _maybe(make_torch), shapes)
+    name = "transformer" if linear_wt else "transformer_xw"
+    return Graph(name, mod, [xs] + arrays, numpy_fn, _maybe(make_torch), shapes)
 
 
 def chain(n_ops: int = 1000, size: int = 8, seed: int = 0) -> Graph:
