@@ -4,6 +4,7 @@ changes)."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from typing import Iterable, Sequence
 
 from . import _core
@@ -11,7 +12,7 @@ from .errors import TransformError
 from .ir import Module, Var
 
 
-class Pass:
+class Pass(ABC):
     """A module-to-module transformation; call it on a module."""
 
     name = "Pass"
@@ -21,8 +22,9 @@ class Pass:
             raise TransformError(f"{self.name} expects an aj.Module, got {type(mod).__name__}")
         return self.transform(mod)
 
-    def transform(self, mod: Module) -> Module:  # pragma: no cover - abstract
-        raise NotImplementedError
+    @abstractmethod
+    def transform(self, mod: Module) -> Module:
+        """The pass itself, on a module already checked to be one."""
 
     def __repr__(self) -> str:
         return f"aj.transform.{self.name}()"
