@@ -7,7 +7,7 @@
 
 #include "adjoint/autodiff/vjp.h"
 #include "adjoint/ir/builder.h"
-#include "adjoint/ir/substitute.h"
+#include "adjoint/ir/var_map.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/passes.h"
 
@@ -43,15 +43,17 @@ bool carries_gradient(const Type& t) {
 class GradientBuilder {
  public:
   GradientBuilder(const std::string& name, const FunctionNode& fn, const GradientOptions& opt)
-      : name_(name), fn_(fn), opt_(opt), bb_(fn.attrs(), /*unique_names=*/false) {}
+      : name_(name), fn_(fn), opt_(opt), bb_(fn.attrs(), /*unique_names=*/false), index_(fn),
+        relevant_(fn.params().size() + fn.bindings().size(), 0),
+        adj_(fn.params().size() + fn.bindings().size()) {}
 
   Function run() {
-    copy_forward();
+    share_forward();
     std::vector<Var> required = required_vars();
     mark_relevant(required);
-    Expr ret = remap(fn_.ret());
+    const Expr& ret = fn_.ret();
     seed(ret);
-    for (size_t i = forward_.size(); i-- > 0;) backprop(forward_[i]);
+    for (size_t i = fn_.bindings().size(); i-- > 0;) backprop(fn_.bindings()[i]);
     std::vector<Expr> grads;
     for (const Var& r : required) grads.push_back(final_adjoint(r));
     Expr grad_tuple = std::make_shared<TupleNode>(std::move(grads));
@@ -64,33 +66,16 @@ class GradientBuilder {
     throw TransformError(str("Gradient of '", name_, "': ", parts...));
   }
 
-  // ---- forward copy ----
+  // ---- the forward part: the function's own params and bindings ----
 
-  Expr remap(const Expr& e) {
-    try {
-      return substitute(e, map_, /*keep_unmapped=*/false);
-    } catch (const TransformError&) {
-      throw;
-    } catch (const Error& err) {
-      fail(err.what());
-    }
+  void share_forward() {
+    bb_.reserve(4 * fn_.bindings().size());  // the forward part plus about three adjoint bindings each
+    for (const auto& p : fn_.params()) bb_.add_existing_param(p);
+    for (const auto& b : fn_.bindings()) bb_.push_binding(b);
   }
 
-  void copy_forward() {
-    size_t n = fn_.params().size() + fn_.bindings().size();
-    map_.reserve(n);
-    forward_.reserve(fn_.bindings().size());
-    relevant_.reserve(n);
-    adj_.reserve(n);
-    bb_.reserve(4 * fn_.bindings().size());  // forward copy plus about three adjoint bindings each
-    for (const auto& p : fn_.params()) map_[p.get()] = bb_.add_param(p->name_hint(), p->type());
-    for (const auto& b : fn_.bindings()) {
-      Expr value = remap(b.value);
-      Var v = bb_.emit(value, b.var->name_hint());
-      map_[b.var.get()] = v;
-      forward_.push_back({v, value});
-    }
-  }
+  // The definition index of a var of the function; -1 for others.
+  int64_t index_of(const VarNode* v) const { return index_(v); }
 
   // ---- which vars ----
 
@@ -98,37 +83,42 @@ class GradientBuilder {
     std::vector<Var> out;
     if (!opt_.require_grads) {
       for (const auto& p : fn_.params())
-        if (is_float_tensor(p->type())) out.push_back(as_var(map_[p.get()]));
+        if (is_float_tensor(p->type())) out.push_back(p);
       return out;
     }
-    std::unordered_map<std::string, std::vector<const VarNode*>> by_name;
-    for (const auto& p : fn_.params()) by_name[p->name_hint()].push_back(p.get());
-    for (const auto& b : fn_.bindings()) by_name[b.var->name_hint()].push_back(b.var.get());
+    std::unordered_map<std::string, std::vector<Var>> by_name;
+    for (const auto& p : fn_.params()) by_name[p->name_hint()].push_back(p);
+    for (const auto& b : fn_.bindings()) by_name[b.var->name_hint()].push_back(b.var);
     for (const auto& name : *opt_.require_grads) {
       auto it = by_name.find(name);
       if (it == by_name.end()) fail("'", name, "' is neither a param nor a var of the function");
       if (it->second.size() > 1) fail("the name '", name, "' is ambiguous: ", it->second.size(), " vars carry it");
-      const VarNode* v = it->second[0];
+      const Var& v = it->second[0];
       if (!v->type()->is_tensor()) fail("cannot differentiate with respect to '", name, "' of tuple type ", v->type()->to_string());
       if (!is_float(v->type()->dtype()))
         fail("cannot differentiate with respect to '", name, "' of dtype ", dtype_name(v->type()->dtype()),
              " (only float32 and float64 have gradients)");
-      out.push_back(as_var(map_[v]));
+      out.push_back(v);
     }
     return out;
   }
 
-  static bool uses_any(const Expr& e, const std::unordered_set<const VarNode*>& set) {
+  bool is_relevant(const VarNode* v) const {
+    int64_t i = index_of(v);
+    return i >= 0 && relevant_[static_cast<size_t>(i)];
+  }
+
+  bool uses_relevant(const Expr& e) const {
     switch (e->kind()) {
-      case ExprKind::kVar: return set.count(static_cast<const VarNode*>(e.get())) > 0;
+      case ExprKind::kVar: return is_relevant(static_cast<const VarNode*>(e.get()));
       case ExprKind::kTuple:
         for (const auto& f : static_cast<const TupleNode&>(*e).fields())
-          if (uses_any(f, set)) return true;
+          if (uses_relevant(f)) return true;
         return false;
-      case ExprKind::kTupleGetItem: return uses_any(static_cast<const TupleGetItemNode&>(*e).tuple(), set);
+      case ExprKind::kTupleGetItem: return uses_relevant(static_cast<const TupleGetItemNode&>(*e).tuple());
       case ExprKind::kCall:
         for (const auto& a : static_cast<const CallNode&>(*e).args())
-          if (uses_any(a, set)) return true;
+          if (uses_relevant(a)) return true;
         return false;
       case ExprKind::kConstant: return false;
     }
@@ -137,9 +127,10 @@ class GradientBuilder {
 
   // Vars that are required or depend on a required var: only they need adjoints.
   void mark_relevant(const std::vector<Var>& required) {
-    for (const auto& r : required) relevant_.insert(r.get());
-    for (const auto& b : forward_)
-      if (uses_any(b.value, relevant_)) relevant_.insert(b.var.get());
+    for (const auto& r : required) relevant_[static_cast<size_t>(index_of(r.get()))] = 1;
+    size_t first = fn_.params().size();
+    for (size_t i = 0; i < fn_.bindings().size(); ++i)
+      if (uses_relevant(fn_.bindings()[i].value)) relevant_[first + i] = 1;
   }
 
   // ---- adjoints ----
@@ -182,8 +173,9 @@ class GradientBuilder {
       return;
     }
     Var v = as_var(target);
-    if (!v || !relevant_.count(v.get())) return;
-    adj_[v.get()] = merge(adj_[v.get()], a, v->type(), adjoint_name(v));
+    if (!v || !is_relevant(v.get())) return;
+    AdjointPtr& slot = adj_[static_cast<size_t>(index_of(v.get()))];
+    slot = merge(slot, a, v->type(), adjoint_name(v));
   }
 
   AdjointPtr merge(const AdjointPtr& have, const AdjointPtr& add, const Type& type, const std::string& hint) {
@@ -217,8 +209,8 @@ class GradientBuilder {
   }
 
   Expr final_adjoint(const Var& v) {
-    auto it = adj_.find(v.get());
-    if (it != adj_.end() && it->second && it->second->tensor) return it->second->tensor;
+    const AdjointPtr& a = adj_[static_cast<size_t>(index_of(v.get()))];
+    if (a && a->tensor) return a->tensor;
     const OpDef& zeros = OpRegistry::global().get("zeros");
     const Type& t = v->type();
     return bb_.emit(make_call(zeros, {}, resolve_attrs(zeros, {t->shape(), t->dtype()}, {})), adjoint_name(v));
@@ -235,9 +227,9 @@ class GradientBuilder {
   }
 
   void backprop(const Binding& b) {
-    auto it = adj_.find(b.var.get());
-    if (it == adj_.end() || !it->second) return;
-    AdjointPtr a = it->second;
+    int64_t i = index_of(b.var.get());
+    if (i < 0 || !adj_[static_cast<size_t>(i)]) return;
+    AdjointPtr a = adj_[static_cast<size_t>(i)];
     const Expr& value = b.value;
     switch (value->kind()) {
       case ExprKind::kVar:
@@ -262,7 +254,7 @@ class GradientBuilder {
 
   void backprop_call(const Var& v, const CallNode& call, const AdjointPtr& a) {
     bool any_relevant = false;
-    for (const auto& arg : call.args()) any_relevant = any_relevant || uses_any(arg, relevant_);
+    for (const auto& arg : call.args()) any_relevant = any_relevant || uses_relevant(arg);
     if (!any_relevant) return;
     const OpDef& op = call.op();
     if (!op.differentiable || !carries_gradient(v->type())) return;
@@ -282,10 +274,9 @@ class GradientBuilder {
   const FunctionNode& fn_;
   const GradientOptions& opt_;
   FunctionBuilder bb_;
-  VarMap map_;
-  std::vector<Binding> forward_;
-  std::unordered_set<const VarNode*> relevant_;
-  std::unordered_map<const VarNode*, AdjointPtr> adj_;
+  VarIndexMap index_;              // var of the function -> definition index
+  std::vector<uint8_t> relevant_;  // by definition index
+  std::vector<AdjointPtr> adj_;    // by definition index
 };
 
 }  // namespace
@@ -299,7 +290,10 @@ Module gradient(const Module& mod, const GradientOptions& options) {
                              names.empty() ? std::string("none") : names, ")"));
   }
   Function adjoint = GradientBuilder(options.func_name, *fn, options).run();
-  if (options.simplify) adjoint = dead_code_elimination(eliminate_common_subexpr(simplify_gradient(adjoint)));
+  if (options.simplify) {  // dead forward bindings first, so the rewrites see only what the adjoint needs
+    adjoint = dead_code_elimination(adjoint);
+    adjoint = dead_code_elimination(eliminate_common_subexpr(rewrite_simplify_gradient(adjoint)));
+  }
   return mod->with_function(options.func_name + "_adjoint", adjoint);
 }
 

@@ -14,7 +14,7 @@
 #include <unordered_set>
 
 #include "adjoint/op/registry.h"
-#include "var_map.h"
+#include "adjoint/ir/var_map.h"
 
 namespace aj {
 namespace {

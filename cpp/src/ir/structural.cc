@@ -12,7 +12,7 @@
 
 #include "adjoint/ir/printer.h"
 #include "adjoint/op/registry.h"
-#include "var_map.h"
+#include "adjoint/ir/var_map.h"
 
 namespace aj {
 namespace {

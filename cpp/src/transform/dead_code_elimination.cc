@@ -3,27 +3,30 @@
 //   2. Walk the bindings backward; a binding whose var is marked is kept and
 //      marks the vars its value uses; an unmarked one is dropped.
 //   3. Rebuild the function from the kept bindings, in their order.
-#include <unordered_set>
 
 #include "adjoint/ir/substitute.h"
+#include "adjoint/ir/var_map.h"
 #include "adjoint/transform/passes.h"
 
 namespace aj {
 namespace {
 
-void mark_uses(const Expr& e, std::unordered_set<const VarNode*>& live) {
+// Marks every var `e` uses as live, by its definition index.
+void mark_uses(const Expr& e, const VarIndexMap& index, std::vector<uint8_t>& live) {
   switch (e->kind()) {
-    case ExprKind::kVar:
-      live.insert(static_cast<const VarNode*>(e.get()));
+    case ExprKind::kVar: {
+      int64_t i = index(static_cast<const VarNode*>(e.get()));
+      if (i != VarIndexMap::kAbsent) live[static_cast<size_t>(i)] = 1;
       return;
+    }
     case ExprKind::kTuple:
-      for (const auto& f : static_cast<const TupleNode&>(*e).fields()) mark_uses(f, live);
+      for (const auto& f : static_cast<const TupleNode&>(*e).fields()) mark_uses(f, index, live);
       return;
     case ExprKind::kTupleGetItem:
-      mark_uses(static_cast<const TupleGetItemNode&>(*e).tuple(), live);
+      mark_uses(static_cast<const TupleGetItemNode&>(*e).tuple(), index, live);
       return;
     case ExprKind::kCall:
-      for (const auto& a : static_cast<const CallNode&>(*e).args()) mark_uses(a, live);
+      for (const auto& a : static_cast<const CallNode&>(*e).args()) mark_uses(a, index, live);
       return;
     case ExprKind::kConstant:
       return;
@@ -33,21 +36,22 @@ void mark_uses(const Expr& e, std::unordered_set<const VarNode*>& live) {
 }  // namespace
 
 Function dead_code_elimination(const Function& fn) {
-  std::unordered_set<const VarNode*> live;
-  live.reserve(fn->bindings().size() + fn->params().size());
-  mark_uses(fn->ret(), live);
+  VarIndexMap index(*fn);
   const auto& bindings = fn->bindings();
-  std::vector<bool> keep(bindings.size(), false);
+  size_t first = fn->params().size();  // binding i has index first + i
+  std::vector<uint8_t> live(first + bindings.size(), 0);
+  mark_uses(fn->ret(), index, live);
+  size_t kept_count = 0;
   for (size_t i = bindings.size(); i-- > 0;) {
-    if (!live.count(bindings[i].var.get())) continue;
-    keep[i] = true;
-    mark_uses(bindings[i].value, live);
+    if (!live[first + i]) continue;
+    ++kept_count;
+    mark_uses(bindings[i].value, index, live);
   }
+  if (kept_count == bindings.size()) return fn;
   std::vector<Binding> kept;
-  kept.reserve(bindings.size());
+  kept.reserve(kept_count);
   for (size_t i = 0; i < bindings.size(); ++i)
-    if (keep[i]) kept.push_back(bindings[i]);
-  if (kept.size() == bindings.size()) return fn;
+    if (live[first + i]) kept.push_back(bindings[i]);
   return std::make_shared<FunctionNode>(fn->params(), std::move(kept), fn->ret(), fn->attrs());
 }
 

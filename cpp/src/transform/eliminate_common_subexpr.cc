@@ -78,41 +78,64 @@ bool value_equal(const Expr& a, const Expr& b) {
   return leaf_equal(a, b);
 }
 
+// Values seen so far, in an open-addressing table of (hash, binding) slots:
+// one flat array instead of a heap node per binding.
+class SeenValues {
+ public:
+  explicit SeenValues(size_t n) {
+    size_t size = 16;
+    while (size < 2 * n + 2) size <<= 1;
+    slots_.assign(size, Slot{0, nullptr});
+  }
+  // The var bound to a value equal to `value`, or nullptr.
+  Var find(size_t hash, const Expr& value) const {
+    for (size_t s = hash & mask();; s = (s + 1) & mask()) {
+      const Slot& slot = slots_[s];
+      if (!slot.binding) return nullptr;
+      if (slot.hash == hash && value_equal(slot.binding->value, value)) return slot.binding->var;
+    }
+  }
+  void insert(size_t hash, const Binding* binding) {
+    size_t s = hash & mask();
+    while (slots_[s].binding) s = (s + 1) & mask();
+    slots_[s] = Slot{hash, binding};
+  }
+
+ private:
+  struct Slot {
+    size_t hash;
+    const Binding* binding;
+  };
+  size_t mask() const { return slots_.size() - 1; }
+  std::vector<Slot> slots_;
+};
+
 class Eliminator {
  public:
-  explicit Eliminator(const FunctionNode& fn) : fn_(fn) {}
+  explicit Eliminator(const FunctionNode& fn) : fn_(fn), seen_(fn.bindings().size()) {}
 
   Function run() {
     std::vector<Binding> kept;
-    kept.reserve(fn_.bindings().size());
-    seen_.reserve(fn_.bindings().size());
+    kept.reserve(fn_.bindings().size());  // never reallocated: seen_ points into it
     for (const auto& b : fn_.bindings()) {
       Expr value = substitute(b.value);
       size_t h = value_hash(value);
-      Var seen = find(h, value);
-      if (seen) {
-        replaced_[b.var.get()] = seen;
+      if (Var earlier = seen_.find(h, value)) {
+        replaced_[b.var.get()] = earlier;
         continue;
       }
-      seen_.emplace(h, std::make_pair(value, b.var));
       kept.push_back({b.var, value});
+      seen_.insert(h, &kept.back());
     }
     if (replaced_.empty()) return nullptr;
     return std::make_shared<FunctionNode>(fn_.params(), std::move(kept), substitute(fn_.ret()), fn_.attrs());
   }
 
  private:
-  Var find(size_t h, const Expr& value) const {
-    auto range = seen_.equal_range(h);
-    for (auto it = range.first; it != range.second; ++it)
-      if (value_equal(it->second.first, value)) return it->second.second;
-    return nullptr;
-  }
-
   Expr substitute(const Expr& e) const { return replaced_.empty() ? e : aj::substitute(e, replaced_); }
 
   const FunctionNode& fn_;
-  std::unordered_multimap<size_t, std::pair<Expr, Var>> seen_;
+  SeenValues seen_;
   VarMap replaced_;
 };
 

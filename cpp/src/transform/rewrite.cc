@@ -13,9 +13,7 @@ namespace aj {
 
 const CallNode* RewriteContext::bound_call(const Expr& e) const {
   auto* v = as<VarNode>(e);
-  if (!v) return nullptr;
-  auto it = defs_.find(v);
-  return it == defs_.end() ? nullptr : it->second;
+  return v ? defs_.get(v) : nullptr;
 }
 
 const CallNode* RewriteContext::bound_call(const Expr& e, const char* op) const {
@@ -34,11 +32,10 @@ namespace {
 class RewriteRound {
  public:
   RewriteRound(const FunctionNode& fn, const std::vector<RewriteRule>& rules)
-      : fn_(fn), rules_(rules), ctx_(defs_) {}
+      : fn_(fn), rules_(rules), defs_(2 * fn.bindings().size()), ctx_(defs_) {}
 
   Function run() {
     out_.reserve(fn_.bindings().size());
-    defs_.reserve(fn_.bindings().size());
     for (const auto& b : fn_.bindings()) rewrite(b);
     if (!changed_) return nullptr;
     return std::make_shared<FunctionNode>(fn_.params(), std::move(out_), substitute(fn_.ret(), map_), fn_.attrs());
@@ -61,7 +58,7 @@ class RewriteRound {
 
   void bind(const Var& v, const Expr& value) {
     out_.push_back({v, value});
-    if (auto* c = as<CallNode>(value)) defs_[v.get()] = c;
+    if (auto* c = as<CallNode>(value)) defs_.set(v.get(), c);
   }
 
   // The leaf that stands for `e` once bound: nested calls are bound first,
@@ -110,7 +107,7 @@ class RewriteRound {
   const std::vector<RewriteRule>& rules_;
   std::vector<Binding> out_;
   VarMap map_;
-  std::unordered_map<const VarNode*, const CallNode*> defs_;
+  FlatVarMap<const CallNode*> defs_;
   RewriteContext ctx_;
   bool changed_ = false;
 };

@@ -119,9 +119,9 @@ const std::vector<RewriteRule>& simplify_gradient_rules() {
 
 }  // namespace
 
-Function simplify_gradient(const Function& fn) {
-  return dead_code_elimination(rewrite_bindings(fn, simplify_gradient_rules()));
-}
+Function rewrite_simplify_gradient(const Function& fn) { return rewrite_bindings(fn, simplify_gradient_rules()); }
+
+Function simplify_gradient(const Function& fn) { return dead_code_elimination(rewrite_simplify_gradient(fn)); }
 
 Module simplify_gradient(const Module& mod) {
   verify(mod);  // a malformed module is a VerifyError, not a failure inside a rule

@@ -1,6 +1,7 @@
 // The Gradient pass (DESIGN.md §6): reverse-mode differentiation of one
 // function of a module into `<name>_adjoint`.
-//   1. Copy the function's params and forward bindings into a new function.
+//   1. Start the new function with the function's own params and forward
+//      bindings (shared, not copied: IR nodes are immutable).
 //   2. Seed the target (the returned value, or field target_index of a
 //      returned tuple; a float scalar) with an adjoint of one.
 //   3. Walk the forward bindings backward; for each call whose result has an

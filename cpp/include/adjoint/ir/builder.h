@@ -22,6 +22,10 @@ class FunctionBuilder {
       : attrs_(std::move(attrs)), unique_names_(unique_names) {}
 
   Var add_param(const std::string& name, Type type);
+  // Takes an existing var as a param, or an existing A-normal-form binding as
+  // is: for passes that build a function sharing another's vars and values.
+  void add_existing_param(const Var& v) { params_.push_back(v); }
+  void push_binding(const Binding& b) { bindings_.push_back(b); }
   // Makes room for n more bindings and names (a hint for large functions).
   void reserve(size_t n) {
     bindings_.reserve(bindings_.size() + n);

@@ -20,5 +20,7 @@ Function eliminate_common_subexpr(const Function& fn);
 // applied to a fixed point, then dead-code elimination.
 Module simplify_gradient(const Module& mod);
 Function simplify_gradient(const Function& fn);
+// The rewrites alone, leaving dead bindings (for pipelines that remove them once, at the end).
+Function rewrite_simplify_gradient(const Function& fn);
 
 }  // namespace aj

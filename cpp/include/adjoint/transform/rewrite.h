@@ -12,13 +12,14 @@
 #include <vector>
 
 #include "adjoint/ir/function.h"
+#include "adjoint/ir/var_map.h"
 #include "adjoint/op/registry.h"
 
 namespace aj {
 
 class RewriteContext {
  public:
-  explicit RewriteContext(const std::unordered_map<const VarNode*, const CallNode*>& defs) : defs_(defs) {}
+  explicit RewriteContext(const FlatVarMap<const CallNode*>& defs) : defs_(defs) {}
   // The call bound to e when e is a var bound to a call, else nullptr.
   const CallNode* bound_call(const Expr& e) const;
   // The call bound to e when it is a call of `op`, else nullptr.
@@ -28,7 +29,7 @@ class RewriteContext {
             const std::vector<std::pair<std::string, AttrValue>>& attrs = {}) const;
 
  private:
-  const std::unordered_map<const VarNode*, const CallNode*>& defs_;
+  const FlatVarMap<const CallNode*>& defs_;
 };
 
 struct RewriteRule {
