@@ -588,24 +588,30 @@ void gather(const U* x, const I* idx, U* out, const TakeDims& t) {
   }
 }
 
-template <typename I>
-void take_typed(const KernelContext& ctx, size_t axis) {
-  const NDArray& x = ctx.in(0);
-  const auto& shape = x.shape();
+// Shared by take and index_add: x (input 0) seen along the axis as
+// (outer, len, inner), the indices (input 1) checked, then
+// body(dims, indices) with the indices typed int32_t or int64_t.
+template <typename Body>
+void with_take_indices(const KernelContext& ctx, Body&& body) {
+  const auto& shape = ctx.in(0).shape();
+  size_t axis = wrap_axis(ctx.attr_int("axis"), shape.size());
   TakeDims t{extent(shape, 0, axis), shape[axis], extent(shape, axis + 1, shape.size()), ctx.in(1).numel()};
-  const I* idx = ctx.in(1).data_as<I>();
-  check_indices(ctx, idx, t, axis);
-  if (ctx.out().numel() == 0) return;
-  dispatch_elem_size(x.dtype(), [&](auto tag) {
-    using U = typename decltype(tag)::type;
-    gather(x.data_as<U>(), idx, ctx.out().data_as<U>(), t);
-  });
+  auto run = [&](auto* idx) {
+    check_indices(ctx, idx, t, axis);
+    body(t, idx);
+  };
+  if (ctx.in(1).dtype() == DType::kInt32) run(ctx.in(1).data_as<int32_t>());
+  else run(ctx.in(1).data_as<int64_t>());
 }
 
 void take_kernel(KernelContext& ctx) {
-  size_t axis = wrap_axis(ctx.attr_int("axis"), ctx.in(0).shape().size());
-  if (ctx.in(1).dtype() == DType::kInt32) take_typed<int32_t>(ctx, axis);
-  else take_typed<int64_t>(ctx, axis);
+  with_take_indices(ctx, [&](const TakeDims& t, const auto* idx) {
+    if (ctx.out().numel() == 0) return;
+    dispatch_elem_size(ctx.in(0).dtype(), [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      gather(ctx.in(0).data_as<U>(), idx, ctx.out().data_as<U>(), t);
+    });
+  });
 }
 
 // condition bool, x1, x2 of one dtype -> broadcast of all three, x1's dtype
@@ -766,24 +772,15 @@ void scatter_add(const U* src, const I* idx, U* out, const TakeDims& t) {
   }
 }
 
-template <typename I>
-void index_add_typed(const KernelContext& ctx, size_t axis) {
-  const NDArray& x = ctx.in(0);
-  const auto& shape = x.shape();
-  TakeDims t{extent(shape, 0, axis), shape[axis], extent(shape, axis + 1, shape.size()), ctx.in(1).numel()};
-  const I* idx = ctx.in(1).data_as<I>();
-  check_indices(ctx, idx, t, axis);
-  if (x.nbytes()) std::memcpy(ctx.out().data(), x.data(), x.nbytes());
-  dispatch_dtype(x.dtype(), [&](auto tag) {
-    using U = typename decltype(tag)::type;
-    scatter_add(ctx.in(2).data_as<U>(), idx, ctx.out().data_as<U>(), t);
-  });
-}
-
 void index_add_kernel(KernelContext& ctx) {
-  size_t axis = wrap_axis(ctx.attr_int("axis"), ctx.in(0).shape().size());
-  if (ctx.in(1).dtype() == DType::kInt32) index_add_typed<int32_t>(ctx, axis);
-  else index_add_typed<int64_t>(ctx, axis);
+  with_take_indices(ctx, [&](const TakeDims& t, const auto* idx) {
+    const NDArray& x = ctx.in(0);
+    if (x.nbytes()) std::memcpy(ctx.out().data(), x.data(), x.nbytes());
+    dispatch_dtype(x.dtype(), [&](auto tag) {
+      using U = typename decltype(tag)::type;
+      scatter_add(ctx.in(2).data_as<U>(), idx, ctx.out().data_as<U>(), t);
+    });
+  });
 }
 
 Dim index_add_flops(const CallNode& call) { return num_elements(call.args()[2]->type()->shape()); }
