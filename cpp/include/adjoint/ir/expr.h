@@ -4,6 +4,8 @@
 // address: two Vars with the same name hint are different Vars.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +31,12 @@ class ExprNode {
 
  private:
   ExprKind kind_;
+
+ protected:
+  // Scratch for VarNode (it sits in padding, so it costs no space).
+  mutable std::atomic<uint32_t> scratch_{0};
+
+ private:
   Type type_;
 };
 using Expr = std::shared_ptr<const ExprNode>;
@@ -38,6 +46,12 @@ class VarNode : public ExprNode {
   VarNode(std::string name_hint, Type type)
       : ExprNode(ExprKind::kVar, std::move(type)), name_hint_(std::move(name_hint)) {}
   const std::string& name_hint() const { return name_hint_; }
+
+  // Where the var was last seen defined by a VarIndexMap: a cache that lets
+  // a lookup read one array slot near the previous one instead of probing a
+  // hash table at random. Any value is safe; the map checks it.
+  uint32_t index_hint() const { return scratch_.load(std::memory_order_relaxed); }
+  void set_index_hint(uint32_t i) const { scratch_.store(i, std::memory_order_relaxed); }
 
  private:
   std::string name_hint_;

@@ -1,7 +1,9 @@
-// VarIndexMap: the definition index of each var of a function, in an
-// open-addressing table (one probe into a flat array where std::unordered_map
-// would chase a heap node per lookup). The printer and structural equality
-// look up every var use here, so this is their hot path.
+// VarIndexMap: the definition index of each var of a function. Each var
+// caches its index in itself, checked against a flat array of the function's
+// vars, so a lookup reads memory near the previous one (a use sits near its
+// definition); an open-addressing table answers when the cache was
+// overwritten. The printer, structural equality, DCE and Gradient look up
+// every var use here, so this is their hot path.
 #pragma once
 
 #include <cstdint>
@@ -18,32 +20,55 @@ class VarIndexMap {
   // Params get 0..P-1, binding vars P, P+1, ...; a var defined twice keeps
   // its first index.
   explicit VarIndexMap(const FunctionNode& fn) {
-    size_t n = fn.params().size() + fn.bindings().size();
-    int bits = 4;
-    while ((size_t{1} << bits) < 2 * n) ++bits;
-    shift_ = 64 - bits;
-    slots_.assign(size_t{1} << bits, Slot{nullptr, 0});
-    int64_t i = 0;
-    for (const auto& p : fn.params()) insert(p.get(), i++);
-    for (const auto& b : fn.bindings()) insert(b.var.get(), i++);
+    vars_.reserve(fn.params().size() + fn.bindings().size());
+    for (const auto& p : fn.params()) define(p.get());
+    for (const auto& b : fn.bindings()) define(b.var.get());
   }
 
   // The var's index, or kAbsent when the function does not define it.
   int64_t operator()(const VarNode* v) const {
     if (!v) return kAbsent;
+    uint32_t h = v->index_hint();
+    if (!has_duplicates_ && h < vars_.size() && vars_[h] == v) return h;
+    return table_lookup(v);
+  }
+
+ private:
+  // Records v's index in v itself; a later map over a function sharing v may
+  // overwrite it, and lookups then fall back to the hash table. A var defined
+  // twice (malformed IR) sends every lookup to the table, which keeps first
+  // definitions.
+  void define(const VarNode* v) {
+    if (v) {
+      uint32_t h = v->index_hint();
+      if (h < vars_.size() && vars_[h] == v) has_duplicates_ = true;
+      else if (vars_.size() <= UINT32_MAX) v->set_index_hint(static_cast<uint32_t>(vars_.size()));
+    }
+    vars_.push_back(v);
+  }
+
+  int64_t table_lookup(const VarNode* v) const {
+    if (slots_.empty()) build_table();
     for (size_t s = slot(v);; s = (s + 1) & mask()) {
       if (slots_[s].var == v) return slots_[s].index;
       if (!slots_[s].var) return kAbsent;
     }
   }
 
- private:
   struct Slot {
     const VarNode* var;
     int64_t index;
   };
 
-  void insert(const VarNode* v, int64_t index) {
+  void build_table() const {
+    int bits = 4;
+    while ((size_t{1} << bits) < 2 * vars_.size()) ++bits;
+    shift_ = 64 - bits;
+    slots_.assign(size_t{1} << bits, Slot{nullptr, 0});
+    for (size_t i = 0; i < vars_.size(); ++i) insert(vars_[i], static_cast<int64_t>(i));
+  }
+
+  void insert(const VarNode* v, int64_t index) const {
     if (!v) return;
     for (size_t s = slot(v);; s = (s + 1) & mask()) {
       if (slots_[s].var == v) return;
@@ -60,8 +85,10 @@ class VarIndexMap {
     return static_cast<size_t>((bits * 0x9e3779b97f4a7c15ULL) >> shift_);
   }
 
-  std::vector<Slot> slots_;
-  int shift_;
+  std::vector<const VarNode*> vars_;     // by definition index
+  bool has_duplicates_ = false;
+  mutable std::vector<Slot> slots_;      // built on the first missed hint
+  mutable int shift_ = 60;
 };
 
 // A growable open-addressing map from vars to small values (pointers, ints):
