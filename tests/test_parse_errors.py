@@ -59,6 +59,10 @@ BAD = [
     ("empty_body", '@function\ndef main(x: Tensor((3,), "float32")) -> Tensor((3,), "float32"):\n', P, 3),
     ("missing_colon", '@function\ndef main(x: Tensor((3,), "float32")) -> Tensor((3,), "float32")\n    return x\n', P, 2),
     ("untyped_param", '@function\ndef main(x) -> Tensor((3,), "float32"):\n    return x\n', P, 2),
+    ("used_before_binding", body("a = add(x, b)", "b = add(x, x)", "return a"), P, 3),
+    ("statement_after_return", body("return x", "lv = add(x, x)"), P, 4),
+    ("syntax_error_read_ahead", body("a = add(x, add(x, x))", "b = add(x,, x)", "return a"), P, 4),
+    ("missing_return_after_read_ahead", body("a = add(x, add(x, x))"), P, 2),
     ("negative_dim", '@function\ndef main(x: Tensor((-3,), "float32")) -> Tensor((3,), "float32"):\n    return x\n', P, 2),
 ]
 

@@ -110,6 +110,46 @@ def main(x: Tensor((2, 3), "float32"), w: Tensor((4, 3), "float32")) -> Tensor((
     assert again.script() == mod.script()
 
 
+def test_generated_names_avoid_names_bound_before_and_after():
+    # The parser reads a body statement by statement; a nested call makes it
+    # read the rest of the body ahead, so "lv" and "lv_1" (bound later) and
+    # "lv_2" (bound before) are all skipped.
+    text = '''\
+@function
+def main(x: Tensor((2, 2), "float32")) -> Tensor((2, 2), "float32"):
+    lv_2 = add(x, x)
+    a = add(multiply(x, x), multiply(lv_2, x))
+    lv = add(a, x)
+    lv_1 = add(lv, x)
+    b = add(lv_1, subtract(lv_1, x))
+    return b
+'''
+    fn = aj.parse(text)["main"]
+    names = [b.var.name_hint for b in fn.bindings]
+    assert names == ["lv_2", "lv_3", "lv_4", "a", "lv", "lv_1", "lv_5", "b"]
+    assert len(set(names)) == len(names)
+    assert aj.parse(aj.parse(text).script()).script() == aj.parse(text).script()
+
+
+def test_functions_after_a_read_ahead_parse_alike():
+    text = '''\
+@function
+def f(x: Tensor((2,), "float32")) -> Tensor((2,), "float32"):
+    a = add(x, multiply(x, x))
+    b = add(a, x)
+    return b
+
+@function
+def g(x: Tensor((2,), "float32")) -> Tensor((2,), "float32"):
+    a = add(x, x)
+    return a
+'''
+    mod = aj.parse(text)
+    assert [fn for fn, _ in mod.functions.items()] == ["f", "g"]
+    assert [b.var.name_hint for b in mod["f"].bindings] == ["lv", "a", "b"]
+    assert [b.var.name_hint for b in mod["g"].bindings] == ["a"]
+
+
 def test_comments_blank_lines_positional_and_keyword_attrs():
     text = '''
 # a comment before the module

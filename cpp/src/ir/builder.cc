@@ -66,7 +66,7 @@ Var FunctionBuilder::emit(const Expr& value, const std::string& name_hint) {
 
 Var FunctionBuilder::emit_named(const Expr& value, const std::string& exact_name) {
   Expr v = normalize_value(value);
-  names_.insert(exact_name);
+  if (unique_names_) names_.insert(exact_name);
   auto var = std::make_shared<VarNode>(exact_name, v->type());
   bindings_.push_back({var, std::move(v)});
   return var;

@@ -1,10 +1,10 @@
 // parse_module: the text format (DESIGN.md §3, canonical form in printer.h)
-// to a Module, in two phases per function. The first (syntax.cc, grammar in
-// syntax.h) reads the whole function into a syntax tree; the second, here,
-// builds the IR through a FunctionBuilder, binding by binding: it resolves
-// vars in scope, makes calls (attrs resolved, types inferred by the op
-// rules), checks annotations, and binds nested exprs first under generated
-// names that avoid every name the function binds, before or after.
+// to a Module, in two phases per statement. The first (syntax.cc, grammar in
+// syntax.h) reads a statement into a syntax tree; the second, here, builds
+// its IR through a FunctionBuilder: it resolves vars in scope, makes calls
+// (attrs resolved, types inferred by the op rules), checks annotations, and
+// binds nested exprs first under generated names that avoid every name the
+// function binds, before or after (the rest of the body is then read ahead).
 //
 // Every error is located: ParseError for syntax and names, TypeInferenceError
 // for what the op rules, attrs or annotations reject (see lexer.h for the
@@ -27,10 +27,9 @@ using text::Node;
 using text::NodeKind;
 using text::Source;
 
-// The vars in scope of one function, by name (views into the text): open
-// addressing sized once for every name the function can bind, so it never
-// rehashes and its entries never move. A def's var is null while its value
-// is being built.
+// The vars in scope of one function, by name (views into the text), in an
+// open-addressing table that doubles as it fills. A def's var is null while
+// its value is being built; a Def* stays valid until the next insert.
 class Scope {
  public:
   struct Def {
@@ -38,12 +37,7 @@ class Scope {
     size_t off;  // where it is bound
   };
 
-  explicit Scope(size_t capacity) {
-    size_t slots = 16;
-    while (slots < 2 * capacity) slots *= 2;
-    slots_.assign(slots, Slot{0, 0});
-    defs_.reserve(capacity);
-  }
+  Scope() { slots_.assign(64, Slot{0, 0}); }
 
   Def* find(std::string_view name) {
     Slot* s = probe(name, std::hash<std::string_view>()(name));
@@ -52,6 +46,7 @@ class Scope {
 
   // The def of `name`, added when absent; false when it was already there.
   std::pair<Def*, bool> insert(std::string_view name, size_t off) {
+    if (2 * (defs_.size() + 1) > slots_.size()) grow();
     size_t h = std::hash<std::string_view>()(name);
     Slot* s = probe(name, h);
     if (s->index) return {&defs_[s->index - 1].second, false};
@@ -75,6 +70,18 @@ class Scope {
     }
   }
 
+  void grow() {
+    std::vector<Slot> old(2 * slots_.size(), Slot{0, 0});
+    old.swap(slots_);
+    size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (!s.index) continue;
+      size_t i = s.hash & mask;  // the stored hash holds the low bits the mask needs
+      while (slots_[i].index) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+
   std::vector<Slot> slots_;
   std::vector<std::pair<std::string_view, Def>> defs_;
 };
@@ -82,14 +89,16 @@ class Scope {
 class FunctionLowering {
  public:
   // Consumes fn's binding values (each freed once lowered, while still in cache).
-  FunctionLowering(const Source& src, text::FunctionSyntax& fn,
+  FunctionLowering(const Source& src, text::SyntaxParser& parser, text::FunctionSyntax& fn,
                    const std::unordered_map<std::string_view, size_t>& functions)
-      : src_(src), fn_(fn), functions_(functions), builder_(fn.attrs),
-        scope_(fn.params.size() + fn.bindings.size()) {}
+      : src_(src), parser_(parser), fn_(fn), functions_(functions),
+        builder_(fn.attrs, /*unique_names=*/false) {}
 
   Function run();
 
  private:
+  bool next_binding(text::BindingSyntax& b);
+  void read_ahead();
   std::string fresh_name();
   Expr operand(const Node& n);
   Expr value(const Node& n);
@@ -110,23 +119,26 @@ class FunctionLowering {
   [[noreturn]] void rethrow_at(size_t off, const std::exception& e) const;
 
   const Source& src_;
+  text::SyntaxParser& parser_;
   text::FunctionSyntax& fn_;
   const std::unordered_map<std::string_view, size_t>& functions_;  // defined so far
   FunctionBuilder builder_;
   Scope scope_;
-  std::unordered_set<std::string_view> taken_;  // for fresh_name
-  bool names_collected_ = false;
+  bool body_read_ = false;                   // the parser has read the return
+  std::vector<text::BindingSyntax> ahead_;   // read ahead, not yet lowered
+  size_t next_ahead_ = 0;
+  std::unordered_set<std::string_view> ahead_names_;
   size_t next_name_ = 0;
 };
 
 Function FunctionLowering::run() {
-  builder_.reserve(fn_.params.size() + fn_.bindings.size());
   for (const auto& p : fn_.params) {
     auto [def, fresh] = scope_.insert(p.name, p.off);
     if (!fresh) src_.fail(p.off, str("duplicate param '", p.name, "'"));
     def->var = builder_.add_param(std::string(p.name), p.type);
   }
-  for (auto& b : fn_.bindings) {
+  text::BindingSyntax b;
+  while (next_binding(b)) {
     auto [def, fresh] = scope_.insert(b.name, b.off);
     if (!fresh)
       src_.fail(b.off, str("var '", b.name, "' is already bound (line ", src_.line_of(def->off),
@@ -137,8 +149,6 @@ Function FunctionLowering::run() {
           b.annotation_off, str("var '", b.name, "' is annotated ", b.annotation->to_string(),
                                 " but its value has type ", v->type()->to_string()));
     def->var = builder_.emit_named(v, std::string(b.name));
-    b.value = Node();
-    b.annotation = nullptr;
   }
   Expr ret = operand(fn_.ret);
   if (fn_.ret_type && !type_equal(fn_.ret_type, ret->type()))
@@ -148,20 +158,40 @@ Function FunctionLowering::run() {
   return builder_.finish(ret);
 }
 
-// A name for the binding of a nested expr: lv, lv_1, lv_2, ..., skipping
-// every name the function binds anywhere (collected on first use), so a
-// generated name never collides with one bound later. Generating names here
-// rather than through the builder's de-duplication keeps each one O(1).
-std::string FunctionLowering::fresh_name() {
-  if (!names_collected_) {
-    for (const auto& p : fn_.params) taken_.insert(p.name);
-    for (const auto& b : fn_.bindings) taken_.insert(b.name);
-    names_collected_ = true;
+// The next binding of the body, from what was read ahead or else from the
+// parser; false after the last (the return has then been read).
+bool FunctionLowering::next_binding(text::BindingSyntax& b) {
+  if (next_ahead_ < ahead_.size()) {
+    b = std::move(ahead_[next_ahead_++]);
+    return true;
   }
+  if (body_read_) return false;
+  body_read_ = !parser_.statement(fn_, b);
+  return !body_read_;
+}
+
+// Reads the rest of the body, for the names it binds.
+void FunctionLowering::read_ahead() {
+  while (!body_read_) {
+    text::BindingSyntax b;
+    body_read_ = !parser_.statement(fn_, b);
+    if (body_read_) break;
+    ahead_names_.insert(b.name);
+    ahead_.push_back(std::move(b));
+  }
+}
+
+// A name for the binding of a nested expr: lv, lv_1, lv_2, ..., skipping
+// every name the function binds anywhere (what is in scope, and the rest of
+// the body, read ahead on first use), so a generated name never collides
+// with one bound later. Generating names here rather than through the
+// builder's de-duplication keeps each one O(1).
+std::string FunctionLowering::fresh_name() {
+  read_ahead();
   for (;;) {
     std::string name = next_name_ == 0 ? std::string("lv") : str("lv_", next_name_);
     ++next_name_;
-    if (!taken_.count(name)) return name;
+    if (!scope_.find(name) && !ahead_names_.count(name)) return name;
   }
 }
 
@@ -202,7 +232,8 @@ Expr FunctionLowering::lookup(const Node& n) {
   Scope::Def* def = scope_.find(n.text);
   if (def && def->var) return def->var;
   if (def) src_.fail(n.off, str("var '", n.text, "' is used in its own binding"));
-  for (const auto& b : fn_.bindings)
+  read_ahead();
+  for (const auto& b : ahead_)
     if (b.name == n.text)
       src_.fail(n.off, str("var '", n.text, "' is used before its binding (line ",
                            src_.line_of(b.off), ")"));
@@ -328,12 +359,12 @@ Module parse_text(const Source& src) {
   std::vector<std::pair<std::string, Function>> functions;
   std::unordered_map<std::string_view, size_t> defined;  // name -> where
   while (!parser.at_end()) {
-    text::FunctionSyntax fn = parser.function();
+    text::FunctionSyntax fn = parser.header();
     auto [it, fresh] = defined.emplace(fn.name, fn.off);
     if (!fresh)
       src.fail(fn.off, str("function '", fn.name, "' is already defined (line ",
                            src.line_of(it->second), ")"));
-    functions.emplace_back(std::string(fn.name), FunctionLowering(src, fn, defined).run());
+    functions.emplace_back(std::string(fn.name), FunctionLowering(src, parser, fn, defined).run());
   }
   return std::make_shared<ModuleNode>(std::move(functions));
 }

@@ -151,12 +151,12 @@ std::string_view SyntaxParser::string_value(const Token& t) {
 
 // ---- functions ----
 
-FunctionSyntax SyntaxParser::function() {
+FunctionSyntax SyntaxParser::header() {
   FunctionSyntax fn;
   size_t num_input_off = decorator(fn);
   signature(fn);
   check_num_input(fn, num_input_off);
-  body(fn);
+  begin_body(fn);
   return fn;
 }
 
@@ -234,42 +234,47 @@ void SyntaxParser::signature(FunctionSyntax& fn) {
   end_of_line("':'");
 }
 
-void SyntaxParser::body(FunctionSyntax& fn) {
+void SyntaxParser::begin_body(const FunctionSyntax& fn) {
   const Token& first = lex_.peek();
   if (first.kind == Tok::kEnd || first.indent.empty())
     src_.fail(first.off, str("expected an indented body for function '", fn.name, "'"));
-  std::string_view indent = first.indent;
-  bool returned = false;
-  for (;;) {
-    const Token& t = lex_.peek();
-    if (t.kind == Tok::kEnd || t.indent.empty()) break;
-    check_indent(t, indent);
-    if (returned) src_.fail(t.off, str("statement after 'return' in function '", fn.name, "'"));
-    if (t.kind == Tok::kName && src_.view(t) == "return") {
-      lex_.next();
-      fn.ret_off = lex_.peek().off;
-      if (lex_.peek().kind == Tok::kNewline || lex_.peek().kind == Tok::kEnd)
-        src_.fail(fn.ret_off, "'return' needs a value");
-      fn.ret = exprs();
-      end_of_line("the returned value");
-      returned = true;
-    } else {
-      fn.bindings.push_back(binding());
-    }
+  body_indent_ = first.indent;
+}
+
+bool SyntaxParser::statement(FunctionSyntax& fn, BindingSyntax& b) {
+  const Token& t = lex_.peek();
+  if (t.kind == Tok::kEnd || t.indent.empty())
+    src_.fail(fn.off, str("function '", fn.name, "' has no return statement"));
+  check_indent(t, body_indent_);
+  if (!(t.kind == Tok::kName && src_.view(t) == "return")) {
+    binding(b);
+    return true;
   }
-  if (!returned) src_.fail(fn.off, str("function '", fn.name, "' has no return statement"));
+  lex_.next();
+  fn.ret_off = lex_.peek().off;
+  if (lex_.peek().kind == Tok::kNewline || lex_.peek().kind == Tok::kEnd)
+    src_.fail(fn.ret_off, "'return' needs a value");
+  fn.ret = exprs();
+  end_of_line("the returned value");
+  const Token& after = lex_.peek();
+  if (after.kind != Tok::kEnd && !after.indent.empty()) {
+    check_indent(after, body_indent_);
+    src_.fail(after.off, str("statement after 'return' in function '", fn.name, "'"));
+  }
+  return false;
 }
 
 // NAME [':' type] '=' exprs NEWLINE
-BindingSyntax SyntaxParser::binding() {
+void SyntaxParser::binding(BindingSyntax& b) {
   const Token& t = lex_.peek();
   if (t.kind != Tok::kName)
     syntax_error(t, str("expected a binding like 'lv1 = add(x, y)' or 'return', got ",
                         describe(t)));
   Token name = expect_name("a var name");
-  BindingSyntax b;
   b.name = src_.view(name);
   b.off = name.off;
+  b.annotation = nullptr;
+  b.annotation_off = 0;
   if (lex_.peek().kind == Tok::kColon) {
     lex_.next();
     b.annotation_off = lex_.peek().off;
@@ -281,7 +286,6 @@ BindingSyntax SyntaxParser::binding() {
   expect(Tok::kEqual, b.annotation ? "'=' after the annotation" : "':' or '=' after the var name");
   b.value = exprs();
   end_of_line("the binding");
-  return b;
 }
 
 // ---- expressions ----

@@ -1,9 +1,11 @@
-// The syntax tree of the text format: the first phase of parsing. A function
-// is read whole (decorator, signature, bindings, return) before any IR is
-// built, so the second phase (parser.cc) knows every name the function binds
-// before it generates names for nested calls. Types, constants and literals,
-// which need no scope, are converted here; expressions stay as Nodes.
-// Internal to cpp/src/ir.
+// The syntax tree of the text format: the first phase of parsing. The parser
+// reads a function's header (decorator, signature) and then its body one
+// statement at a time, so the second phase (parser.cc) lowers each binding
+// while its syntax is still in cache and never holds a whole function's tree;
+// it reads ahead only when it needs names bound later (to generate names for
+// nested calls, or to explain a use before a binding). Types, constants and
+// literals, which need no scope, are converted here; expressions stay as
+// Nodes. Internal to cpp/src/ir.
 //
 // Grammar (Python syntax; newlines inside brackets are joined):
 //   module    := function*
@@ -71,13 +73,14 @@ struct BindingSyntax {
   Node value;
 };
 
+// A function's header; its return is filled in when the body's last
+// statement has been read.
 struct FunctionSyntax {
   std::string_view name;
   size_t off = 0;
   FuncAttrs attrs;
   std::vector<ParamSyntax> params;
   Type ret_type;  // null when absent
-  std::vector<BindingSyntax> bindings;
   Node ret;
   size_t ret_off = 0;
 };
@@ -96,7 +99,12 @@ class SyntaxParser {
  public:
   explicit SyntaxParser(const Source& src) : src_(src), lex_(src) {}
   bool at_end() const { return lex_.peek().kind == Tok::kEnd; }
-  FunctionSyntax function();
+  // The decorator and signature of the next function, up to its body.
+  FunctionSyntax header();
+  // The next statement of the body of `fn` (the last header read): a binding,
+  // read into `b`, returns true; the return, read into fn.ret, returns false
+  // once the body has ended.
+  bool statement(FunctionSyntax& fn, BindingSyntax& b);
 
  private:
   class Nest;  // RAII nesting depth guard
@@ -109,8 +117,8 @@ class SyntaxParser {
   size_t decorator(FunctionSyntax& fn);
   void signature(FunctionSyntax& fn);
   void check_num_input(const FunctionSyntax& fn, size_t off) const;
-  void body(FunctionSyntax& fn);
-  BindingSyntax binding();
+  void begin_body(const FunctionSyntax& fn);
+  void binding(BindingSyntax& b);
   Node exprs();
   Node expr();
   Node primary();
@@ -138,6 +146,7 @@ class SyntaxParser {
   Lexer lex_;
   std::vector<Token> open_;  // unclosed brackets, innermost last
   int depth_ = 0;
+  std::string_view body_indent_;  // of the body being read
   std::vector<std::unique_ptr<std::string>> decoded_;  // strings that had escapes
 };
 
