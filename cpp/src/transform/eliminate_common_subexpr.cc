@@ -4,10 +4,11 @@
 //      (vars by identity, constants by value); a value whose key was seen
 //      before maps its var to the earlier var and is dropped.
 //   3. Rebuild the function when anything was dropped.
+#include <cstdint>
 #include <cstring>
-#include <unordered_map>
 
 #include "adjoint/ir/substitute.h"
+#include "adjoint/ir/var_map.h"
 #include "adjoint/transform/passes.h"
 
 namespace aj {
@@ -78,65 +79,84 @@ bool value_equal(const Expr& a, const Expr& b) {
   return leaf_equal(a, b);
 }
 
-// Values seen so far, in an open-addressing table of (hash, binding) slots:
-// one flat array instead of a heap node per binding.
+// Spreads a hash over all 64 bits (splitmix64's finalizer): the table takes
+// its slot from the low bits and its tag from the high ones.
+size_t spread(size_t h) {
+  uint64_t z = static_cast<uint64_t>(h);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return static_cast<size_t>(z ^ (z >> 31));
+}
+
+// Values seen so far, in an open-addressing table of 8-byte slots (32 bits
+// of the hash, the index of the kept binding): one flat array, as small as
+// it can be, since every lookup lands in it at random.
 class SeenValues {
  public:
-  explicit SeenValues(size_t n) {
+  SeenValues(size_t n, const std::vector<Binding>& kept) : kept_(kept) {
     size_t size = 16;
-    while (size < 2 * n + 2) size <<= 1;
-    slots_.assign(size, Slot{0, nullptr});
+    while (size < n + n / 2 + 2) size <<= 1;  // load factor at most 2/3
+    slots_.assign(size, Slot{0, 0});
   }
   // The var bound to a value equal to `value`, or nullptr.
   Var find(size_t hash, const Expr& value) const {
+    uint32_t tag = static_cast<uint32_t>(hash >> 32);
     for (size_t s = hash & mask();; s = (s + 1) & mask()) {
       const Slot& slot = slots_[s];
-      if (!slot.binding) return nullptr;
-      if (slot.hash == hash && value_equal(slot.binding->value, value)) return slot.binding->var;
+      if (!slot.index) return nullptr;
+      const Binding& b = kept_[slot.index - 1];
+      if (slot.tag == tag && value_equal(b.value, value)) return b.var;
     }
   }
-  void insert(size_t hash, const Binding* binding) {
+  // Records kept binding i, whose value has `hash`.
+  void insert(size_t hash, size_t i) {
     size_t s = hash & mask();
-    while (slots_[s].binding) s = (s + 1) & mask();
-    slots_[s] = Slot{hash, binding};
+    while (slots_[s].index) s = (s + 1) & mask();
+    slots_[s] = Slot{static_cast<uint32_t>(hash >> 32), static_cast<uint32_t>(i + 1)};
   }
 
  private:
   struct Slot {
-    size_t hash;
-    const Binding* binding;
+    uint32_t tag;    // high bits of the hash (the low ones pick the slot)
+    uint32_t index;  // 1 + index into kept_, 0 when empty
   };
   size_t mask() const { return slots_.size() - 1; }
+  const std::vector<Binding>& kept_;
   std::vector<Slot> slots_;
 };
 
 class Eliminator {
  public:
-  explicit Eliminator(const FunctionNode& fn) : fn_(fn), seen_(fn.bindings().size()) {}
+  explicit Eliminator(const FunctionNode& fn)
+      : fn_(fn), seen_(fn.bindings().size(), kept_), replaced_(fn) {}
 
   Function run() {
-    std::vector<Binding> kept;
-    kept.reserve(fn_.bindings().size());  // never reallocated: seen_ points into it
+    std::vector<Binding>& kept = kept_;
+    kept.reserve(fn_.bindings().size());
     for (const auto& b : fn_.bindings()) {
       Expr value = substitute(b.value);
-      size_t h = value_hash(value);
+      size_t h = spread(value_hash(value));
       if (Var earlier = seen_.find(h, value)) {
-        replaced_[b.var.get()] = earlier;
+        replaced_.set(b.var.get(), earlier);
         continue;
       }
+      seen_.insert(h, kept.size());
       kept.push_back({b.var, value});
-      seen_.insert(h, &kept.back());
     }
-    if (replaced_.empty()) return nullptr;
+    if (!replaced_.any()) return nullptr;
     return std::make_shared<FunctionNode>(fn_.params(), std::move(kept), substitute(fn_.ret()), fn_.attrs());
   }
 
  private:
-  Expr substitute(const Expr& e) const { return replaced_.empty() ? e : aj::substitute(e, replaced_); }
+  Expr substitute(const Expr& e) const {
+    if (!replaced_.any()) return e;
+    return aj::substitute(e, [this](const VarNode* v) { return replaced_.find(v); });
+  }
 
   const FunctionNode& fn_;
+  std::vector<Binding> kept_;
   SeenValues seen_;
-  VarMap replaced_;
+  VarTable<Expr> replaced_;
 };
 
 }  // namespace

@@ -32,13 +32,13 @@ namespace {
 class RewriteRound {
  public:
   RewriteRound(const FunctionNode& fn, const std::vector<RewriteRule>& rules)
-      : fn_(fn), rules_(rules), defs_(2 * fn.bindings().size()), ctx_(defs_) {}
+      : fn_(fn), rules_(rules), replaced_(fn), defs_(fn), ctx_(defs_) {}
 
   Function run() {
     out_.reserve(fn_.bindings().size());
     for (const auto& b : fn_.bindings()) rewrite(b);
     if (!changed_) return nullptr;
-    return std::make_shared<FunctionNode>(fn_.params(), std::move(out_), substitute(fn_.ret(), map_), fn_.attrs());
+    return std::make_shared<FunctionNode>(fn_.params(), std::move(out_), substitute(fn_.ret(), replacement()), fn_.attrs());
   }
 
  private:
@@ -56,10 +56,19 @@ class RewriteRound {
     return nullptr;
   }
 
-  void bind(const Var& v, const Expr& value) {
+  // Binds an existing var of the function, or (fresh) one just made.
+  void bind(const Var& v, const Expr& value, bool fresh = false) {
     out_.push_back({v, value});
-    if (auto* c = as<CallNode>(value)) defs_.set(v.get(), c);
+    auto* c = as<CallNode>(value);
+    if (fresh) defs_.add(v.get(), c);
+    else if (c) defs_.set(v.get(), c);
   }
+
+  struct Replacement {
+    const VarTable<Expr>& replaced;
+    const Expr* operator()(const VarNode* v) const { return replaced.find(v); }
+  };
+  Replacement replacement() const { return {replaced_}; }
 
   // The leaf that stands for `e` once bound: nested calls are bound first,
   // bottom-up, each simplified by the rules before it is bound, so the
@@ -85,20 +94,24 @@ class RewriteRound {
       changed_ = true;
       return bind_simplified(replaced, root, depth + 1);
     }
-    Var v = root ? root : std::make_shared<VarNode>("lv", value->type());
-    bind(v, value);
+    if (root) {
+      bind(root, value);
+      return root;
+    }
+    Var v = std::make_shared<VarNode>("lv", value->type());
+    bind(v, value, /*fresh=*/true);
     return v;
   }
 
   // Unchanged bindings are kept as they are (same var, same value).
   void rewrite(const Binding& b) {
-    Expr value = substitute(b.value, map_);
+    Expr value = substitute(b.value, replacement());
     if (value->kind() != ExprKind::kCall) {
       bind(b.var, value);
       return;
     }
     Expr leaf = bind_simplified(value, b.var, 0);
-    if (leaf != b.var) map_[b.var.get()] = leaf;
+    if (leaf != b.var) replaced_.set(b.var.get(), leaf);
   }
 
   static constexpr int kMaxDepth = 256;
@@ -106,8 +119,8 @@ class RewriteRound {
   const FunctionNode& fn_;
   const std::vector<RewriteRule>& rules_;
   std::vector<Binding> out_;
-  VarMap map_;
-  FlatVarMap<const CallNode*> defs_;
+  VarTable<Expr> replaced_;              // var -> the leaf that stands for it now
+  VarTable<const CallNode*> defs_;      // var -> the call it is bound to (vars made here too)
   RewriteContext ctx_;
   bool changed_ = false;
 };

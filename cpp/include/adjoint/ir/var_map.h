@@ -25,6 +25,19 @@ class VarIndexMap {
     for (const auto& b : fn.bindings()) define(b.var.get());
   }
 
+  size_t size() const { return vars_.size(); }
+
+  // Defines v (which must not be defined yet) at the next index, returned.
+  int64_t add(const VarNode* v) {
+    int64_t i = static_cast<int64_t>(vars_.size());
+    define(v);
+    if (!slots_.empty()) {
+      if (2 * vars_.size() > slots_.size()) build_table();
+      else insert(v, i);
+    }
+    return i;
+  }
+
   // The var's index, or kAbsent when the function does not define it.
   int64_t operator()(const VarNode* v) const {
     if (!v) return kAbsent;
@@ -91,61 +104,49 @@ class VarIndexMap {
   mutable int shift_ = 60;
 };
 
-// A growable open-addressing map from vars to small values (pointers, ints):
-// what std::unordered_map<const VarNode*, V> does, without a heap node per
-// entry. V{} stands for "absent".
+// A value per var of one function, stored by definition index: what
+// std::unordered_map<const VarNode*, V> does, in one flat array with the
+// locality of VarIndexMap. Vars a pass binds while it runs are added with
+// set(). V{} stands for "absent".
 template <typename V>
-class FlatVarMap {
+class VarTable {
  public:
-  explicit FlatVarMap(size_t expected = 16) { rehash(expected); }
+  explicit VarTable(const FunctionNode& fn) : index_(fn), values_(index_.size()) {}
 
+  // The value of v, or nullptr when v has none.
+  const V* find(const VarNode* v) const {
+    int64_t i = index_(v);
+    return i == VarIndexMap::kAbsent ? nullptr : &values_[static_cast<size_t>(i)];
+  }
   V get(const VarNode* v) const {
-    for (size_t s = slot(v);; s = (s + 1) & mask()) {
-      if (slots_[s].var == v) return slots_[s].value;
-      if (!slots_[s].var) return V{};
-    }
+    const V* p = find(v);
+    return p ? *p : V{};
   }
-
+  V* find(const VarNode* v) {
+    int64_t i = index_(v);
+    return i == VarIndexMap::kAbsent ? nullptr : &values_[static_cast<size_t>(i)];
+  }
+  // Sets the value of a var of the function, or of one added before.
   void set(const VarNode* v, V value) {
-    if (2 * (size_ + 1) > slots_.size()) rehash(2 * slots_.size());
-    for (size_t s = slot(v);; s = (s + 1) & mask()) {
-      if (slots_[s].var == v) {
-        slots_[s].value = value;
-        return;
-      }
-      if (!slots_[s].var) {
-        slots_[s] = Slot{v, value};
-        ++size_;
-        return;
-      }
-    }
+    int64_t i = index_(v);
+    if (i == VarIndexMap::kAbsent) i = index_.add(v);
+    put(i, std::move(value));
   }
+  // Adds a var the function does not define (one the pass just made).
+  void add(const VarNode* v, V value) { put(index_.add(v), std::move(value)); }
+  // Whether any value was ever set.
+  bool any() const { return any_; }
 
  private:
-  struct Slot {
-    const VarNode* var;
-    V value;
-  };
-
-  void rehash(size_t want) {
-    int bits = 4;
-    while ((size_t{1} << bits) < 2 * want) ++bits;
-    std::vector<Slot> old = std::move(slots_);
-    shift_ = 64 - bits;
-    slots_.assign(size_t{1} << bits, Slot{nullptr, V{}});
-    size_ = 0;
-    for (const auto& s : old)
-      if (s.var) set(s.var, s.value);
-  }
-  size_t mask() const { return slots_.size() - 1; }
-  size_t slot(const VarNode* v) const {
-    uint64_t bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(v));
-    return static_cast<size_t>((bits * 0x9e3779b97f4a7c15ULL) >> shift_);
+  void put(int64_t i, V value) {
+    if (values_.size() < index_.size()) values_.resize(index_.size());
+    values_[static_cast<size_t>(i)] = std::move(value);
+    any_ = true;
   }
 
-  std::vector<Slot> slots_;
-  size_t size_ = 0;
-  int shift_ = 60;
+  VarIndexMap index_;
+  std::vector<V> values_;
+  bool any_ = false;
 };
 
 }  // namespace aj

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -19,7 +18,7 @@ namespace aj {
 
 class RewriteContext {
  public:
-  explicit RewriteContext(const FlatVarMap<const CallNode*>& defs) : defs_(defs) {}
+  explicit RewriteContext(const VarTable<const CallNode*>& defs) : defs_(defs) {}
   // The call bound to e when e is a var bound to a call, else nullptr.
   const CallNode* bound_call(const Expr& e) const;
   // The call bound to e when it is a call of `op`, else nullptr.
@@ -29,7 +28,7 @@ class RewriteContext {
             const std::vector<std::pair<std::string, AttrValue>>& attrs = {}) const;
 
  private:
-  const FlatVarMap<const CallNode*>& defs_;
+  const VarTable<const CallNode*>& defs_;
 };
 
 struct RewriteRule {
