@@ -164,3 +164,24 @@ def test_symbolic_dims_stay_symbolic():
     assert '"n"' in out["main_adjoint"].script()
     for n in (2, 7):
         check_gradients(mod, "main", [rand(n, 5), rand(5, 3)], delta=1e-6, rtol=1e-5, atol=1e-7)
+
+
+
+def test_dead_forward_bindings_and_off_path_required_vars():
+    # "dead" feeds nothing the result uses; "side" is required but off the
+    # path to the result: it gets zeros, and the simplified adjoint drops
+    # "dead" while the raw one keeps the whole forward function.
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (3,), F)
+    y = bb.param("y", (3,), F)
+    bb.emit(aj.op.exp(y), "dead")
+    bb.emit(aj.op.tanh(x), "side")
+    mod = bb.finish(aj.op.sum(x * y))
+    xs, ys = rand(3), rand(3)
+    for simplify in (True, False):
+        out = aj.transform.Gradient(require_grads=["x", "side"], simplify=simplify)(mod)
+        names = {b.var.name_hint for b in out["main_adjoint"].bindings}
+        assert ("dead" in names) == (not simplify)
+        _, (gx, gside) = aj.build(out)["main_adjoint"](xs, ys)
+        np.testing.assert_allclose(gx, ys, rtol=1e-12)
+        np.testing.assert_array_equal(gside, np.zeros(3))

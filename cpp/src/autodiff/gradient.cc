@@ -48,12 +48,15 @@ class GradientBuilder {
         adj_(fn.params().size() + fn.bindings().size()) {}
 
   Function run() {
+    live_ = live_vars(fn_, index_);
     share_forward();
     std::vector<Var> required = required_vars();
     mark_relevant(required);
     const Expr& ret = fn_.ret();
     seed(ret);
-    for (size_t i = fn_.bindings().size(); i-- > 0;) backprop(fn_.bindings()[i]);
+    size_t first = fn_.params().size();  // binding i has definition index first + i
+    for (size_t i = fn_.bindings().size(); i-- > 0;)
+      if (adj_[first + i]) backprop(fn_.bindings()[i], adj_[first + i]);
     std::vector<Expr> grads;
     for (const Var& r : required) grads.push_back(final_adjoint(r));
     Expr grad_tuple = std::make_shared<TupleNode>(std::move(grads));
@@ -68,10 +71,14 @@ class GradientBuilder {
 
   // ---- the forward part: the function's own params and bindings ----
 
+  // With simplify, forward bindings the result does not depend on are left
+  // out here rather than removed after.
   void share_forward() {
     bb_.reserve(4 * fn_.bindings().size());  // the forward part plus about three adjoint bindings each
     for (const auto& p : fn_.params()) bb_.add_existing_param(p);
-    for (const auto& b : fn_.bindings()) bb_.push_binding(b);
+    size_t first = fn_.params().size();
+    for (size_t i = 0; i < fn_.bindings().size(); ++i)
+      if (!opt_.simplify || live_[first + i]) bb_.push_binding(fn_.bindings()[i]);
   }
 
   // The definition index of a var of the function; -1 for others.
@@ -125,12 +132,14 @@ class GradientBuilder {
     return false;
   }
 
-  // Vars that are required or depend on a required var: only they need adjoints.
+  // Vars that are required, or that the result depends on and that depend
+  // on a required var: only they need adjoints. Bindings the result does not
+  // depend on are skipped unread (most of a wide DAG, typically).
   void mark_relevant(const std::vector<Var>& required) {
     for (const auto& r : required) relevant_[static_cast<size_t>(index_of(r.get()))] = 1;
     size_t first = fn_.params().size();
     for (size_t i = 0; i < fn_.bindings().size(); ++i)
-      if (uses_relevant(fn_.bindings()[i].value)) relevant_[first + i] = 1;
+      if (live_[first + i] && uses_relevant(fn_.bindings()[i].value)) relevant_[first + i] = 1;
   }
 
   // ---- adjoints ----
@@ -226,10 +235,8 @@ class GradientBuilder {
     return a;
   }
 
-  void backprop(const Binding& b) {
-    int64_t i = index_of(b.var.get());
-    if (i < 0 || !adj_[static_cast<size_t>(i)]) return;
-    AdjointPtr a = adj_[static_cast<size_t>(i)];
+  // Passes the adjoint `a` of b's var on to what b's value uses.
+  void backprop(const Binding& b, AdjointPtr a) {
     const Expr& value = b.value;
     switch (value->kind()) {
       case ExprKind::kVar:
@@ -275,6 +282,7 @@ class GradientBuilder {
   const GradientOptions& opt_;
   FunctionBuilder bb_;
   VarIndexMap index_;              // var of the function -> definition index
+  std::vector<uint8_t> live_;      // by definition index: the result depends on it
   std::vector<uint8_t> relevant_;  // by definition index
   std::vector<AdjointPtr> adj_;    // by definition index
 };
@@ -290,10 +298,8 @@ Module gradient(const Module& mod, const GradientOptions& options) {
                              names.empty() ? std::string("none") : names, ")"));
   }
   Function adjoint = GradientBuilder(options.func_name, *fn, options).run();
-  if (options.simplify) {  // dead forward bindings first, so the rewrites see only what the adjoint needs
-    adjoint = dead_code_elimination(adjoint);
+  if (options.simplify)  // dead forward bindings were left out, so the rewrites see only what the adjoint needs
     adjoint = dead_code_elimination(eliminate_common_subexpr(rewrite_simplify_gradient(adjoint)));
-  }
   return mod->with_function(options.func_name + "_adjoint", adjoint);
 }
 

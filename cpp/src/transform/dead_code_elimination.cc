@@ -35,18 +35,23 @@ void mark_uses(const Expr& e, const VarIndexMap& index, std::vector<uint8_t>& li
 
 }  // namespace
 
+std::vector<uint8_t> live_vars(const FunctionNode& fn, const VarIndexMap& index) {
+  const auto& bindings = fn.bindings();
+  size_t first = fn.params().size();  // binding i has index first + i
+  std::vector<uint8_t> live(first + bindings.size(), 0);
+  mark_uses(fn.ret(), index, live);
+  for (size_t i = bindings.size(); i-- > 0;)
+    if (live[first + i]) mark_uses(bindings[i].value, index, live);
+  return live;
+}
+
 Function dead_code_elimination(const Function& fn) {
   VarIndexMap index(*fn);
   const auto& bindings = fn->bindings();
-  size_t first = fn->params().size();  // binding i has index first + i
-  std::vector<uint8_t> live(first + bindings.size(), 0);
-  mark_uses(fn->ret(), index, live);
+  size_t first = fn->params().size();
+  std::vector<uint8_t> live = live_vars(*fn, index);
   size_t kept_count = 0;
-  for (size_t i = bindings.size(); i-- > 0;) {
-    if (!live[first + i]) continue;
-    ++kept_count;
-    mark_uses(bindings[i].value, index, live);
-  }
+  for (size_t i = 0; i < bindings.size(); ++i) kept_count += live[first + i];
   if (kept_count == bindings.size()) return fn;
   std::vector<Binding> kept;
   kept.reserve(kept_count);

@@ -8,14 +8,17 @@ import time
 from typing import Callable
 
 
-def median_seconds(fn: Callable[[], object], repeat: int = 5, warmup: int = 1) -> float:
-    """Median wall time of ``fn`` over ``repeat`` runs, after ``warmup`` runs.
+def median_seconds(fn: Callable[[], object], repeat: int = 5, warmup: int = 1,
+                   min_total: float = 0.0) -> float:
+    """Median wall time of ``fn`` over ``repeat`` runs, after ``warmup`` runs;
+    more runs while their total is under ``min_total`` seconds, so that a
+    run of a millisecond is not measured from three samples of noise.
     What ``fn`` returns is freed after its timing stops: freeing the previous
     result (a module of 200k bindings, say) is not part of the next run."""
     for _ in range(warmup):
         fn()
-    times = []
-    for _ in range(repeat):
+    times: list[float] = []
+    while len(times) < repeat or sum(times) < min_total:
         t0 = time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - t0)

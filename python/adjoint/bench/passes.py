@@ -52,11 +52,12 @@ def gradient_scaling(repeat: int) -> None:
     for shape in ("chain", "dag"):
         for n in SIZES:
             mod = aj.parse(generate(n, shape))
-            raw = median_seconds(lambda: aj.transform.Gradient(simplify=False)(mod), repeat, warmup=0)
-            simp = median_seconds(lambda: aj.transform.Gradient()(mod), repeat, warmup=0)
-            adj = aj.transform.Gradient()(mod)["main_adjoint"]
+            raw = median_seconds(lambda: aj.transform.Gradient(simplify=False)(mod), repeat, warmup=0, min_total=0.3)
+            simp = median_seconds(lambda: aj.transform.Gradient()(mod), repeat, warmup=0, min_total=0.3)
+            adjoint_size = len(aj.transform.Gradient()(mod)["main_adjoint"].bindings)
             times[(shape, n)] = simp
-            rows.append([shape, n, raw, simp, len(adj.bindings)])
+            rows.append([shape, n, raw, simp, adjoint_size])
+            del mod  # each size is timed with no earlier size's IR alive
     print(f"Gradient on generated functions: seconds, median of {repeat} runs")
     print_table(["shape", "bindings", "simplify=False", "simplify=True", "adjoint bindings"], rows)
     print()

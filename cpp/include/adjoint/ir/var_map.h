@@ -55,7 +55,8 @@ class VarIndexMap {
     if (v) {
       uint32_t h = v->index_hint();
       if (h < vars_.size() && vars_[h] == v) has_duplicates_ = true;
-      else if (vars_.size() <= UINT32_MAX) v->set_index_hint(static_cast<uint32_t>(vars_.size()));
+      else if (h != vars_.size() && vars_.size() <= UINT32_MAX)  // no store (no dirty line) when it holds
+        v->set_index_hint(static_cast<uint32_t>(vars_.size()));
     }
     vars_.push_back(v);
   }

@@ -2,9 +2,18 @@
 // over immutable IR.
 #pragma once
 
+#include <cstdint>
+#include <vector>
+
 #include "adjoint/ir/function.h"
+#include "adjoint/ir/var_map.h"
 
 namespace aj {
+
+// Which vars of fn the returned value depends on (1) or not (0), by
+// definition index in `index` (a VarIndexMap of fn): the marking half of
+// dead-code elimination, for passes that only need to know.
+std::vector<uint8_t> live_vars(const FunctionNode& fn, const VarIndexMap& index);
 
 // Removes bindings whose values nothing returns or uses (all ops are pure),
 // in every function.
