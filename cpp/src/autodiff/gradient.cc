@@ -74,9 +74,11 @@ class GradientBuilder {
   // With simplify, forward bindings the result does not depend on are left
   // out here rather than removed after.
   void share_forward() {
-    bb_.reserve(4 * fn_.bindings().size());  // the forward part plus about three adjoint bindings each
-    for (const auto& p : fn_.params()) bb_.add_existing_param(p);
     size_t first = fn_.params().size();
+    size_t live = 0;
+    for (size_t i = 0; i < fn_.bindings().size(); ++i) live += live_[first + i];
+    bb_.reserve((opt_.simplify ? 0 : fn_.bindings().size() - live) + 4 * live);  // about three adjoint bindings each
+    for (const auto& p : fn_.params()) bb_.add_existing_param(p);
     for (size_t i = 0; i < fn_.bindings().size(); ++i)
       if (!opt_.simplify || live_[first + i]) bb_.push_binding(fn_.bindings()[i]);
   }

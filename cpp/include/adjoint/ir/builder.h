@@ -29,7 +29,7 @@ class FunctionBuilder {
   // Makes room for n more bindings and names (a hint for large functions).
   void reserve(size_t n) {
     bindings_.reserve(bindings_.size() + n);
-    names_.reserve(names_.size() + n);
+    if (unique_names_) names_.reserve(names_.size() + n);
   }
   // Keeps `name` from being handed out by later de-duplication.
   void reserve_name(const std::string& name) { names_.insert(name); }
