@@ -142,3 +142,35 @@ def test_comparing_unlike_things_is_an_error():
         aj.structural_equal(mod, mod["main"])
     with pytest.raises(aj.Error):
         aj.structural_hash(3)
+
+
+def test_functions_sharing_vars_at_different_places():
+    # Each var caches where a function defines it; here the same vars sit at
+    # other indices in a second function, so lookups alternate between the
+    # two and must fall back to the table, not trust the other's cache.
+    T = aj.TensorType((3,), "float32")
+    x, a, b = aj.Var("x", T), aj.Var("a", T), aj.Var("b", T)
+    f = aj.Function([x], [(a, aj.Call("exp", [x])), (b, aj.Call("add", [a, x]))], b)
+    c = aj.Var("c", T)
+    g = aj.Function([x], [(c, aj.Call("tanh", [x])), (a, aj.Call("exp", [x])), (b, aj.Call("add", [a, c]))], b)
+    mod = aj.Module({"f": f, "g": g})
+    text = mod.script()
+    again = aj.parse(text)
+    for _ in range(2):
+        aj.assert_structural_equal(mod, again)
+        assert aj.structural_hash(mod) == aj.structural_hash(again)
+        assert mod.script() == text
+    assert "b: Tensor((3,), \"float32\") = add(a, c)" in text
+    kept = aj.transform.DeadCodeElimination()(aj.Module({"g": g}))["g"]
+    assert [bd.var.name_hint for bd in kept.bindings] == ["c", "a", "b"]
+
+
+def test_var_defined_twice_prints_and_hashes_by_first_definition():
+    T = aj.TensorType((3,), "float32")
+    x, a = aj.Var("x", T), aj.Var("a", T)
+    twice = aj.Module({"main": aj.Function([x], [(a, aj.Call("exp", [x])), (a, aj.Call("tanh", [a]))], a)})
+    assert not aj.analysis.well_formed(twice)
+    text = twice.script()
+    assert text.count("a: Tensor") == 2
+    assert aj.structural_hash(twice) == aj.structural_hash(twice)
+    assert aj.structural_equal(twice, twice)
