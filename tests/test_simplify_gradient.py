@@ -223,3 +223,31 @@ def test_malformed_module_gives_verify_error():
     fn = aj.Function([x], [(a, aj.Call("add", [x, b])), (b, aj.Call("add", [x, x]))], a)
     with pytest.raises(aj.VerifyError):
         aj.analysis.verify(aj.transform.SimplifyGradient()(aj.Module({"main": fn})))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_property_dce_keeps_exactly_what_the_result_needs(data):
+    # Random DAGs of up to 300 bindings, each using one or two earlier values
+    # (uses reach far back, so the set of wanted vars grows, shrinks and
+    # wraps around); DCE must keep exactly the bindings the result reaches.
+    n = data.draw(st.integers(1, 300))
+    T = aj.TensorType((2,), "float32")
+    x = aj.Var("x", T)
+    vars_, bindings, uses = [x], [], {}
+    for k in range(n):
+        picks = data.draw(st.lists(st.integers(0, len(vars_) - 1), min_size=1, max_size=2))
+        args = [vars_[i] for i in picks] if len(picks) == 2 else [vars_[picks[0]]] * 2
+        v = aj.Var(f"v{k}", T)
+        bindings.append((v, aj.Call("add", args)))
+        uses[v.name_hint] = [a.name_hint for a in args]
+        vars_.append(v)
+    ret = vars_[data.draw(st.integers(1, len(vars_) - 1))] if n else x
+    wanted, live = {ret.name_hint}, []
+    for v, _ in reversed(bindings):
+        if v.name_hint in wanted:
+            live.append(v.name_hint)
+            wanted.update(uses[v.name_hint])
+    mod = aj.Module({"main": aj.Function([x], bindings, ret)})
+    kept = aj.transform.DeadCodeElimination()(mod)["main"]
+    assert [b.var.name_hint for b in kept.bindings] == live[::-1]

@@ -43,20 +43,22 @@ bool carries_gradient(const Type& t) {
 class GradientBuilder {
  public:
   GradientBuilder(const std::string& name, const FunctionNode& fn, const GradientOptions& opt)
-      : name_(name), fn_(fn), opt_(opt), bb_(fn.attrs(), /*unique_names=*/false), index_(fn),
-        relevant_(fn.params().size() + fn.bindings().size(), 0),
-        adj_(fn.params().size() + fn.bindings().size()) {}
+      : name_(name), fn_(fn), opt_(opt), bb_(fn.attrs(), /*unique_names=*/false),
+        live_(live_bindings(fn)), index_(indexed_vars(fn, live_)), relevant_(index_.size(), 0),
+        adj_(index_.size()) {}
 
   Function run() {
-    live_ = live_vars(fn_, index_);
     share_forward();
     std::vector<Var> required = required_vars();
     mark_relevant(required);
     const Expr& ret = fn_.ret();
     seed(ret);
-    size_t first = fn_.params().size();  // binding i has definition index first + i
-    for (size_t i = fn_.bindings().size(); i-- > 0;)
-      if (adj_[first + i]) backprop(fn_.bindings()[i], adj_[first + i]);
+    size_t k = index_.size();  // the index of the live binding before the current one
+    for (size_t i = fn_.bindings().size(); i-- > 0;) {
+      if (!live_[i]) continue;
+      --k;
+      if (adj_[k]) backprop(fn_.bindings()[i], adj_[k]);
+    }
     std::vector<Expr> grads;
     for (const Var& r : required) grads.push_back(final_adjoint(r));
     Expr grad_tuple = std::make_shared<TupleNode>(std::move(grads));
@@ -74,16 +76,24 @@ class GradientBuilder {
   // With simplify, forward bindings the result does not depend on are left
   // out here rather than removed after.
   void share_forward() {
-    size_t first = fn_.params().size();
-    size_t live = 0;
-    for (size_t i = 0; i < fn_.bindings().size(); ++i) live += live_[first + i];
+    size_t live = index_.size() - fn_.params().size();
     bb_.reserve((opt_.simplify ? 0 : fn_.bindings().size() - live) + 4 * live);  // about three adjoint bindings each
     for (const auto& p : fn_.params()) bb_.add_existing_param(p);
     for (size_t i = 0; i < fn_.bindings().size(); ++i)
-      if (!opt_.simplify || live_[first + i]) bb_.push_binding(fn_.bindings()[i]);
+      if (!opt_.simplify || live_[i]) bb_.push_binding(fn_.bindings()[i]);
   }
 
-  // The definition index of a var of the function; -1 for others.
+  // Only the params and the live bindings' vars are indexed: the others
+  // (dead code for this result) get no adjoint, and are never read.
+  static std::vector<const VarNode*> indexed_vars(const FunctionNode& fn, const std::vector<uint8_t>& live) {
+    std::vector<const VarNode*> vars;
+    for (const auto& p : fn.params()) vars.push_back(p.get());
+    for (size_t i = 0; i < fn.bindings().size(); ++i)
+      if (live[i]) vars.push_back(fn.bindings()[i].var.get());
+    return vars;
+  }
+
+  // The index of a param or live var; -1 for others.
   int64_t index_of(const VarNode* v) const { return index_(v); }
 
   // ---- which vars ----
@@ -138,10 +148,16 @@ class GradientBuilder {
   // on a required var: only they need adjoints. Bindings the result does not
   // depend on are skipped unread (most of a wide DAG, typically).
   void mark_relevant(const std::vector<Var>& required) {
-    for (const auto& r : required) relevant_[static_cast<size_t>(index_of(r.get()))] = 1;
-    size_t first = fn_.params().size();
-    for (size_t i = 0; i < fn_.bindings().size(); ++i)
-      if (live_[first + i] && uses_relevant(fn_.bindings()[i].value)) relevant_[first + i] = 1;
+    for (const auto& r : required) {
+      int64_t i = index_of(r.get());
+      if (i >= 0) relevant_[static_cast<size_t>(i)] = 1;
+    }
+    size_t k = fn_.params().size();
+    for (size_t i = 0; i < fn_.bindings().size(); ++i) {
+      if (!live_[i]) continue;
+      if (uses_relevant(fn_.bindings()[i].value)) relevant_[k] = 1;
+      ++k;
+    }
   }
 
   // ---- adjoints ----
@@ -220,8 +236,9 @@ class GradientBuilder {
   }
 
   Expr final_adjoint(const Var& v) {
-    const AdjointPtr& a = adj_[static_cast<size_t>(index_of(v.get()))];
-    if (a && a->tensor) return a->tensor;
+    int64_t i = index_of(v.get());
+    if (i >= 0 && adj_[static_cast<size_t>(i)] && adj_[static_cast<size_t>(i)]->tensor)
+      return adj_[static_cast<size_t>(i)]->tensor;
     const OpDef& zeros = OpRegistry::global().get("zeros");
     const Type& t = v->type();
     return bb_.emit(make_call(zeros, {}, resolve_attrs(zeros, {t->shape(), t->dtype()}, {})), adjoint_name(v));
@@ -283,10 +300,10 @@ class GradientBuilder {
   const FunctionNode& fn_;
   const GradientOptions& opt_;
   FunctionBuilder bb_;
-  VarIndexMap index_;              // var of the function -> definition index
-  std::vector<uint8_t> live_;      // by definition index: the result depends on it
-  std::vector<uint8_t> relevant_;  // by definition index
-  std::vector<AdjointPtr> adj_;    // by definition index
+  std::vector<uint8_t> live_;      // by binding position: the result depends on it
+  VarIndexMap index_;              // params, then live binding vars, in order
+  std::vector<uint8_t> relevant_;  // by index_
+  std::vector<AdjointPtr> adj_;    // by index_
 };
 
 }  // namespace

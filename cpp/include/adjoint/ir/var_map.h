@@ -26,6 +26,11 @@ class VarIndexMap {
     for (const auto& p : fn.params()) define(p.get());
     for (const auto& b : fn.bindings()) define(b.var.get());
   }
+  // Index i for vars[i]: for a pass that indexes part of a function.
+  explicit VarIndexMap(const std::vector<const VarNode*>& vars) {
+    vars_.reserve(vars.size());
+    for (const VarNode* v : vars) define(v);
+  }
 
   size_t size() const { return vars_.size(); }
 

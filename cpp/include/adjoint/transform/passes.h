@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "adjoint/ir/function.h"
-#include "adjoint/ir/var_map.h"
+#include "adjoint/ir/substitute.h"
 
 namespace aj {
 
-// Which vars of fn the returned value depends on (1) or not (0), by
-// definition index in `index` (a VarIndexMap of fn): the marking half of
-// dead-code elimination, for passes that only need to know.
-std::vector<uint8_t> live_vars(const FunctionNode& fn, const VarIndexMap& index);
+// Which bindings of fn the returned value depends on (1) or not (0), by
+// position: the marking half of dead-code elimination, for passes that only
+// need to know. Reads nothing of a dead binding but its var's address.
+std::vector<uint8_t> live_bindings(const FunctionNode& fn);
 
 // Removes bindings whose values nothing returns or uses (all ops are pure),
 // in every function.
