@@ -318,7 +318,7 @@ Module gradient(const Module& mod, const GradientOptions& options) {
   }
   Function adjoint = GradientBuilder(options.func_name, *fn, options).run();
   if (options.simplify)  // dead forward bindings were left out, so the rewrites see only what the adjoint needs
-    adjoint = dead_code_elimination(eliminate_common_subexpr(rewrite_simplify_gradient(adjoint)));
+    adjoint = dead_code_elimination(rewrite_simplify_gradient(adjoint, /*share_values=*/true));
   return mod->with_function(options.func_name + "_adjoint", adjoint);
 }
 

@@ -7,6 +7,7 @@
 #include "adjoint/transform/rewrite.h"
 
 #include "adjoint/ir/substitute.h"
+#include "adjoint/transform/common_values.h"
 #include "adjoint/support/error.h"
 
 namespace aj {
@@ -31,8 +32,9 @@ namespace {
 
 class RewriteRound {
  public:
-  RewriteRound(const FunctionNode& fn, const std::vector<RewriteRule>& rules)
-      : fn_(fn), rules_(rules), replaced_(fn), defs_(fn), ctx_(defs_) {}
+  RewriteRound(const FunctionNode& fn, const std::vector<RewriteRule>& rules, bool share_values)
+      : fn_(fn), rules_(rules), replaced_(fn), defs_(fn), ctx_(defs_), share_(share_values),
+        seen_(share_values ? fn.bindings().size() : 0, out_) {}
 
   Function run() {
     out_.reserve(fn_.bindings().size());
@@ -56,12 +58,25 @@ class RewriteRound {
     return nullptr;
   }
 
-  // Binds an existing var of the function, or (fresh) one just made.
-  void bind(const Var& v, const Expr& value, bool fresh = false) {
-    out_.push_back({v, value});
+  // The var that stands for `value` from here on: when sharing values, the
+  // var of an earlier binding of an equal value (nothing is bound); else `v`,
+  // or a fresh var when v is null, bound to value.
+  Var bind(const Var& v, const Expr& value) {
+    size_t key = 0;
+    if (share_) {
+      key = cse::value_key(value);
+      if (Var earlier = seen_.find(key, value)) {
+        changed_ = true;
+        return earlier;
+      }
+      seen_.insert(key, out_.size());
+    }
+    Var var = v ? v : std::make_shared<VarNode>("lv", value->type());
+    out_.push_back({var, value});
     auto* c = as<CallNode>(value);
-    if (fresh) defs_.add(v.get(), c);
-    else if (c) defs_.set(v.get(), c);
+    if (!v) defs_.add(var.get(), c);
+    else if (c) defs_.set(var.get(), c);
+    return var;
   }
 
   struct Replacement {
@@ -94,23 +109,13 @@ class RewriteRound {
       changed_ = true;
       return bind_simplified(replaced, root, depth + 1);
     }
-    if (root) {
-      bind(root, value);
-      return root;
-    }
-    Var v = std::make_shared<VarNode>("lv", value->type());
-    bind(v, value, /*fresh=*/true);
-    return v;
+    return bind(root, value);
   }
 
   // Unchanged bindings are kept as they are (same var, same value).
   void rewrite(const Binding& b) {
     Expr value = substitute(b.value, replacement());
-    if (value->kind() != ExprKind::kCall) {
-      bind(b.var, value);
-      return;
-    }
-    Expr leaf = bind_simplified(value, b.var, 0);
+    Expr leaf = value->kind() == ExprKind::kCall ? bind_simplified(value, b.var, 0) : Expr(bind(b.var, value));
     if (leaf != b.var) replaced_.set(b.var.get(), leaf);
   }
 
@@ -122,13 +127,15 @@ class RewriteRound {
   VarTable<Expr> replaced_;              // var -> the leaf that stands for it now
   VarTable<const CallNode*> defs_;      // var -> the call it is bound to (vars made here too)
   RewriteContext ctx_;
+  bool share_;                          // bind equal values once (common-subexpression elimination)
+  cse::SeenValues seen_;                // with share_: the values bound so far, by content
   bool changed_ = false;
 };
 
 }  // namespace
 
-Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& rules) {
-  Function out = RewriteRound(*fn, rules).run();
+Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& rules, bool share_values) {
+  Function out = RewriteRound(*fn, rules, share_values).run();
   return out ? out : fn;
 }
 

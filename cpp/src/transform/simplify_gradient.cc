@@ -119,7 +119,9 @@ const std::vector<RewriteRule>& simplify_gradient_rules() {
 
 }  // namespace
 
-Function rewrite_simplify_gradient(const Function& fn) { return rewrite_bindings(fn, simplify_gradient_rules()); }
+Function rewrite_simplify_gradient(const Function& fn, bool share_values) {
+  return rewrite_bindings(fn, simplify_gradient_rules(), share_values);
+}
 
 Function simplify_gradient(const Function& fn) { return dead_code_elimination(rewrite_simplify_gradient(fn)); }
 

@@ -29,7 +29,9 @@ Function eliminate_common_subexpr(const Function& fn);
 // applied to a fixed point, then dead-code elimination.
 Module simplify_gradient(const Module& mod);
 Function simplify_gradient(const Function& fn);
-// The rewrites alone, leaving dead bindings (for pipelines that remove them once, at the end).
-Function rewrite_simplify_gradient(const Function& fn);
+// The rewrites alone, leaving dead bindings (for pipelines that remove them
+// once, at the end); with share_values, common subexpressions are
+// eliminated in the same pass.
+Function rewrite_simplify_gradient(const Function& fn, bool share_values = false);
 
 }  // namespace aj

@@ -41,7 +41,9 @@ struct RewriteRule {
 // each call of a replacement likewise, until no rule matches anywhere (one
 // pass suffices: a rule sees only a call and earlier, final bindings).
 // Bindings left unused are not removed: run dead-code elimination after.
-Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& rules);
+// With share_values, equal values are bound once as they are bound (what
+// EliminateCommonSubexpr would do after, in the same pass).
+Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& rules, bool share_values = false);
 Module rewrite_bindings(const Module& mod, const std::vector<RewriteRule>& rules);
 
 }  // namespace aj

@@ -1,0 +1,141 @@
+// Bound values by content, for common-subexpression elimination: a call is
+// keyed by its op, attrs and arguments (vars by identity, constants by
+// value), a tuple by its fields, an item by its tuple and index. SeenValues
+// files the bindings kept so far under those keys. Shared by
+// EliminateCommonSubexpr and by the rewriter, which can share values as it
+// binds them.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "adjoint/ir/function.h"
+
+namespace aj::cse {
+
+inline size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+
+inline bool constants_equal(const ConstantNode& a, const ConstantNode& b) {
+  return type_equal(a.type(), b.type()) &&
+         std::memcmp(a.data().data(), b.data().data(), a.data().nbytes()) == 0;
+}
+
+inline size_t leaf_hash(const Expr& e) {
+  if (auto* c = as<ConstantNode>(e)) {
+    size_t h = type_hash(c->type());
+    const auto* bytes = static_cast<const unsigned char*>(c->data().data());
+    for (size_t i = 0; i < c->data().nbytes(); ++i) h = mix(h, bytes[i]);
+    return h;
+  }
+  if (auto* t = as<TupleNode>(e)) {
+    size_t h = 0x7u;
+    for (const auto& f : t->fields()) h = mix(h, leaf_hash(f));
+    return h;
+  }
+  return std::hash<const void*>()(e.get());
+}
+
+inline bool leaf_equal(const Expr& a, const Expr& b) {
+  if (a == b) return true;
+  if (a->kind() != b->kind()) return false;
+  if (auto* ca = as<ConstantNode>(a)) return constants_equal(*ca, static_cast<const ConstantNode&>(*b));
+  if (auto* ta = as<TupleNode>(a)) {
+    const auto& tb = static_cast<const TupleNode&>(*b);
+    if (ta->fields().size() != tb.fields().size()) return false;
+    for (size_t i = 0; i < ta->fields().size(); ++i)
+      if (!leaf_equal(ta->fields()[i], tb.fields()[i])) return false;
+    return true;
+  }
+  return false;
+}
+
+inline size_t value_hash(const Expr& v) {
+  if (auto* c = as<CallNode>(v)) {
+    size_t h = std::hash<const void*>()(&c->op());
+    for (const auto& a : c->args()) h = mix(h, leaf_hash(a));
+    for (const auto& a : c->attrs()) h = mix(h, attr_hash(a));
+    return h;
+  }
+  if (auto* g = as<TupleGetItemNode>(v)) return mix(leaf_hash(g->tuple()), static_cast<size_t>(g->index()) + 1);
+  return leaf_hash(v);
+}
+
+inline bool value_equal(const Expr& a, const Expr& b) {
+  if (a->kind() != b->kind()) return false;
+  if (auto* ca = as<CallNode>(a)) {
+    const auto& cb = static_cast<const CallNode&>(*b);
+    if (&ca->op() != &cb.op() || ca->args().size() != cb.args().size()) return false;
+    for (size_t i = 0; i < ca->args().size(); ++i)
+      if (!leaf_equal(ca->args()[i], cb.args()[i])) return false;
+    for (size_t i = 0; i < ca->attrs().size(); ++i)
+      if (!attr_equal(ca->attrs()[i], cb.attrs()[i])) return false;
+    return true;
+  }
+  if (auto* ga = as<TupleGetItemNode>(a)) {
+    const auto& gb = static_cast<const TupleGetItemNode&>(*b);
+    return ga->index() == gb.index() && leaf_equal(ga->tuple(), gb.tuple());
+  }
+  return leaf_equal(a, b);
+}
+
+// Spreads a hash over all 64 bits (splitmix64's finalizer): the table takes
+// its slot from the low bits and its tag from the high ones.
+inline size_t spread(size_t h) {
+  uint64_t z = static_cast<uint64_t>(h);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return static_cast<size_t>(z ^ (z >> 31));
+}
+
+// The hash a value is filed under.
+inline size_t value_key(const Expr& v) { return spread(value_hash(v)); }
+
+// Values seen so far, in an open-addressing table of 8-byte slots (32 bits
+// of the hash, the index of the kept binding): one flat array, as small as
+// it can be, since every lookup lands in it at random.
+class SeenValues {
+ public:
+  SeenValues(size_t n, const std::vector<Binding>& kept) : kept_(kept) { resize(n); }
+  // The var bound to a value equal to `value`, or nullptr.
+  Var find(size_t hash, const Expr& value) const {
+    uint32_t tag = static_cast<uint32_t>(hash >> 32);
+    for (size_t s = hash & mask();; s = (s + 1) & mask()) {
+      const Slot& slot = slots_[s];
+      if (!slot.index) return nullptr;
+      const Binding& b = kept_[slot.index - 1];
+      if (slot.tag == tag && value_equal(b.value, value)) return b.var;
+    }
+  }
+  // Records kept binding i, whose value has `hash`.
+  void insert(size_t hash, size_t i) {
+    if (4 * ++size_ > 3 * slots_.size()) resize(2 * size_);  // rehashes what it holds
+    put(hash, i);
+  }
+
+ private:
+  struct Slot {
+    uint32_t tag;    // high bits of the hash (the low ones pick the slot)
+    uint32_t index;  // 1 + index into kept_, 0 when empty
+  };
+  size_t mask() const { return slots_.size() - 1; }
+  void put(size_t hash, size_t i) {
+    size_t s = hash & mask();
+    while (slots_[s].index) s = (s + 1) & mask();
+    slots_[s] = Slot{static_cast<uint32_t>(hash >> 32), static_cast<uint32_t>(i + 1)};
+  }
+  // Room for n values at a load factor at most 3/4 (small beats fewer probes).
+  void resize(size_t n) {
+    size_t size = 16;
+    while (3 * size < 4 * n + 4) size <<= 1;
+    std::vector<Slot> old(size, Slot{0, 0});
+    old.swap(slots_);
+    for (const Slot& s : old)
+      if (s.index) put(value_key(kept_[s.index - 1].value), s.index - 1);
+  }
+  const std::vector<Binding>& kept_;
+  std::vector<Slot> slots_;
+  size_t size_ = 0;
+};
+
+}  // namespace aj::cse
