@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import random
+import statistics
 
 import numpy as np
 
@@ -90,6 +91,19 @@ def count_ops(fn: aj.Function, op: str | None = None) -> int:
     return sum(1 for b in fn.bindings if isinstance(b.value, aj.Call) and (op is None or b.value.op == op))
 
 
+def interleaved_medians(fns: dict, inputs: list, repeat: int) -> dict:
+    """Median seconds of each function, timed in turn (raw, simplified, raw,
+    ...) so that a slow spell of a shared machine hits both alike."""
+    for fn in fns.values():
+        for _ in range(2):
+            fn(*inputs)
+    times: dict = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            times[k].append(median_seconds(lambda: fn(*inputs), 1, warmup=0))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
 def simplify_effect(repeat: int) -> None:
     rng = np.random.default_rng(0)
     stack = linear_stack()
@@ -100,15 +114,13 @@ def simplify_effect(repeat: int) -> None:
     rows = []
     speedups = {}
     for name, mod, inputs in cases:
-        t = {}
+        adjoints = {simplify: aj.transform.Gradient(simplify=simplify)(mod) for simplify in (False, True)}
+        fns = {simplify: aj.build(adj)["main_adjoint"] for simplify, adj in adjoints.items()}
+        t = interleaved_medians(fns, inputs, repeat)
         for simplify in (False, True):
-            adj = aj.transform.Gradient(simplify=simplify)(mod)
-            fn = aj.build(adj)["main_adjoint"]
-            sec = median_seconds(lambda: fn(*inputs), repeat, warmup=2)
-            f = adj["main_adjoint"]
-            t[simplify] = sec
+            f = adjoints[simplify]["main_adjoint"]
             rows.append([name, simplify, count_ops(f), count_ops(f, "permute_dims"), count_ops(f, "matmul"),
-                         sec * 1e3, fn.num_folded_transposes])
+                         t[simplify] * 1e3, fns[simplify].num_folded_transposes])
         speedups[name] = t[False] / t[True]
     print(f"Adjoints with simplify=False vs True: run time in ms, median of {repeat} runs")
     print_table(["graph", "simplify", "ops", "permute_dims", "matmuls", "ms", "folded into GEMM"], rows)
@@ -125,4 +137,4 @@ def simplify_effect(repeat: int) -> None:
 def run(repeat: int = 3) -> None:
     gradient_scaling(repeat)
     print()
-    simplify_effect(max(repeat, 5))
+    simplify_effect(max(repeat, 15))
