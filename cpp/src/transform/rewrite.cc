@@ -14,7 +14,8 @@ namespace aj {
 
 const CallNode* RewriteContext::bound_call(const Expr& e) const {
   auto* v = as<VarNode>(e);
-  return v ? defs_.get(v) : nullptr;
+  const RewriteVar* r = v ? vars_.find(v) : nullptr;
+  return r ? r->call : nullptr;
 }
 
 const CallNode* RewriteContext::bound_call(const Expr& e, const char* op) const {
@@ -33,7 +34,7 @@ namespace {
 class RewriteRound {
  public:
   RewriteRound(const FunctionNode& fn, const std::vector<RewriteRule>& rules, bool share_values)
-      : fn_(fn), rules_(rules), replaced_(fn), defs_(fn), ctx_(defs_), share_(share_values),
+      : fn_(fn), rules_(rules), vars_(fn), ctx_(vars_), share_(share_values),
         seen_(share_values ? fn.bindings().size() : 0, out_) {}
 
   Function run() {
@@ -74,16 +75,25 @@ class RewriteRound {
     Var var = v ? v : std::make_shared<VarNode>("lv", value->type());
     out_.push_back({var, value});
     auto* c = as<CallNode>(value);
-    if (!v) defs_.add(var.get(), c);
-    else if (c) defs_.set(var.get(), c);
+    if (!v) vars_.add(var.get(), RewriteVar{nullptr, c});
+    else if (c) entry(var.get()).call = c;
     return var;
   }
 
+  RewriteVar& entry(const VarNode* v) {
+    if (RewriteVar* r = vars_.find(v)) return *r;
+    vars_.set(v, RewriteVar{});
+    return *vars_.find(v);
+  }
+
   struct Replacement {
-    const VarTable<Expr>& replaced;
-    const Expr* operator()(const VarNode* v) const { return replaced.find(v); }
+    const VarTable<RewriteVar>& vars;
+    const Expr* operator()(const VarNode* v) const {
+      const RewriteVar* r = vars.find(v);
+      return r ? &r->replaced : nullptr;
+    }
   };
-  Replacement replacement() const { return {replaced_}; }
+  Replacement replacement() const { return {vars_}; }
 
   // The leaf that stands for `e` once bound: nested calls are bound first,
   // bottom-up, each simplified by the rules before it is bound, so the
@@ -116,7 +126,7 @@ class RewriteRound {
   void rewrite(const Binding& b) {
     Expr value = substitute(b.value, replacement());
     Expr leaf = value->kind() == ExprKind::kCall ? bind_simplified(value, b.var, 0) : Expr(bind(b.var, value));
-    if (leaf != b.var) replaced_.set(b.var.get(), leaf);
+    if (leaf != b.var) entry(b.var.get()).replaced = leaf;
   }
 
   static constexpr int kMaxDepth = 256;
@@ -124,8 +134,7 @@ class RewriteRound {
   const FunctionNode& fn_;
   const std::vector<RewriteRule>& rules_;
   std::vector<Binding> out_;
-  VarTable<Expr> replaced_;              // var -> the leaf that stands for it now
-  VarTable<const CallNode*> defs_;      // var -> the call it is bound to (vars made here too)
+  VarTable<RewriteVar> vars_;           // the function's vars and those made here
   RewriteContext ctx_;
   bool share_;                          // bind equal values once (common-subexpression elimination)
   cse::SeenValues seen_;                // with share_: the values bound so far, by content

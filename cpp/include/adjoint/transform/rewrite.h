@@ -16,9 +16,16 @@
 
 namespace aj {
 
+// What the rewriter knows of each var: the leaf that now stands for it (when
+// it was rewritten away) and the call it is bound to (when it is).
+struct RewriteVar {
+  Expr replaced;
+  const CallNode* call = nullptr;
+};
+
 class RewriteContext {
  public:
-  explicit RewriteContext(const VarTable<const CallNode*>& defs) : defs_(defs) {}
+  explicit RewriteContext(const VarTable<RewriteVar>& vars) : vars_(vars) {}
   // The call bound to e when e is a var bound to a call, else nullptr.
   const CallNode* bound_call(const Expr& e) const;
   // The call bound to e when it is a call of `op`, else nullptr.
@@ -28,7 +35,7 @@ class RewriteContext {
             const std::vector<std::pair<std::string, AttrValue>>& attrs = {}) const;
 
  private:
-  const VarTable<const CallNode*>& defs_;
+  const VarTable<RewriteVar>& vars_;
 };
 
 struct RewriteRule {
