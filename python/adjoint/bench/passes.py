@@ -6,7 +6,8 @@
    earlier one, so values stay live across the function), and a random DAG
    whose result needs under 1% of it (each uses two random earlier values:
    Gradient's work there is finding that 1%). Goal (issue 4): 100k bindings
-   under 1 s; 200k/100k time ratio at most 2.3.
+   under 1 s; 200k/100k time ratio at most 2.3. Each (shape, size) runs in
+   a fresh process, so every size starts from the same allocator state.
 2. The adjoints of the executor benchmark's MLP and transformer block, and of
    a stack of linear layers (x @ W.T + b), with simplify=False vs True: op
    count, permute_dims count and run time. Goal (issue 5): no permute_dims
@@ -17,8 +18,11 @@
 
 from __future__ import annotations
 
+import json
 import random
 import statistics
+import subprocess
+import sys
 
 import numpy as np
 
@@ -55,19 +59,38 @@ def generate(n: int, shape: str, seed: int = 0) -> str:
     return "\n".join(lines) + "\n"
 
 
+def measure_gradient(shape: str, n: int, repeat: int) -> tuple[float, float, int]:
+    """Median seconds of Gradient with simplify=False and True on one
+    generated function, and the size of its simplified adjoint."""
+    mod = aj.parse(generate(n, shape))
+    raw = median_seconds(lambda: aj.transform.Gradient(simplify=False)(mod), repeat, warmup=0, min_total=0.3)
+    simp = median_seconds(lambda: aj.transform.Gradient()(mod), repeat, warmup=0, min_total=0.3)
+    return raw, simp, len(aj.transform.Gradient()(mod)["main_adjoint"].bindings)
+
+
+def measure_in_fresh_process(shape: str, n: int, repeat: int) -> tuple[float, float, int]:
+    """measure_gradient in a new Python process (as pyperf runs each
+    benchmark), so that what earlier measurements left in the allocator's
+    heap does not weigh on this one: each size starts alike."""
+    code = ("import json, sys; from adjoint.bench.passes import measure_gradient; "
+            "json.dump(measure_gradient(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])), sys.stdout)")
+    done = subprocess.run([sys.executable, "-c", code, shape, str(n), str(repeat)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"measuring Gradient on {shape} of {n} failed:\n{done.stderr}")
+    raw, simp, size = json.loads(done.stdout)
+    return raw, simp, size
+
+
 def gradient_scaling(repeat: int) -> None:
     rows = []
     times: dict[tuple[str, int], float] = {}
     for shape in SHAPES:
         for n in SIZES:
-            mod = aj.parse(generate(n, shape))
-            raw = median_seconds(lambda: aj.transform.Gradient(simplify=False)(mod), repeat, warmup=0, min_total=0.3)
-            simp = median_seconds(lambda: aj.transform.Gradient()(mod), repeat, warmup=0, min_total=0.3)
-            adjoint_size = len(aj.transform.Gradient()(mod)["main_adjoint"].bindings)
+            raw, simp, adjoint_size = measure_in_fresh_process(shape, n, repeat)
             times[(shape, n)] = simp
             rows.append([shape, n, raw, simp, adjoint_size])
-            del mod  # each size is timed with no earlier size's IR alive
-    print(f"Gradient on generated functions: seconds, median of {repeat} runs")
+    print(f"Gradient on generated functions: seconds, median of {repeat} runs, each size in a fresh process")
     print_table(["shape", "bindings", "simplify=False", "simplify=True", "adjoint bindings"], rows)
     print()
     for shape in SHAPES:
