@@ -3,6 +3,8 @@ non-canonical input (no annotations, nested calls, comments, positional
 attrs) parses into the same structure as its canonical form."""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import adjoint as aj
 from adjoint import examples
@@ -214,3 +216,24 @@ def test_vars_sharing_a_hint_print_uniquely():
     again = aj.parse(text)
     aj.assert_structural_equal(again, mod)
     assert again.script() == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text())
+def test_string_attrs_round_trip_whatever_they_hold(s):
+    # Quotes, backslashes, newlines, tabs and control characters are escaped
+    # when printed, and read back as they were.
+    bb = aj.FunctionBuilder("main", note=s)
+    x = bb.param("x", (2,), "float32")
+    mod = bb.finish(aj.op.exp(x))
+    text = mod.script()
+    again = aj.parse(text)
+    assert again["main"].attrs["note"] == s
+    assert again.script() == text
+
+
+def test_hex_escapes_in_strings():
+    text = '@function(note="a\\x41\\x0a")\ndef main(x: Tensor((2,), "float32")) -> Tensor((2,), "float32"):\n    return x\n'
+    assert aj.parse(text)["main"].attrs["note"] == "aA\n"
+    with pytest.raises(aj.ParseError, match=r"needs two hex digits"):
+        aj.parse(text.replace("\\x41", "\\xZ1"))

@@ -12,6 +12,22 @@ template <class... Ts> struct Overloaded : Ts... { using Ts::operator()...; };
 template <class... Ts> Overloaded(Ts...) -> Overloaded<Ts...>;
 }  // namespace
 
+// A string as the parser reads it back: quotes, backslashes, newlines and
+// tabs escaped, other control characters as \xNN.
+std::string string_literal(const std::string& s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out = "\"";
+  for (char c : s) {
+    unsigned char u = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') out.append(1, '\\').append(1, c);
+    else if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) out.append("\\x").append(1, hex[u >> 4]).append(1, hex[u & 15]);
+    else out += c;
+  }
+  return out + "\"";
+}
+
 std::string attr_to_string(const AttrValue& v) {
   return std::visit(
       Overloaded{
@@ -19,7 +35,7 @@ std::string attr_to_string(const AttrValue& v) {
           [](bool b) -> std::string { return b ? "True" : "False"; },
           [](int64_t i) -> std::string { return std::to_string(i); },
           [](double d) -> std::string { return format_double(d); },
-          [](const std::string& s) -> std::string { return "\"" + s + "\""; },
+          [](const std::string& s) -> std::string { return string_literal(s); },
           [](const std::vector<int64_t>& l) -> std::string {
             std::string out = "[";
             for (size_t i = 0; i < l.size(); ++i) {

@@ -9,6 +9,7 @@ namespace aj::text {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_hex(char c) { return hex_value(c) >= 0; }
 bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
@@ -64,6 +65,13 @@ size_t utf8_length(std::string_view s, size_t i) {
   bool overlong = (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000);
   bool surrogate = cp >= 0xd800 && cp <= 0xdfff;
   return overlong || surrogate || cp > 0x10ffff ? 0 : n;
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
 }
 
 std::string escape(std::string_view s) {
@@ -283,6 +291,12 @@ void Lexer::scan_string() {
     if (c == '\\') {
       if (pos_ + 1 >= s_.size() || s_[pos_ + 1] == '\n') src_.fail(start, "unterminated string");
       char e = s_[pos_ + 1];
+      if (e == 'x') {  // \xNN: two hex digits
+        bool ok = pos_ + 3 < s_.size() && is_hex(s_[pos_ + 2]) && is_hex(s_[pos_ + 3]);
+        if (!ok) src_.fail(pos_, "\\x in a string needs two hex digits, like \\x0a");
+        pos_ += 4;
+        continue;
+      }
       if (e != '\\' && e != '\'' && e != '"' && e != 'n' && e != 't')
         src_.fail(pos_, "unsupported escape " + quote(s_.substr(pos_, 2)) + " in string");
       pos_ += 2;

@@ -60,6 +60,8 @@ class Source {
 
 // Text safe to show in a message: printable ASCII kept, other bytes as \xNN.
 std::string escape(std::string_view s);
+// The value of a hex digit (0-9, a-f, A-F), or -1.
+int hex_value(char c);
 // A token or string quoted for a message: 'lv1'.
 std::string quote(std::string_view s);
 // Length of the valid UTF-8 sequence starting at s[i], or 0 when invalid.

@@ -141,7 +141,12 @@ std::string_view SyntaxParser::string_value(const Token& t) {
     char c = inner[i];
     if (c == '\\') {
       c = inner[++i];  // the lexer checked every escape
-      c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+      if (c == 'x') {
+        c = static_cast<char>(hex_value(inner[i + 1]) * 16 + hex_value(inner[i + 2]));
+        i += 2;
+      } else {
+        c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
+      }
     }
     *out += c;
   }

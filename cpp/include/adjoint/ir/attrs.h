@@ -22,6 +22,7 @@ using AttrValue = std::variant<NoneValue, bool, int64_t, double, std::string,
                                std::vector<int64_t>, Shape, DType>;
 
 std::string attr_to_string(const AttrValue& v);  // text-format literal
+std::string string_literal(const std::string& s);  // "...", escaped as the parser reads it
 bool attr_equal(const AttrValue& a, const AttrValue& b);
 size_t attr_hash(const AttrValue& v);
 
