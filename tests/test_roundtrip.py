@@ -237,3 +237,34 @@ def test_hex_escapes_in_strings():
     assert aj.parse(text)["main"].attrs["note"] == "aA\n"
     with pytest.raises(aj.ParseError, match=r"needs two hex digits"):
         aj.parse(text.replace("\\x41", "\\xZ1"))
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 3), (2, 0, 5), (0, 0), (1, 0, 0)])
+def test_empty_constants_keep_their_shape(shape):
+    # Nested lists stop at the first zero dim, so the printer adds shape=
+    # when a zero dim hides the dims after it.
+    import numpy as np
+
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", shape, "float32")
+    mod = bb.finish(aj.op.add(x, aj.Constant(np.zeros(shape, np.float32))))
+    text = mod.script()
+    assert ("shape=" in text) == (0 in shape[:-1])
+    again = aj.parse(text)
+    aj.assert_structural_equal(again, mod)
+    assert again.script() == text
+
+
+@pytest.mark.parametrize("value,shape,reason", [
+    ("[]", "(3, 0)", "does not match"),
+    ("[[1.0]]", "(1, 2)", "does not match"),
+    ("[]", "(0, -1)", "non-negative"),
+    ("[]", "(0, \"n\")", "non-negative"),
+    ("[]", "[0, 3]", "tuple of ints"),
+])
+def test_bad_constant_shape(value, shape, reason):
+    text = (f'@function\ndef main(x: Tensor((2,), "float32")) -> Tensor((2,), "float32"):\n'
+            f'    c = const({value}, "float32", shape={shape})\n    return x\n')
+    with pytest.raises(aj.ParseError, match=reason) as info:
+        aj.parse(text)
+    assert info.value.line == 3

@@ -352,11 +352,26 @@ class FunctionPrinter {
     out_ += ']';
   }
 
+  // const(nested lists, "dtype"), and shape=(...) when the lists cannot
+  // show it: a zero dim before the last one ([] for shape (0, 3)).
   void constant(const NDArray& a) {
     out_ += "const(";
     int64_t flat = 0;
     elements(a, 0, flat);
-    out_.append(", \"").append(dtype_name(a.dtype())).append("\")");
+    out_.append(", \"").append(dtype_name(a.dtype())).append("\"");
+    const auto& shape = a.shape();
+    bool hidden = false;
+    for (size_t i = 0; i + 1 < shape.size(); ++i) hidden = hidden || shape[i] == 0;
+    if (hidden) {
+      out_ += ", shape=(";
+      for (size_t i = 0; i < shape.size(); ++i) {
+        if (i) out_ += ", ";
+        append_int(out_, shape[i]);
+      }
+      if (shape.size() == 1) out_ += ',';
+      out_ += ')';
+    }
+    out_ += ')';
   }
 
   // The value as nested lists, one level per dim; a scalar at rank 0.

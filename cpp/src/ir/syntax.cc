@@ -453,13 +453,46 @@ Node SyntaxParser::constant(const Token& callee) {
     expect(Tok::kEqual, "'=' after 'dtype'");
   }
   Node dtype = expr();
-  if (lex_.peek().kind == Tok::kComma) lex_.next();
+  std::vector<int64_t> shape = cs.shape;
+  if (lex_.peek().kind == Tok::kComma) {
+    lex_.next();
+    const Token& k = lex_.peek();
+    if (k.kind == Tok::kName && src_.view(k) == "shape") {
+      lex_.next();
+      expect(Tok::kEqual, "'=' after 'shape'");
+      shape = explicit_const_shape(expr(), cs.shape);
+      if (lex_.peek().kind == Tok::kComma) lex_.next();
+    }
+  }
   close(Tok::kRParen);
   Node n;
   n.kind = NodeKind::kConst;
   n.off = callee.off;
-  n.constant = make_constant(src_, cs.shape, cs.leaves, dtype_from_node(src_, dtype));
+  n.constant = make_constant(src_, shape, cs.leaves, dtype_from_node(src_, dtype));
   return n;
+}
+
+// const(..., shape=(...)): the shape of an empty constant, whose nested
+// lists stop at the first zero dim ([] for (0, 3)). The lists must agree
+// with it as far as they go.
+std::vector<int64_t> SyntaxParser::explicit_const_shape(const Node& n, const std::vector<int64_t>& listed) {
+  AttrValue v = attr_value(src_, n);
+  const Shape* dims = std::get_if<Shape>(&v);
+  if (!dims) src_.fail(n.off, "shape= of a constant must be a tuple of ints, like shape=(0, 3)");
+  std::vector<int64_t> shape;
+  int64_t elements = 1;
+  for (const Dim& d : *dims) {
+    if (!d.is_const() || d.value() < 0)
+      src_.fail(n.off, "shape= of a constant must hold non-negative ints, got " + shape_to_string(*dims));
+    if (d.value() > 0 && __builtin_mul_overflow(elements, d.value(), &elements))
+      src_.fail(n.off, "shape= of a constant is too large: " + shape_to_string(*dims));
+    shape.push_back(d.value());
+  }
+  bool prefix = listed.size() <= shape.size() && std::equal(listed.begin(), listed.end(), shape.begin());
+  bool empty = !listed.empty() && listed.back() == 0;
+  if (shape != listed && !(prefix && empty))
+    src_.fail(n.off, "shape= " + shape_to_string(*dims) + " does not match the value's nested lists");
+  return shape;
 }
 
 // One element of a constant at nesting `level`: a scalar or a nested list.

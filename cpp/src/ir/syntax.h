@@ -126,6 +126,7 @@ class SyntaxParser {
   Node negative_number(const Token& minus);
   Node call(const Token& callee);
   Node constant(const Token& callee);
+  std::vector<int64_t> explicit_const_shape(const Node& n, const std::vector<int64_t>& listed);
   void const_value(size_t level, ConstShape& cs);
   void const_leaf(size_t level, ConstShape& cs);
   Type type();
