@@ -9,6 +9,7 @@
 // address and nothing of a dead binding's nodes: a function that is mostly
 // dead costs one pass over its binding array.
 
+#include "adjoint/ir/substitute.h"
 #include "adjoint/transform/passes.h"
 
 namespace aj {

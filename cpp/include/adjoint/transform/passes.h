@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "adjoint/ir/function.h"
-#include "adjoint/ir/substitute.h"
 
 namespace aj {
 
