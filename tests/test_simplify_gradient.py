@@ -148,8 +148,8 @@ op_steps = st.lists(st.tuples(st.sampled_from(["matmul", "permute", "add", "swap
                     min_size=1, max_size=12)
 
 
-def random_graph(steps, batched):
-    shape = (2, 3, 3) if batched else (3, 3)
+def random_graph(steps, batched, n=3):
+    shape = (2, n, n) if batched else (n, n)
     bb = aj.FunctionBuilder("main")
     vals = [bb.param("x", shape, "float64"), bb.param("y", shape, "float64")]
     for op, i, j in steps:
@@ -165,10 +165,11 @@ def random_graph(steps, batched):
     return bb.finish(aj.op.sum(vals[-1])), shape
 
 
+# n = 40 makes every matmul large enough for matmul_of_broadcast_scalar
 @settings(max_examples=150, deadline=None)
-@given(op_steps, st.booleans())
-def test_property_simplified_adjoints_are_simple_and_equal(steps, batched):
-    mod, shape = random_graph(steps, batched)
+@given(op_steps, st.booleans(), st.sampled_from([3, 40]))
+def test_property_simplified_adjoints_are_simple_and_equal(steps, batched, n):
+    mod, shape = random_graph(steps, batched, n)
     simple = aj.transform.Gradient()(mod)
     aj.analysis.verify(simple)
     check_simple_form(simple["main_adjoint"])
@@ -177,13 +178,140 @@ def test_property_simplified_adjoints_are_simple_and_equal(steps, batched):
     s_val, s_grads = aj.build(simple)["main_adjoint"](x, y)
     r_val, r_grads = aj.build(raw)["main_adjoint"](x, y)
     np.testing.assert_allclose(s_val, r_val, rtol=1e-10)
-    for s, r in zip(s_grads, r_grads):
-        np.testing.assert_allclose(s, r, rtol=1e-10, atol=1e-10)
+    for s, r in zip(s_grads, r_grads):  # sums in another order: rounding relative to the largest value
+        np.testing.assert_allclose(s, r, rtol=1e-10, atol=1e-12 * max(1.0, float(np.abs(r).max())))
     # Gradient simplified only the adjoint; simplifying it again changes nothing
     again = aj.transform.SimplifyGradient()(simple)
     aj.assert_structural_equal(again["main_adjoint"], simple["main_adjoint"])
     once = aj.transform.SimplifyGradient()(mod)
     aj.assert_structural_equal(aj.transform.SimplifyGradient()(once), once)  # idempotent on any module
+
+
+# ---- matmul against a broadcast scalar (the seed of a sum or mean loss) ----
+
+LINEAR_LOSS = '''\
+@function
+def main(x: Tensor(({m}, {k}), "{dtype}"), w: Tensor(({n}, {k}), "{dtype}")) -> Tensor((), "{dtype}"):
+    lv: Tensor(({k}, {n}), "{dtype}") = permute_dims(w)
+    lv1: Tensor(({m}, {n}), "{dtype}") = matmul(x, lv)
+    gv: Tensor((), "{dtype}") = {loss}(lv1)
+    return gv
+'''
+
+
+def linear_loss(loss="sum", m=64, k=32, n=48, dtype="float32"):
+    return aj.parse(LINEAR_LOSS.format(loss=loss, m=m, k=k, n=n, dtype=dtype))
+
+# d sum(x @ w.T) / dx = ones @ w: every row is the column sums of w (and
+# likewise for w); no GEMM, no transpose
+LINEAR_SUM_ADJOINT = '''\
+@function
+def main_adjoint(x: Tensor((64, 32), "float32"), w: Tensor((48, 32), "float32")) -> Tuple(Tensor((), "float32"), Tuple(Tensor((64, 32), "float32"), Tensor((48, 32), "float32"))):
+    lv: Tensor((32, 48), "float32") = permute_dims(w)
+    lv1: Tensor((64, 48), "float32") = matmul(x, lv)
+    gv: Tensor((), "float32") = sum(lv1)
+    lv_1: Tensor((1, 32), "float32") = sum(w, axis=[-2], keepdims=True)
+    x_adjoint: Tensor((64, 32), "float32") = broadcast_to(lv_1, (64, 32))
+    lv_2: Tensor((1, 32), "float32") = sum(x, axis=[-2], keepdims=True)
+    w_adjoint: Tensor((48, 32), "float32") = broadcast_to(lv_2, (48, 32))
+    return (gv, (x_adjoint, w_adjoint))
+'''
+
+# mean: the seed is scaled by 1 / 3072 before it is broadcast
+LINEAR_MEAN_ADJOINT = '''\
+@function
+def main_adjoint(x: Tensor((64, 32), "float32"), w: Tensor((48, 32), "float32")) -> Tuple(Tensor((), "float32"), Tuple(Tensor((64, 32), "float32"), Tensor((48, 32), "float32"))):
+    lv: Tensor((32, 48), "float32") = permute_dims(w)
+    lv1: Tensor((64, 48), "float32") = matmul(x, lv)
+    gv: Tensor((), "float32") = mean(lv1)
+    gv_adjoint: Tensor((), "float32") = ones((), "float32")
+    lv_1: Tensor((), "float32") = multiply(gv_adjoint, const(0.00032552084, "float32"))
+    lv_2: Tensor((1, 32), "float32") = sum(w, axis=[-2], keepdims=True)
+    lv_3: Tensor((1, 32), "float32") = multiply(lv_2, lv_1)
+    x_adjoint: Tensor((64, 32), "float32") = broadcast_to(lv_3, (64, 32))
+    lv_4: Tensor((1, 32), "float32") = sum(x, axis=[-2], keepdims=True)
+    lv_5: Tensor((1, 32), "float32") = multiply(lv_4, lv_1)
+    w_adjoint: Tensor((48, 32), "float32") = broadcast_to(lv_5, (48, 32))
+    return (gv, (x_adjoint, w_adjoint))
+'''
+
+
+@pytest.mark.parametrize("loss, golden", [("sum", LINEAR_SUM_ADJOINT), ("mean", LINEAR_MEAN_ADJOINT)])
+def test_matmul_of_broadcast_seed_becomes_sums(loss, golden):
+    adj = aj.transform.Gradient()(linear_loss(loss))["main_adjoint"]
+    assert adj.script() == golden, adj.script()
+    x, w = RNG.standard_normal((64, 32)), RNG.standard_normal((48, 32))
+    scale = 1.0 if loss == "sum" else 1.0 / (64 * 48)
+    _, (gx, gw) = aj.build(aj.transform.Gradient()(linear_loss(loss, dtype="float64")))["main_adjoint"](x, w)
+    np.testing.assert_allclose(gx, scale * np.ones((64, 48)) @ w, rtol=1e-12)
+    np.testing.assert_allclose(gw, scale * np.ones((48, 64)) @ x, rtol=1e-12)
+
+
+def test_small_matmul_of_broadcast_seed_stays_a_matmul():
+    # 2 * 8 * 6 * 4 FLOPs: one matmul instruction beats a sum and a broadcast
+    adj = unique_names(aj.transform.Gradient()(linear_loss(m=8, k=4, n=6))["main_adjoint"])
+    assert len(calls(adj, "matmul")) == 3 and len(calls(adj, "broadcast_to")) == 1  # the seed's
+    check_simple_form(adj)
+
+
+@pytest.mark.parametrize("sa, sb, seed_side", [
+    ((3, 40, 32), (32, 24), "a"),      # batched a, shared b
+    ((40, 32), (3, 32, 24), "a"),      # shared a, batched b
+    ((2, 1, 40, 32), (3, 32, 24), "b"),  # batch dims broadcast against each other
+    ((3, 40, 32), (3, 24, 32), "bT"),  # b given transposed
+])
+def test_matmul_with_a_broadcast_scalar_operand(sa, sb, seed_side):
+    # matmul(a, b) where one operand is a broadcast scalar c, built directly
+    # (not through Gradient): its value must not change
+    bb = aj.FunctionBuilder("main")
+    a = bb.param("a", sa, "float64")
+    b = bb.param("b", sb, "float64")
+    c = bb.param("c", (), "float64")
+    if seed_side == "a":
+        out = aj.op.broadcast_to(c, sa) @ b
+    elif seed_side == "b":
+        out = a @ aj.op.broadcast_to(c, sb)
+    else:
+        out = aj.op.broadcast_to(c, sa) @ b.mT
+    mod = bb.finish(out)
+    simple = aj.transform.SimplifyGradient()(mod)
+    assert "matmul" not in simple.script(), simple.script()
+    inputs = [RNG.standard_normal(sa), RNG.standard_normal(sb), np.array(1.7)]
+    want = aj.build(mod)["main"](*inputs)
+    np.testing.assert_allclose(aj.build(simple)["main"](*inputs), want, rtol=1e-12)
+    aj.assert_structural_equal(aj.transform.SimplifyGradient()(simple), simple)
+
+
+def test_matmul_with_an_out_dtype_or_symbolic_dims_is_kept():
+    text = '''\
+@function
+def main(c: Tensor((), "float32"), b: Tensor(("n", 64), "float32"), d: Tensor((64, 64), "float32")) -> Tuple(Tensor((64, 64), "float32"), Tensor((64, 64), "float64")):
+    a: Tensor((64, "n"), "float32") = broadcast_to(c, (64, "n"))
+    r: Tensor((64, 64), "float32") = matmul(a, b)
+    e: Tensor((64, 64), "float32") = broadcast_to(c, (64, 64))
+    f: Tensor((64, 64), "float64") = matmul(e, d, out_dtype="float64")
+    return (r, f)
+'''
+    mod = aj.parse(text)
+    assert len(calls(aj.transform.SimplifyGradient()(mod)["main"], "matmul")) == 2
+
+
+@pytest.mark.parametrize("x_shape, shape, moved", [
+    ((1, 5), (4, 5), True),         # a row: T(x) is a reshape
+    ((3, 1), (2, 3, 4), False),     # another rank: left alone
+    ((2, 1, 1), (2, 6, 4), True),   # both last dims unit: T(x) is x
+    ((1, 3, 1), (2, 3, 4), True),
+    ((1, 3, 5), (2, 3, 5), False),  # a full matrix would be moved: left alone
+])
+def test_transpose_of_a_broadcast_row_or_column(x_shape, shape, moved):
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", x_shape, "float64")
+    mod = bb.finish(aj.op.broadcast_to(x, shape).mT)
+    simple = aj.transform.SimplifyGradient()(mod)
+    assert ("permute_dims" not in simple.script()) == moved, simple.script()
+    check_simple_form(simple["main"])
+    xs = RNG.standard_normal(x_shape)
+    np.testing.assert_array_equal(aj.build(simple)["main"](xs), aj.build(mod)["main"](xs))
 
 
 def test_standalone_passes():

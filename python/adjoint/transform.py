@@ -84,7 +84,15 @@ class SimplifyGradient(Pass):
       (removed when the composition is the identity);
     - ``T(matmul(a, b)) -> matmul(T(b), T(a))`` for operands of rank >= 2,
       cancelling an existing transpose of ``a`` or ``b`` instead of stacking;
-    - identity ``broadcast_to``, ``reshape``, ``collapse_sum_to``, ``astype`` removed.
+    - identity ``broadcast_to``, ``reshape``, ``collapse_sum_to``, ``astype`` removed;
+    - a matmul against a broadcast scalar ``s`` (the seed of a ``sum`` or
+      ``mean`` loss) becomes a sum: ``matmul(s, b) -> broadcast_to(s * sum(b,
+      axis=-2, keepdims=True))`` and ``matmul(a, s) -> broadcast_to(s * sum(a,
+      axis=-1, keepdims=True))``, for float matmuls with static shapes from
+      2 * 32^3 FLOPs (below that the single matmul runs faster, and the
+      adjoint keeps the matmul forms of DESIGN.md §6);
+    - ``T(broadcast_to(x)) -> broadcast_to(T(x))`` when ``x`` is a row or
+      column of the same rank (its transpose moves no data).
 
     "T" is ``permute_dims`` swapping the last two axes.
     """

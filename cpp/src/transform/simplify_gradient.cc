@@ -8,7 +8,18 @@
 //   reshape(x, shape of x)              -> x
 //   collapse_sum_to(x, shape of x)      -> x
 //   astype(x, dtype of x)               -> x
+//   matmul(s, b) / matmul(a, s), s a broadcast scalar, large enough
+//                                       -> broadcast_to(s * sum(b, axis=-2) / s * sum(a, axis=-1))
+//   T(broadcast_to(x, shape)), x a row or column of the same rank
+//                                       -> broadcast_to(T(x), T(shape))
 // Then dead-code elimination removes what the rewrites left unused.
+//
+// The last rule is strength reduction: the seed of a sum or mean loss is a
+// broadcast scalar, and every linear layer it reaches first multiplies it
+// into two GEMMs whose rows (or columns) are all the same sum. It applies
+// from kMinMatmulFlops: below that one matmul instruction runs faster than
+// a sum and a broadcast (`python -m adjoint.bench passes` prints the
+// crossover), and small adjoints keep the matmul forms of DESIGN.md §6.
 #include <numeric>
 
 #include "adjoint/analysis/verifier.h"
@@ -99,6 +110,99 @@ Expr drop_identity(const CallNode& call, const RewriteContext&) {
   return type_equal(x->type(), call.type()) ? x : nullptr;
 }
 
+// The smallest matmul, in FLOPs (a 32x32x32 GEMM), that matmul_of_broadcast_scalar
+// turns into a sum.
+constexpr int64_t kMinMatmulFlops = int64_t{1} << 16;
+
+bool all_unit_dims(const Type& t) {
+  for (const Dim& d : t->shape())
+    if (!d.is_const() || d.value() != 1) return false;
+  return true;
+}
+
+// s when every element of e is s: e is bound to broadcast_to(s, shape) with
+// s of one element, or to a permutation of such a broadcast.
+Expr broadcast_scalar(const RewriteContext& ctx, const Expr& e) {
+  const CallNode* c = ctx.bound_call(e);
+  if (c && c->op().name == "permute_dims") c = ctx.bound_call(c->args()[0]);
+  if (!c || c->op().name != "broadcast_to" || !all_unit_dims(c->args()[0]->type())) return nullptr;
+  return c->args()[0];
+}
+
+// x's type with its last two dims swapped.
+Shape swapped_shape(const Expr& x) {
+  Shape shape = x->type()->shape();
+  std::swap(shape[shape.size() - 1], shape[shape.size() - 2]);
+  return shape;
+}
+
+// T(x) for x with a unit dim among its last two, where a transpose only
+// moves the unit dim: x itself when that changes nothing, z when x is bound
+// to a reshape of z from the transposed shape, else a reshape.
+Expr transpose_of_vector(const RewriteContext& ctx, const Expr& x) {
+  Shape shape = swapped_shape(x);
+  if (shape == x->type()->shape()) return x;
+  const CallNode* r = ctx.bound_call(x, "reshape");
+  if (r && r->args()[0]->type()->shape() == shape) return r->args()[0];
+  return ctx.make("reshape", {x}, {{"shape", shape}});
+}
+
+bool has_unit_matrix_dim(const Expr& x) {
+  const Shape& shape = x->type()->shape();
+  size_t n = shape.size();
+  auto unit = [](const Dim& d) { return d.is_const() && d.value() == 1; };
+  return n >= 2 && (unit(shape[n - 1]) || unit(shape[n - 2]));
+}
+
+// T(broadcast_to(x, shape)) -> broadcast_to(T(x), T(shape)), for x of the
+// broadcast's rank that is a row or column in its last two dims (so T(x)
+// moves no data).
+Expr transpose_of_broadcast(const CallNode& call, const RewriteContext& ctx) {
+  if (!is_transpose(&call)) return nullptr;
+  const CallNode* bc = ctx.bound_call(call.args()[0], "broadcast_to");
+  if (!bc) return nullptr;
+  const Expr& x = bc->args()[0];
+  if (x->type()->ndim() != call.type()->ndim() || !has_unit_matrix_dim(x)) return nullptr;
+  return ctx.make("broadcast_to", {transpose_of_vector(ctx, x)}, {{"shape", call.type()->shape()}});
+}
+
+// s * sum(x, axis=[axis], keepdims=True) for axis -1 or -2 (no multiply when
+// s is bound to ones). When x is bound to T(y), y is summed over the other
+// axis instead (no transpose runs) and the result moved into place by
+// transpose_of_vector.
+Expr scaled_sum(const RewriteContext& ctx, const Expr& x, int64_t axis, const Expr& s) {
+  const CallNode* t = ctx.bound_call(x, "permute_dims");
+  bool transposed = is_transpose(t);
+  Expr source = transposed ? t->args()[0] : x;
+  Expr sum = ctx.make("sum", {source}, {{"axis", std::vector<int64_t>{transposed ? -3 - axis : axis}}, {"keepdims", true}});
+  if (!ctx.bound_call(s, "ones")) sum = ctx.make("multiply", {sum, s});
+  return transposed ? transpose_of_vector(ctx, sum) : sum;
+}
+
+// matmul(a, b) where every element of a (or b) is the scalar s:
+//   a == s: out[.., i, j] = s * sum_k b[.., k, j] -> broadcast_to(s * sum(b, axis=-2), out)
+//   b == s: out[.., i, j] = s * sum_k a[.., i, k] -> broadcast_to(s * sum(a, axis=-1), out)
+// for float operands of rank >= 2, no out_dtype cast, static shapes, at
+// least kMinMatmulFlops.
+Expr matmul_of_broadcast_scalar(const CallNode& call, const RewriteContext& ctx) {
+  if (call.op().name != "matmul") return nullptr;
+  const Expr& a = call.args()[0];
+  const Expr& b = call.args()[1];
+  DType dtype = a->type()->dtype();
+  if (a->type()->ndim() < 2 || b->type()->ndim() < 2 || !is_float(dtype) || call.type()->dtype() != dtype) return nullptr;
+  Dim flops = call.op().flops(call);
+  if (!flops.is_const() || flops.value() < kMinMatmulFlops) return nullptr;
+  Expr sums;
+  if (Expr s = broadcast_scalar(ctx, a)) {
+    sums = scaled_sum(ctx, b, -2, s);
+  } else if (Expr s = broadcast_scalar(ctx, b)) {
+    sums = scaled_sum(ctx, a, -1, s);
+  } else {
+    return nullptr;
+  }
+  return ctx.make("broadcast_to", {sums}, {{"shape", call.type()->shape()}});
+}
+
 constexpr char kBroadcastTo[] = "broadcast_to";
 constexpr char kReshape[] = "reshape";
 constexpr char kCollapseSumTo[] = "collapse_sum_to";
@@ -113,6 +217,10 @@ const std::vector<RewriteRule>& simplify_gradient_rules() {
       {"drop_identity_reshape", "reshape(x, shape of x) -> x", drop_identity<kReshape>},
       {"drop_identity_collapse_sum_to", "collapse_sum_to(x, shape of x) -> x", drop_identity<kCollapseSumTo>},
       {"drop_identity_astype", "astype(x, dtype of x) -> x", drop_identity<kAsType>},
+      {"matmul_of_broadcast_scalar", "matmul(broadcast s, b) -> broadcast_to(s * sum(b, axis=-2)), and mirrored",
+       matmul_of_broadcast_scalar},
+      {"transpose_of_broadcast", "T(broadcast_to(x, shape)) -> broadcast_to(T(x), T(shape)), x a row or column",
+       transpose_of_broadcast},
   };
   return rules;
 }

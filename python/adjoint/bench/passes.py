@@ -14,6 +14,9 @@
    left to run in the simplified linear stack (what remains in the IR are
    matmul operands, folded into GEMM transpose flags by the executor); the
    simplified transformer adjoint at least 1.2x faster than the raw one.
+3. Where SimplifyGradient starts turning a matmul against a broadcast scalar
+   (the seed of a sum or mean loss) into a sum: one matmul instruction vs a
+   sum and a broadcast_to, by size. The rule applies from 2 * 32^3 FLOPs.
 """
 
 from __future__ import annotations
@@ -157,7 +160,30 @@ def simplify_effect(repeat: int) -> None:
     print(f"goal: transformer simplified adjoint >= 1.2x faster than raw: {'met' if s >= 1.2 else 'NOT met'} ({s:.2f}x)")
 
 
+def _broadcast_matmul(n: int, reduced: bool) -> aj.Module:
+    t = f'Tensor(({n}, {n}), "float32")'
+    body = (f'    s: Tensor((1, {n}), "float32") = sum(b, axis=[-2], keepdims=True)\n'
+            f'    r: {t} = broadcast_to(s, ({n}, {n}))\n') if reduced else (
+            f'    g: {t} = broadcast_to(c, ({n}, {n}))\n'
+            f'    r: {t} = matmul(g, b)\n')
+    return aj.parse(f'@function\ndef main(c: Tensor((), "float32"), b: {t}) -> {t}:\n{body}    return r\n')
+
+
+def broadcast_matmul_crossover(repeat: int) -> None:
+    rows = []
+    inputs_of = lambda n: [np.ones((), np.float32), np.ones((n, n), np.float32)]  # noqa: E731
+    for n in (8, 16, 24, 32, 48, 64, 128):
+        fns = {reduced: aj.build(_broadcast_matmul(n, reduced))["main"] for reduced in (False, True)}
+        t = interleaved_medians(fns, inputs_of(n), repeat)
+        rows.append([n, 2 * n**3, t[False] * 1e6, t[True] * 1e6, "sum" if t[True] < t[False] else "matmul"])
+    print(f"ones(n, n) @ b: one matmul vs sum + broadcast_to, in us per call (call overhead included), "
+          f"median of {repeat}")
+    print_table(["n", "matmul FLOPs", "matmul", "sum + broadcast_to", "faster"], rows)
+
+
 def run(repeat: int = 3) -> None:
     gradient_scaling(repeat)
     print()
     simplify_effect(max(repeat, 15))
+    print()
+    broadcast_matmul_crossover(max(repeat, 15))
