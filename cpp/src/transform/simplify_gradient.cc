@@ -14,7 +14,7 @@
 //                                       -> broadcast_to(T(x), T(shape))
 // Then dead-code elimination removes what the rewrites left unused.
 //
-// The last rule is strength reduction: the seed of a sum or mean loss is a
+// The matmul rule is strength reduction: the seed of a sum or mean loss is a
 // broadcast scalar, and every linear layer it reaches first multiplies it
 // into two GEMMs whose rows (or columns) are all the same sum. It applies
 // from kMinMatmulFlops: below that one matmul instruction runs faster than
@@ -174,7 +174,8 @@ Expr scaled_sum(const RewriteContext& ctx, const Expr& x, int64_t axis, const Ex
   const CallNode* t = ctx.bound_call(x, "permute_dims");
   bool transposed = is_transpose(t);
   Expr source = transposed ? t->args()[0] : x;
-  Expr sum = ctx.make("sum", {source}, {{"axis", std::vector<int64_t>{transposed ? -3 - axis : axis}}, {"keepdims", true}});
+  int64_t source_axis = transposed ? -3 - axis : axis;  // -1 <-> -2
+  Expr sum = ctx.make("sum", {source}, {{"axis", std::vector<int64_t>{source_axis}}, {"keepdims", true}});
   if (!ctx.bound_call(s, "ones")) sum = ctx.make("multiply", {sum, s});
   return transposed ? transpose_of_vector(ctx, sum) : sum;
 }
