@@ -254,31 +254,43 @@ def test_small_matmul_of_broadcast_seed_stays_a_matmul():
     check_simple_form(adj)
 
 
-@pytest.mark.parametrize("sa, sb, seed_side", [
-    ((3, 40, 32), (32, 24), "a"),      # batched a, shared b
-    ((40, 32), (3, 32, 24), "a"),      # shared a, batched b
-    ((2, 1, 40, 32), (3, 32, 24), "b"),  # batch dims broadcast against each other
-    ((3, 40, 32), (3, 24, 32), "bT"),  # b given transposed
-])
-def test_matmul_with_a_broadcast_scalar_operand(sa, sb, seed_side):
-    # matmul(a, b) where one operand is a broadcast scalar c, built directly
-    # (not through Gradient): its value must not change
+@st.composite
+def broadcast_scalar_matmuls(draw):
+    """matmul(a, b) with a or b a broadcast scalar: batch dims that broadcast
+    against each other, the scalar of any rank up to its side's, from ones or
+    from a param, the other operand given as it is or transposed."""
+    m, k, n = (draw(st.sampled_from([1, 3, 24, 40, 64])) for _ in range(3))
+    batch = draw(st.lists(st.integers(1, 3), max_size=2))
+    def side_batch():
+        dims = batch[draw(st.integers(0, len(batch))):]
+        return tuple(d if draw(st.booleans()) else 1 for d in dims)
+    sa, sb = side_batch() + (m, k), side_batch() + (k, n)
+    seed_side = draw(st.sampled_from("ab"))
+    s_rank = draw(st.integers(0, len(sa if seed_side == "a" else sb)))
+    return sa, sb, seed_side, s_rank, draw(st.booleans()), draw(st.booleans())
+
+
+@settings(max_examples=150, deadline=None)
+@given(broadcast_scalar_matmuls())
+def test_property_matmul_with_a_broadcast_scalar_operand(case):
+    sa, sb, seed_side, s_rank, from_ones, transposed = case
     bb = aj.FunctionBuilder("main")
-    a = bb.param("a", sa, "float64")
-    b = bb.param("b", sb, "float64")
-    c = bb.param("c", (), "float64")
-    if seed_side == "a":
-        out = aj.op.broadcast_to(c, sa) @ b
-    elif seed_side == "b":
-        out = a @ aj.op.broadcast_to(c, sb)
+    shape = sb if seed_side == "a" else sa
+    if transposed:  # a param of the transposed shape, transposed back
+        other = bb.param("other", shape[:-2] + (shape[-1], shape[-2]), "float64").mT
     else:
-        out = aj.op.broadcast_to(c, sa) @ b.mT
+        other = bb.param("other", shape, "float64")
+    c = bb.param("c", (1,) * s_rank, "float64")
+    s = aj.op.ones((1,) * s_rank, "float64") if from_ones else c
+    out = aj.op.broadcast_to(s, sa) @ other if seed_side == "a" else other @ aj.op.broadcast_to(s, sb)
     mod = bb.finish(out)
     simple = aj.transform.SimplifyGradient()(mod)
-    assert "matmul" not in simple.script(), simple.script()
-    inputs = [RNG.standard_normal(sa), RNG.standard_normal(sb), np.array(1.7)]
+    flops = 2 * int(np.prod(out.type.shape)) * sa[-1]
+    assert ("matmul" in simple.script()) == (flops < 2 * 32**3), simple.script()
+    check_simple_form(simple["main"])
+    inputs = [RNG.standard_normal(p.type.shape) for p in mod["main"].params]
     want = aj.build(mod)["main"](*inputs)
-    np.testing.assert_allclose(aj.build(simple)["main"](*inputs), want, rtol=1e-12)
+    np.testing.assert_allclose(aj.build(simple)["main"](*inputs), want, rtol=1e-12, atol=1e-12 * max(1.0, np.abs(want).max()))
     aj.assert_structural_equal(aj.transform.SimplifyGradient()(simple), simple)
 
 
