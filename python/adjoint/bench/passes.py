@@ -117,16 +117,18 @@ def count_ops(fn: aj.Function, op: str | None = None) -> int:
     return sum(1 for b in fn.bindings if isinstance(b.value, aj.Call) and (op is None or b.value.op == op))
 
 
-def interleaved_medians(fns: dict, inputs: list, repeat: int) -> dict:
+def interleaved_medians(fns: dict, inputs: list, repeat: int, sample_seconds: float = 0.0) -> dict:
     """Median seconds of each function, timed in turn (raw, simplified, raw,
-    ...) so that a slow spell of a shared machine hits both alike."""
+    ...) so that a slow spell of a shared machine hits both alike. Each
+    sample is itself the median of the runs made in ``sample_seconds``
+    (at least one)."""
     for fn in fns.values():
         for _ in range(2):
             fn(*inputs)
     times: dict = {k: [] for k in fns}
     for _ in range(repeat):
         for k, fn in fns.items():
-            times[k].append(median_seconds(lambda: fn(*inputs), 1, warmup=0))
+            times[k].append(median_seconds(lambda: fn(*inputs), 1, warmup=0, min_total=sample_seconds))
     return {k: statistics.median(v) for k, v in times.items()}
 
 
@@ -174,7 +176,7 @@ def broadcast_matmul_crossover(repeat: int) -> None:
     inputs_of = lambda n: [np.ones((), np.float32), np.ones((n, n), np.float32)]  # noqa: E731
     for n in (8, 16, 24, 32, 48, 64, 128):
         fns = {reduced: aj.build(_broadcast_matmul(n, reduced))["main"] for reduced in (False, True)}
-        t = interleaved_medians(fns, inputs_of(n), repeat)
+        t = interleaved_medians(fns, inputs_of(n), repeat, sample_seconds=0.01)
         rows.append([n, 2 * n**3, t[False] * 1e6, t[True] * 1e6, "sum" if t[True] < t[False] else "matmul"])
     print(f"ones(n, n) @ b: one matmul vs sum + broadcast_to, in us per call (call overhead included), "
           f"median of {repeat}")
