@@ -25,6 +25,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "adjoint/autodiff/vjp.h"
@@ -579,30 +580,46 @@ bool counted_target(const KernelContext& ctx, int64_t t, int64_t r, int64_t c, i
   return true;
 }
 
+// What both nll_loss kernels read: (rows, classes) of the predictions, the
+// targets, and the reduction and ignore_index attrs.
+template <typename I>
+struct NllTargets {
+  NllTargets(const KernelContext& ctx, int predictions, int targets)
+      : ctx(ctx), targets(ctx.in(targets).data_as<I>()), reduction(ctx.attr_string("reduction")),
+        ignore(ctx.attr_int("ignore_index")) {
+    std::tie(rows, c) = rows_and_classes(ctx.in(predictions));
+  }
+  // The target of row r, or -1 when it is ignore_index; fails when out of range.
+  int64_t at(int64_t r) const {
+    auto t = static_cast<int64_t>(targets[r]);
+    return counted_target(ctx, t, r, c, ignore) ? t : -1;
+  }
+
+  const KernelContext& ctx;
+  const I* targets;
+  const std::string& reduction;
+  int64_t ignore;
+  int64_t rows = 0, c = 0;
+};
+
 // -predictions[r, targets[r]] per row, 0 where the target is ignore_index;
 // "mean" divides the sum by the number of targets not ignored (NaN for none).
 template <typename T, typename I>
 void nll_loss_typed(const KernelContext& ctx) {
-  auto [rows, c] = rows_and_classes(ctx.in(0));
+  NllTargets<I> nll(ctx, 0, 1);
   const T* pred = ctx.in(0).data_as<T>();
-  const I* targets = ctx.in(1).data_as<I>();
   T* out = ctx.out().data_as<T>();
-  const std::string& reduction = ctx.attr_string("reduction");
-  int64_t ignore = ctx.attr_int("ignore_index");
   double total = 0;
   int64_t counted = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    auto t = static_cast<int64_t>(targets[r]);
-    T loss = 0;
-    if (counted_target(ctx, t, r, c, ignore)) {
-      loss = -pred[r * c + t];
-      ++counted;
-    }
-    if (reduction == "none") out[r] = loss;
+  for (int64_t r = 0; r < nll.rows; ++r) {
+    int64_t t = nll.at(r);
+    T loss = t < 0 ? T(0) : -pred[r * nll.c + t];
+    counted += t >= 0;
+    if (nll.reduction == "none") out[r] = loss;
     else total += loss;
   }
-  if (reduction == "sum") out[0] = static_cast<T>(total);
-  if (reduction == "mean") out[0] = static_cast<T>(total / static_cast<double>(counted));
+  if (nll.reduction == "sum") out[0] = static_cast<T>(total);
+  if (nll.reduction == "mean") out[0] = static_cast<T>(total / static_cast<double>(counted));
 }
 
 // d predictions: zeros but -output_grad[r] (or the scalar output_grad, over
@@ -610,36 +627,38 @@ void nll_loss_typed(const KernelContext& ctx) {
 // counted row.
 template <typename T, typename I>
 void nll_loss_backward_typed(const KernelContext& ctx) {
-  auto [rows, c] = rows_and_classes(ctx.in(1));
+  NllTargets<I> nll(ctx, 1, 2);
   const T* g = ctx.in(0).data_as<T>();
-  const I* targets = ctx.in(2).data_as<I>();
   T* out = ctx.out().data_as<T>();
-  const std::string& reduction = ctx.attr_string("reduction");
-  int64_t ignore = ctx.attr_int("ignore_index");
   std::fill(out, out + ctx.out().numel(), T(0));
   int64_t counted = 0;
-  for (int64_t r = 0; r < rows; ++r)
-    counted += counted_target(ctx, static_cast<int64_t>(targets[r]), r, c, ignore);
-  T scale = reduction == "mean" ? T(1) / static_cast<T>(counted) : T(1);
-  for (int64_t r = 0; r < rows; ++r) {
-    auto t = static_cast<int64_t>(targets[r]);
-    if (t != ignore) out[r * c + t] = -(reduction == "none" ? g[r] : g[0]) * scale;
+  for (int64_t r = 0; r < nll.rows; ++r) counted += nll.at(r) >= 0;
+  T scale = nll.reduction == "mean" ? T(1) / static_cast<T>(counted) : T(1);
+  for (int64_t r = 0; r < nll.rows; ++r) {
+    int64_t t = nll.at(r);
+    if (t >= 0) out[r * nll.c + t] = -(nll.reduction == "none" ? g[r] : g[0]) * scale;
   }
 }
 
-void nll_loss_kernel(KernelContext& ctx) {
-  dispatch_float(ctx.in(0).dtype(), [&](auto tag) {
+// f(T{}, I{}) for float values of `value` and targets of `index` (int32 or int64).
+template <typename F>
+void dispatch_float_and_index(DType value, DType index, F&& f) {
+  dispatch_float(value, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (ctx.in(1).dtype() == DType::kInt32) nll_loss_typed<T, int32_t>(ctx);
-    else nll_loss_typed<T, int64_t>(ctx);
+    if (index == DType::kInt32) f(T{}, int32_t{});
+    else f(T{}, int64_t{});
+  });
+}
+
+void nll_loss_kernel(KernelContext& ctx) {
+  dispatch_float_and_index(ctx.in(0).dtype(), ctx.in(1).dtype(), [&](auto t, auto i) {
+    nll_loss_typed<decltype(t), decltype(i)>(ctx);
   });
 }
 
 void nll_loss_backward_kernel(KernelContext& ctx) {
-  dispatch_float(ctx.in(1).dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    if (ctx.in(2).dtype() == DType::kInt32) nll_loss_backward_typed<T, int32_t>(ctx);
-    else nll_loss_backward_typed<T, int64_t>(ctx);
+  dispatch_float_and_index(ctx.in(1).dtype(), ctx.in(2).dtype(), [&](auto t, auto i) {
+    nll_loss_backward_typed<decltype(t), decltype(i)>(ctx);
   });
 }
 
