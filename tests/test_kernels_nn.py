@@ -504,3 +504,11 @@ def test_layer_norm_and_nll_loss_vs_torch(torch):
     for reduction in ["mean", "sum", "none"]:
         want = torch.nn.functional.nll_loss(torch.from_numpy(pred), torch.from_numpy(t), reduction=reduction)
         np.testing.assert_allclose(run_op("nll_loss", pred, t, reduction=reduction), want.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("op, bad", [("nll_loss", 4), ("nll_loss", -2), ("nll_loss_backward", 4), ("nll_loss_backward", -2)])
+def test_nll_loss_target_out_of_range(op, bad):
+    pred, targets = np.zeros((3, 4), np.float32), np.array([0, bad, 1])
+    args = [pred, targets] if op == "nll_loss" else [np.ones((), np.float32), pred, targets]
+    with pytest.raises(aj.ExecutionError, match=rf"op '{op}': target {bad} at index 1 is out of range \[0, 4\)"):
+        run_op(op, *args, reduction="mean", ignore_index=-100)
