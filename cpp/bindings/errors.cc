@@ -36,7 +36,7 @@ void bind_errors(py::module_& m) {
     } catch (const aj::Error& e) {
       raise_as(e.kind(), e.what(), e.loc());
     } catch (const std::bad_alloc&) {
-      PyErr_SetString(PyExc_MemoryError, "adjoint: out of memory");
+      raise_as("OutOfMemoryError", "out of memory: an allocation of adjoint's core failed", {});
     } catch (const std::bad_variant_access& e) {
       raise_as("Error", (std::string("internal attr kind mismatch: ") + e.what()).c_str(), {});
     } catch (const std::out_of_range& e) {

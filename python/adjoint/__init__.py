@@ -13,6 +13,7 @@ from .errors import (
     ExecutionError,
     FunctionNotFoundError,
     GradientCheckError,
+    OutOfMemoryError,
     ParseError,
     StructuralMismatch,
     TransformError,
@@ -56,7 +57,7 @@ def set_num_threads(n: int) -> None:
 
 
 __all__ = [
-    "Error", "ExecutionError", "FunctionNotFoundError", "GradientCheckError", "ParseError", "StructuralMismatch",
+    "Error", "ExecutionError", "FunctionNotFoundError", "GradientCheckError", "OutOfMemoryError", "ParseError", "StructuralMismatch",
     "TransformError", "TypeInferenceError", "VerifyError",
     "Binding", "Call", "Constant", "Dim", "Expr", "Function", "Module", "TensorType", "Tuple",
     "TupleGetItem", "TupleType", "Type", "Var",

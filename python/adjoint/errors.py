@@ -32,6 +32,10 @@ class ExecutionError(Error):
     """Inputs of the wrong count, dtype or shape given to an executable, or a run-time failure."""
 
 
+class OutOfMemoryError(Error, MemoryError):
+    """Memory for a constant, an input copy or a result could not be allocated."""
+
+
 class TransformError(Error):
     """A pass asked to do something it cannot (unknown function, bad arguments)."""
 
@@ -52,6 +56,7 @@ class GradientCheckError(Error, AssertionError):
 
 
 __all__ = [
-    "Error", "ParseError", "TypeInferenceError", "VerifyError", "ExecutionError", "TransformError",
+    "Error", "ParseError", "TypeInferenceError", "VerifyError", "ExecutionError", "OutOfMemoryError",
+    "TransformError",
     "FunctionNotFoundError", "StructuralMismatch", "GradientCheckError",
 ]

@@ -35,13 +35,13 @@ std::vector<DimTerm> as_terms(const Dim& d) { return d.terms(); }
 
 int64_t checked_add(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_add_overflow(a, b, &r)) throw Error(str("dim arithmetic overflows: ", a, " + ", b));
+  if (__builtin_add_overflow(a, b, &r)) throw SizeOverflowError(str("dim arithmetic overflows: ", a, " + ", b));
   return r;
 }
 
 int64_t checked_mul(int64_t a, int64_t b) {
   int64_t r;
-  if (__builtin_mul_overflow(a, b, &r)) throw Error(str("dim arithmetic overflows: ", a, " * ", b));
+  if (__builtin_mul_overflow(a, b, &r)) throw SizeOverflowError(str("dim arithmetic overflows: ", a, " * ", b));
   return r;
 }
 
@@ -116,12 +116,12 @@ Dim Dim::operator+(const Dim& o) const {
 
 Dim Dim::operator-(const Dim& o) const {
   if (is_const() && o.is_const()) {
-    if (o.value_ == INT64_MIN) throw Error("dim arithmetic overflows");
+    if (o.value_ == INT64_MIN) throw SizeOverflowError("dim arithmetic overflows");
     return Dim(checked_add(value_, -o.value_));
   }
   auto t = as_terms(*this);
   for (auto u : as_terms(o)) {
-    if (u.coeff == INT64_MIN) throw Error("dim arithmetic overflows");
+    if (u.coeff == INT64_MIN) throw SizeOverflowError("dim arithmetic overflows");
     u.coeff = -u.coeff;
     t.push_back(std::move(u));
   }

@@ -20,14 +20,31 @@ Type tuple_type(const std::vector<Expr>& fields) {
   return TypeNode::tuple(std::move(types));
 }
 
-Type item_type(const Expr& tuple, int index) {
+Type item_type(const Expr& tuple, int64_t index) {
   const Type& t = tuple->type();
   if (!t->is_tuple())
     throw TypeInferenceError(str("tuple item [", index, "] of a non-tuple of type ", t->to_string()));
-  int n = static_cast<int>(t->fields().size());
+  int64_t n = static_cast<int64_t>(t->fields().size());
   if (index < 0 || index >= n)
     throw TypeInferenceError(str("tuple index ", index, " out of range for a tuple of ", n, " fields"));
   return t->fields()[index];
+}
+
+int deepest(const std::vector<Expr>& operands) {
+  int d = 0;
+  for (const auto& e : operands)
+    if (e && e->depth() > d) d = e->depth();
+  return d;
+}
+
+// The depth of an expr whose deepest operand has depth `deepest`; `what`
+// names the new expr when that is too deep.
+template <typename What>
+int nested_depth(int deepest, What what) {
+  if (deepest >= kMaxExprDepth)
+    throw TypeInferenceError(str(what(), ": exprs nest deeper than ", kMaxExprDepth,
+                                 " levels; bind the inner values to vars instead"));
+  return deepest + 1;
 }
 
 }  // namespace
@@ -35,12 +52,19 @@ Type item_type(const Expr& tuple, int index) {
 ConstantNode::ConstantNode(NDArray data)
     : ExprNode(ExprKind::kConstant, constant_type(data)), data_(std::move(data)) {}
 
-TupleNode::TupleNode(std::vector<Expr> fields)
-    : ExprNode(ExprKind::kTuple, tuple_type(fields)), fields_(std::move(fields)) {}
+CallNode::CallNode(const OpDef* op, std::vector<Expr> args, Attrs attrs, Type type)
+    : ExprNode(ExprKind::kCall, std::move(type),
+               nested_depth(deepest(args), [op] { return str("call to '", op->name, "'"); })),
+      op_(op), args_(std::move(args)), attrs_(std::move(attrs)) {}
 
-TupleGetItemNode::TupleGetItemNode(Expr tuple, int index)
-    : ExprNode(ExprKind::kTupleGetItem, item_type(tuple, index)), tuple_(std::move(tuple)),
-      index_(index) {}
+TupleNode::TupleNode(std::vector<Expr> fields)
+    : ExprNode(ExprKind::kTuple, tuple_type(fields), nested_depth(deepest(fields), [] { return "Tuple"; })),
+      fields_(std::move(fields)) {}
+
+TupleGetItemNode::TupleGetItemNode(Expr tuple, int64_t index)
+    : ExprNode(ExprKind::kTupleGetItem, item_type(tuple, index),
+               nested_depth(tuple->depth(), [] { return "TupleGetItem"; })),
+      tuple_(std::move(tuple)), index_(static_cast<int>(index)) {}
 
 bool is_leaf(const Expr& e) {
   switch (e->kind()) {
@@ -65,7 +89,16 @@ Call make_call(const OpDef& op, std::vector<Expr> args, Attrs attrs) {
                                  " attr value(s), got ", attrs.size()));
   for (size_t i = 0; i < attrs.size(); ++i) attrs[i] = coerce_attr(op, op.attrs[i], attrs[i]);
   TypeContext ctx{op, args, attrs};
-  Type type = op.infer_type(ctx);
+  Type type;
+  try {
+    type = op.infer_type(ctx);
+  } catch (const SizeOverflowError& e) {
+    ctx.fail(e.what());
+  } catch (const TypeInferenceError&) {
+    throw;
+  } catch (const Error& e) {  // dim arithmetic and other checks that do not know the op
+    ctx.fail(e.what());
+  }
   return std::make_shared<CallNode>(&op, std::move(args), std::move(attrs), std::move(type));
 }
 

@@ -1,9 +1,12 @@
-// NDArray: allocation (64-byte aligned, zeroed) and element access.
+// NDArray: allocation (64-byte aligned, zeroed, size-checked) and element access.
 #include "adjoint/ir/ndarray.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <new>
+
+#include "adjoint/ir/dim.h"
+#include "adjoint/support/error.h"
 
 namespace aj {
 
@@ -19,6 +22,10 @@ std::shared_ptr<void> aligned_storage(size_t bytes) {
 }  // namespace
 
 NDArray NDArray::empty(std::vector<int64_t> shape, DType dtype) {
+  if (!tensor_bytes(shape, dtype))
+    throw SizeOverflowError(str("cannot allocate an array of shape ",
+                                shape_to_string(Shape(shape.begin(), shape.end())), " of ",
+                                dtype_name(dtype), ": its byte size does not fit in 64 bits"));
   NDArray a;
   a.shape_ = std::move(shape);
   a.dtype_ = dtype;

@@ -5,6 +5,8 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "adjoint/support/error.h"
+
 namespace aj {
 
 const char* dtype_name(DType t) {
@@ -36,6 +38,42 @@ size_t dtype_size(DType t) {
   return 0;
 }
 
+std::optional<int64_t> tensor_bytes(const std::vector<int64_t>& dims, DType t) {
+  int64_t bytes = static_cast<int64_t>(dtype_size(t));
+  for (int64_t d : dims)
+    if (d < 0) return std::nullopt;
+  for (int64_t d : dims) {
+    if (d == 0) return 0;
+    if (__builtin_mul_overflow(bytes, d, &bytes)) return std::nullopt;
+  }
+  return bytes;
+}
+
+namespace {
+
+// A tensor type's constant dims must be non-negative, and its byte size, when
+// every dim is constant, must fit in int64 (symbolic dims are checked when
+// the executor binds them).
+void check_static_shape(const Shape& shape, DType dtype) {
+  std::vector<int64_t> dims;
+  dims.reserve(shape.size());
+  bool all_const = true;
+  for (const auto& d : shape) {
+    if (!d.is_const()) {
+      all_const = false;
+      continue;
+    }
+    if (d.value() < 0)
+      throw SizeOverflowError(str("shape ", shape_to_string(shape), " has a negative dim ", d.value()));
+    dims.push_back(d.value());
+  }
+  if (all_const && !tensor_bytes(dims, dtype))
+    throw SizeOverflowError(str("shape ", shape_to_string(shape), " of ", dtype_name(dtype),
+                                " is too large: its byte size does not fit in 64 bits"));
+}
+
+}  // namespace
+
 // Tensor types are interned: equal types share one node while any user holds
 // it, so the thousands of bindings of one type cost one allocation and
 // comparisons usually stop at the pointer. Entries of freed types are purged
@@ -50,6 +88,7 @@ class TensorTypeTable {
       Type t = it->second.lock();
       if (t && t->dtype() == dtype && t->shape() == shape) return t;
     }
+    check_static_shape(shape, dtype);
     auto t = std::make_shared<TypeNode>();
     TypeNode::init_tensor(*t, std::move(shape), dtype);
     table_.emplace(h, t);

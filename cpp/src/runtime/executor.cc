@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <new>
 #include <unordered_map>
 
 #include "buffer_pool.h"
@@ -159,6 +160,7 @@ void CompiledFunction::plan() {
                                "' has no CPU kernel"));
     Instr ins{&op.kernel, KernelContext{}, {}, {}, {}, {}, {}};
     ins.ctx.call = call;
+    ins.var = b.var.get();
     for (size_t a = 0; a < call->args().size(); ++a) {
       const Expr& arg = call->args()[a];
       auto* av = as<VarNode>(arg);
@@ -277,7 +279,12 @@ std::map<std::string, int64_t> CompiledFunction::bind_symbols(const std::vector<
     for (size_t d = 0; d < t.ndim(); ++d) {
       const Dim& dim = t.shape()[d];
       if (dim.is_const()) continue;
-      auto v = dim.evaluate(env);
+      std::optional<int64_t> v;
+      try {
+        v = dim.evaluate(env);
+      } catch (const Error& e) {
+        throw ExecutionError(str(where(i), ": dim ", d, " (", dim.to_string(), "): ", e.what()));
+      }
       if (!v)
         throw ExecutionError(str(where(i), ": dim ", d, " (", dim.to_string(),
                                  ") uses a symbol that no param binds alone"));
@@ -289,15 +296,32 @@ std::map<std::string, int64_t> CompiledFunction::bind_symbols(const std::vector<
   return env;
 }
 
-std::vector<int64_t> CompiledFunction::concrete(const Type& t, const std::map<std::string, int64_t>& env) const {
+std::string CompiledFunction::where(const Instr& ins) const {
+  return str("function '", name_, "', binding '", ins.var->name_hint(), "' (op '", ins.ctx.call->op().name, "'): ");
+}
+
+// Output k's shape in this run: planned when static, else its dims evaluated
+// with the symbols bound from the inputs and its byte size checked.
+std::vector<int64_t> CompiledFunction::output_shape(const Instr& ins, size_t k,
+                                                    const std::map<std::string, int64_t>& env) const {
+  const Type& t = ins.out_types[k];
+  if (ins.out_shapes[k].size() == t->ndim()) return ins.out_shapes[k];
   std::vector<int64_t> out;
   out.reserve(t->ndim());
   for (const auto& d : t->shape()) {
-    auto v = d.evaluate(env);
+    std::optional<int64_t> v;
+    try {
+      v = d.evaluate(env);
+    } catch (const Error& e) {
+      throw ExecutionError(str(where(ins), "cannot compute dim ", d.to_string(), " from the inputs: ", e.what()));
+    }
     if (!v || *v < 0)
-      throw ExecutionError(str("function '", name_, "': cannot compute dim ", d.to_string(), " from the inputs"));
+      throw ExecutionError(str(where(ins), "cannot compute dim ", d.to_string(), " from the inputs"));
     out.push_back(*v);
   }
+  if (!tensor_bytes(out, t->dtype()))
+    throw ExecutionError(str(where(ins), "shape ", shape_to_string(Shape(out.begin(), out.end())), " of ",
+                             dtype_name(t->dtype()), " is too large: its byte size does not fit in 64 bits"));
   return out;
 }
 
@@ -308,6 +332,23 @@ NDArray copy_of(const NDArray& a) {
   return out;
 }
 }  // namespace
+
+// Gives the instruction its output buffers, runs its kernel and returns the
+// buffers that die here to the pool.
+void CompiledFunction::execute(Instr& ins, const std::map<std::string, int64_t>& env) {
+  for (size_t k = 0; k < ins.out_slots.size(); ++k) {
+    std::vector<int64_t> shape = output_shape(ins, k, env);
+    if (ins.inplace_from >= 0) {
+      const NDArray& from = slots_[ins.inplace_from];
+      slots_[ins.out_slots[k]] = NDArray(std::move(shape), from.dtype(), from.owner(), from.data());
+      continue;
+    }
+    slots_[ins.out_slots[k]] = pool_->take(std::move(shape), ins.out_types[k]->dtype());
+  }
+  if (!ins.skip_kernel) (*ins.kernel)(ins.ctx);
+  if (ins.inplace_from >= 0) slots_[ins.inplace_from] = NDArray();
+  for (int s : ins.release_after) pool_->give(slots_[s]);
+}
 
 std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -322,21 +363,11 @@ std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
   };
   try {
     for (auto& ins : instrs_) {
-      for (size_t k = 0; k < ins.out_slots.size(); ++k) {
-        if (ins.inplace_from >= 0) {
-          const NDArray& from = slots_[ins.inplace_from];
-          bool known = ins.out_shapes[k].size() == ins.out_types[k]->ndim();
-          std::vector<int64_t> shape = known ? ins.out_shapes[k] : concrete(ins.out_types[k], env);
-          slots_[ins.out_slots[k]] = NDArray(std::move(shape), from.dtype(), from.owner(), from.data());
-          continue;
-        }
-        bool known = ins.out_shapes[k].size() == ins.out_types[k]->ndim();
-        std::vector<int64_t> shape = known ? ins.out_shapes[k] : concrete(ins.out_types[k], env);
-        slots_[ins.out_slots[k]] = pool_->take(std::move(shape), ins.out_types[k]->dtype());
+      try {
+        execute(ins, env);
+      } catch (const std::bad_alloc&) {
+        throw OutOfMemoryError(str(where(ins), "out of memory"));
       }
-      if (!ins.skip_kernel) (*ins.kernel)(ins.ctx);
-      if (ins.inplace_from >= 0) slots_[ins.inplace_from] = NDArray();
-      for (int s : ins.release_after) pool_->give(slots_[s]);
     }
   } catch (...) {
     release_all();

@@ -2,8 +2,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace aj {
 
@@ -12,6 +14,9 @@ enum class DType { kFloat32, kFloat64, kInt32, kInt64, kBool };
 const char* dtype_name(DType t);                        // "float32"
 std::optional<DType> dtype_from_name(const std::string& name);
 size_t dtype_size(DType t);                             // bytes per element
+// Bytes of a row-major tensor of these dims, or nullopt when a dim is
+// negative or the element count or byte size does not fit in int64.
+std::optional<int64_t> tensor_bytes(const std::vector<int64_t>& dims, DType t);
 inline bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
 inline bool is_int(DType t) { return t == DType::kInt32 || t == DType::kInt64; }
 

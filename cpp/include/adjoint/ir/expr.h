@@ -18,19 +18,29 @@ namespace aj {
 
 struct OpDef;  // op/registry.h
 
-enum class ExprKind { kVar, kConstant, kCall, kTuple, kTupleGetItem };
+enum class ExprKind : uint8_t { kVar, kConstant, kCall, kTuple, kTupleGetItem };
+
+// How deeply exprs may nest (a tuple of a tuple of ..., a call of a call of
+// ...). Every walk over an expr recurses, so the constructors refuse deeper
+// nesting with a TypeInferenceError: the C++ stack stays bounded whatever
+// Python builds, and anything built prints as text the parser reads back.
+constexpr int kMaxExprDepth = 100;
 
 class ExprNode {
  public:
   virtual ~ExprNode() = default;
   ExprKind kind() const { return kind_; }
   const Type& type() const { return type_; }
+  // 0 for vars and constants, else 1 + the deepest operand's depth.
+  int depth() const { return depth_; }
 
  protected:
-  ExprNode(ExprKind kind, Type type) : kind_(kind), type_(std::move(type)) {}
+  ExprNode(ExprKind kind, Type type, int depth = 0)
+      : kind_(kind), depth_(static_cast<uint16_t>(depth)), type_(std::move(type)) {}
 
  private:
   ExprKind kind_;
+  uint16_t depth_;
 
  protected:
   // Scratch for VarNode (it sits in padding, so it costs no space).
@@ -70,9 +80,7 @@ using Constant = std::shared_ptr<const ConstantNode>;
 
 class CallNode : public ExprNode {
  public:
-  CallNode(const OpDef* op, std::vector<Expr> args, Attrs attrs, Type type)
-      : ExprNode(ExprKind::kCall, std::move(type)), op_(op), args_(std::move(args)),
-        attrs_(std::move(attrs)) {}
+  CallNode(const OpDef* op, std::vector<Expr> args, Attrs attrs, Type type);
   const OpDef& op() const { return *op_; }
   const std::vector<Expr>& args() const { return args_; }
   const Attrs& attrs() const { return attrs_; }
@@ -97,7 +105,7 @@ using Tuple = std::shared_ptr<const TupleNode>;
 class TupleGetItemNode : public ExprNode {
  public:
   // Throws TypeInferenceError if `tuple` is not a tuple or index is out of range.
-  TupleGetItemNode(Expr tuple, int index);
+  TupleGetItemNode(Expr tuple, int64_t index);
   const Expr& tuple() const { return tuple_; }
   int index() const { return index_; }
 

@@ -14,7 +14,9 @@ namespace aj {
 class NDArray {
  public:
   NDArray() = default;
-  // Allocates a zero-filled array.
+  // Allocates a zero-filled array. Both allocating constructors throw
+  // SizeOverflowError when the byte size does not fit in int64, and
+  // std::bad_alloc when the memory cannot be had.
   NDArray(std::vector<int64_t> shape, DType dtype);
   // Allocates an array whose contents are unspecified (for kernel outputs).
   static NDArray empty(std::vector<int64_t> shape, DType dtype);

@@ -18,7 +18,9 @@ class TypeNode {
  public:
   enum class Kind { kTensor, kTuple };
 
-  static Type tensor(Shape shape, DType dtype);  // interned: equal types share a node
+  // Interned: equal types share a node. Throws SizeOverflowError for a
+  // negative dim or a static byte size beyond int64.
+  static Type tensor(Shape shape, DType dtype);
   static Type tuple(std::vector<Type> fields);
 
   Kind kind() const { return kind_; }

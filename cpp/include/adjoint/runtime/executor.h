@@ -58,6 +58,7 @@ class CompiledFunction {
     std::vector<Type> out_types;                  // symbolic, for dynamic shapes
     std::vector<std::vector<int64_t>> out_shapes;  // static shapes; empty when symbolic
     std::vector<int> release_after;               // slots whose last use is here
+    const VarNode* var = nullptr;                 // the binding's var, for messages
     int inplace_from = -1;  // an input slot whose buffer the (single) output takes over
     bool skip_kernel = false;  // a view taking over its input: the bytes are already there
   };
@@ -65,7 +66,9 @@ class CompiledFunction {
   void plan();
   void choose_inplace(Instr& ins, int index, std::vector<int>& last);
   int new_slot();
-  std::vector<int64_t> concrete(const Type& t, const std::map<std::string, int64_t>& env) const;
+  void execute(Instr& ins, const std::map<std::string, int64_t>& env);
+  std::vector<int64_t> output_shape(const Instr& ins, size_t k, const std::map<std::string, int64_t>& env) const;
+  std::string where(const Instr& ins) const;  // "function 'f', binding 'v' (op 'exp'): "
 
   std::string name_;
   Function fn_;

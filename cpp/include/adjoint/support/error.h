@@ -40,7 +40,16 @@ AJ_DEFINE_ERROR(TypeInferenceError)
 AJ_DEFINE_ERROR(VerifyError)
 AJ_DEFINE_ERROR(ExecutionError)
 AJ_DEFINE_ERROR(TransformError)
+AJ_DEFINE_ERROR(OutOfMemoryError)
 #undef AJ_DEFINE_ERROR
+
+// Dim arithmetic, an element count or a byte size that does not fit in int64.
+// Python sees a TypeInferenceError; code that knows the op or the param
+// catches this class to rethrow it naming them.
+class SizeOverflowError : public TypeInferenceError {
+ public:
+  using TypeInferenceError::TypeInferenceError;
+};
 
 // Builds a message from streamable parts: throw TypeInferenceError(str("x: ", n)).
 template <typename... Parts>
