@@ -1,6 +1,7 @@
 // Attr values: text literals, equality and hashing.
 #include "adjoint/ir/attrs.h"
 
+#include <cstring>
 #include <functional>
 
 #include "adjoint/ir/printer.h"
@@ -10,6 +11,12 @@ namespace aj {
 namespace {
 template <class... Ts> struct Overloaded : Ts... { using Ts::operator()...; };
 template <class... Ts> Overloaded(Ts...) -> Overloaded<Ts...>;
+
+uint64_t float_bits(double d) {
+  uint64_t bits;
+  std::memcpy(&bits, &d, sizeof bits);
+  return bits;
+}
 }  // namespace
 
 // A string as the parser reads it back: quotes, backslashes, newlines and
@@ -52,10 +59,9 @@ std::string attr_to_string(const AttrValue& v) {
 
 bool attr_equal(const AttrValue& a, const AttrValue& b) {
   if (a.index() != b.index()) return false;
-  if (auto* x = std::get_if<double>(&a)) {
-    double y = std::get<double>(b);
-    return *x == y || (*x != *x && y != y);  // NaN equals NaN structurally
-  }
+  // Floats compare by bits, as constants do: -0.0 is not 0.0 (1/x tells them
+  // apart, so a pass must not merge them), and a NaN equals only its own bits.
+  if (auto* x = std::get_if<double>(&a)) return float_bits(*x) == float_bits(std::get<double>(b));
   return a == b;
 }
 
@@ -66,7 +72,7 @@ size_t attr_hash(const AttrValue& v) {
                  [](const NoneValue&) {},
                  [&](bool b) { mix(b); },
                  [&](int64_t i) { mix(std::hash<int64_t>()(i)); },
-                 [&](double d) { mix(d != d ? 0x7ff8 : std::hash<double>()(d == 0 ? 0.0 : d)); },
+                 [&](double d) { mix(std::hash<uint64_t>()(float_bits(d))); },
                  [&](const std::string& s) { mix(std::hash<std::string>()(s)); },
                  [&](const std::vector<int64_t>& l) {
                    for (auto i : l) mix(std::hash<int64_t>()(i));

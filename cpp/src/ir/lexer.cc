@@ -245,9 +245,21 @@ void Lexer::scan_name() {
   emit(Tok::kName, start, pos_ - start);
 }
 
-// digits ['.' digits] [('e'|'E') ['+'|'-'] digits], or '.' digits ...
+// digits ['.' digits] [('e'|'E') ['+'|'-'] digits], or '.' digits ..., or
+// a hex int 0x<hex digits> (the printer writes NaN payloads so).
 void Lexer::scan_number() {
   size_t start = pos_;
+  if (s_.compare(pos_, 2, "0x") == 0 || s_.compare(pos_, 2, "0X") == 0) {
+    pos_ += 2;
+    size_t from = pos_;
+    while (pos_ < s_.size() && is_hex(s_[pos_])) ++pos_;
+    if (pos_ == from || (pos_ < s_.size() && (is_name_char(s_[pos_]) || s_[pos_] == '.'))) {
+      while (pos_ < s_.size() && (is_name_char(s_[pos_]) || s_[pos_] == '.')) ++pos_;
+      src_.fail(start, "bad number literal " + quote(s_.substr(start, pos_ - start)));
+    }
+    emit(Tok::kInt, start, pos_ - start);
+    return;
+  }
   bool is_float = false;
   auto digits = [&] {
     size_t from = pos_;

@@ -4,7 +4,9 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <type_traits>
 
 namespace aj::text {
 namespace {
@@ -31,9 +33,32 @@ bool is_name_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || is_digit(c);
 }
 
+// A decimal or 0x-prefixed hex int.
 bool parse_u64(std::string_view digits, uint64_t& out) {
-  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    digits.remove_prefix(2);
+    base = 16;
+  }
+  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), out, base);
   return r.ec == std::errc() && r.ptr == digits.data() + digits.size();
+}
+
+// The NaN of "nan(<payload>)": exponent all ones, the payload its
+// significand bits (nonzero: zero would be inf). False when out of range.
+template <typename T>
+bool nan_with_payload(std::string_view text, T& out) {
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+  constexpr int kSignificand = std::numeric_limits<T>::digits - 1;  // 52 or 23
+  constexpr Bits kExponent = ~Bits{0} >> 1 & ~((Bits{1} << kSignificand) - 1);
+  std::string_view inner = text.substr(4, text.size() - 5);  // between "nan(" and ")"
+  while (!inner.empty() && inner.front() == ' ') inner.remove_prefix(1);
+  while (!inner.empty() && inner.back() == ' ') inner.remove_suffix(1);
+  uint64_t payload = 0;
+  if (!parse_u64(inner, payload) || payload == 0 || payload >= (uint64_t{1} << kSignificand)) return false;
+  Bits bits = kExponent | static_cast<Bits>(payload);
+  std::memcpy(&out, &bits, sizeof out);
+  return true;
 }
 
 // Whether a decimal float text too extreme for from_chars is tiny (it
@@ -62,11 +87,13 @@ bool underflows(std::string_view text) {
   return magnitude < 0;
 }
 
-// A float from a number's text (without sign), inf or nan; false when out of range.
+// A float from a number's text (without sign), inf, nan or nan(<payload>);
+// false when out of range.
 template <typename T>
 bool parse_float(std::string_view text, T& out) {
   if (text == "inf") out = std::numeric_limits<T>::infinity();
   else if (text == "nan") out = std::numeric_limits<T>::quiet_NaN();
+  else if (text.substr(0, 4) == "nan(") return nan_with_payload(text, out);
   else {
     auto r = std::from_chars(text.data(), text.data() + text.size(), out);
     if (r.ec == std::errc::result_out_of_range && underflows(text)) out = 0;
@@ -87,7 +114,7 @@ int64_t int_value(const Source& src, const Node& n) {
 double float_value(const Source& src, const Node& n) {
   double v = 0;
   if (!parse_float(n.text, v)) src.fail(n.off, str("float ", node_text(n), " is out of range"));
-  return n.negative && !std::isnan(v) ? -v : v;  // -nan reads as nan, as it prints
+  return n.negative ? std::copysign(v, -1.0) : v;  // -nan keeps its sign, as it prints
 }
 
 Dim dim_from_node(const Source& src, const Node& n, bool allow_negative) {
@@ -253,7 +280,7 @@ T float_leaf(const Source& src, const ConstLeaf& leaf, DType dtype) {
   if (!parse_float(leaf.text, v))
     src.fail(leaf.off, str("value ", leaf.negative ? "-" : "", leaf.text, " is out of range for ",
                            dtype_name(dtype)));
-  return leaf.negative && !std::isnan(v) ? -v : v;
+  return leaf.negative ? std::copysign(v, T(-1)) : v;
 }
 
 template <typename T>
@@ -367,7 +394,13 @@ Type type_from_node(const Source& src, const Node& n) {
   }
   if (!parts[0] || !parts[1])
     src.fail(n.off, "Tensor needs a shape and a dtype, like Tensor((3, 4), \"float32\")");
-  return TypeNode::tensor(shape_from_node(src, *parts[0], false), dtype_from_node(src, *parts[1]));
+  Shape shape = shape_from_node(src, *parts[0], false);
+  DType dtype = dtype_from_node(src, *parts[1]);
+  try {
+    return TypeNode::tensor(std::move(shape), dtype);
+  } catch (const SizeOverflowError& e) {
+    src.fail<TypeInferenceError>(parts[0]->off, e.what());
+  }
 }
 
 Expr make_constant(const Source& src, const std::vector<int64_t>& shape,

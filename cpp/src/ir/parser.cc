@@ -246,7 +246,7 @@ Expr FunctionLowering::tuple_item(const Node& n) {
   const Type& t = tuple->type();
   if (index < 0 && t->is_tuple()) index += static_cast<int64_t>(t->fields().size());
   try {
-    return std::make_shared<TupleGetItemNode>(tuple, static_cast<int>(index));
+    return std::make_shared<TupleGetItemNode>(tuple, index);
   } catch (const std::exception& e) {
     rethrow_at(n.off, e);
   }

@@ -8,7 +8,10 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <deque>
+#include <limits>
+#include <type_traits>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
@@ -74,9 +77,26 @@ std::string python_layout(const Decimal& d) {
   return out.append(digits, 0, int_len).append(".").append(digits, int_len);
 }
 
+// A NaN as the parser reads it back bit for bit: "nan", "-nan" with the
+// sign bit, "nan(0x...)" with another payload than the default quiet NaN's.
+template <typename T>
+std::string nan_text(T v) {
+  using Bits = std::conditional_t<sizeof(T) == 8, uint64_t, uint32_t>;
+  constexpr int kSignificand = std::numeric_limits<T>::digits - 1;
+  Bits bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  Bits payload = bits & ((Bits{1} << kSignificand) - 1);
+  std::string out = std::signbit(v) ? "-nan" : "nan";
+  if (payload == Bits{1} << (kSignificand - 1)) return out;
+  static const char* hex = "0123456789abcdef";
+  std::string digits;
+  for (; payload; payload >>= 4) digits.insert(digits.begin(), hex[payload & 15]);
+  return out + "(0x" + digits + ")";
+}
+
 template <typename T>
 std::string python_float_repr(T v) {
-  if (std::isnan(v)) return "nan";
+  if (std::isnan(v)) return nan_text(v);
   if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
   return python_layout(shortest_decimal(v));
 }

@@ -356,6 +356,11 @@ Node SyntaxParser::primary() {
     case Tok::kName: {
       lex_.next();
       n.text = src_.view(t);
+      if (n.text == "nan" && lex_.peek().kind == Tok::kLParen) {
+        n.kind = NodeKind::kFloat;
+        n.text = float_name_text(t);
+        return n;
+      }
       if (lex_.peek().kind == Tok::kLParen) return n.text == "const" ? constant(t) : call(t);
       if (n.text == "True" || n.text == "False") {
         n.kind = NodeKind::kBool;
@@ -399,6 +404,18 @@ Node SyntaxParser::primary() {
   }
 }
 
+// The text of an inf or nan just read: "inf", "nan", or "nan(0x...)" with
+// the NaN's payload (the bits of its significand), which consumes the
+// parenthesized int after the name.
+std::string_view SyntaxParser::float_name_text(const Token& name) {
+  std::string_view text = src_.view(name);
+  if (text != "nan" || lex_.peek().kind != Tok::kLParen) return text;
+  lex_.next();
+  expect(Tok::kInt, "a NaN payload (an int, like nan(0x1))");
+  Token rp = expect(Tok::kRParen, "')' after the NaN payload");
+  return src_.text().substr(name.off, rp.off + rp.len - name.off);
+}
+
 // '-' followed by a number, inf or nan.
 Node SyntaxParser::negative_number(const Token& minus) {
   Token t = lex_.peek();
@@ -411,7 +428,7 @@ Node SyntaxParser::negative_number(const Token& minus) {
   n.kind = t.kind == Tok::kInt ? NodeKind::kInt : NodeKind::kFloat;
   n.negative = true;
   n.off = minus.off;
-  n.text = text;
+  n.text = float_name ? float_name_text(t) : text;
   return n;
 }
 
@@ -535,7 +552,7 @@ void SyntaxParser::const_leaf(size_t level, ConstShape& cs) {
     lex_.next();
   } else if (t.kind == Tok::kName && (text == "inf" || text == "nan")) {
     leaf.kind = NodeKind::kFloat;
-    lex_.next();
+    leaf.text = float_name_text(lex_.next());
   } else if (t.kind == Tok::kName && (text == "True" || text == "False")) {
     leaf.kind = NodeKind::kBool;
     leaf.truth = text == "True";

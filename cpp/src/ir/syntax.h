@@ -124,6 +124,7 @@ class SyntaxParser {
   Node primary();
   Node index(Node base, const Token& lb);
   Node negative_number(const Token& minus);
+  std::string_view float_name_text(const Token& name);
   Node call(const Token& callee);
   Node constant(const Token& callee);
   std::vector<int64_t> explicit_const_shape(const Node& n, const std::vector<int64_t>& listed);
