@@ -5,18 +5,38 @@
 
 #include <cstring>
 
+#include "adjoint/analysis/verifier.h"
 #include "adjoint/support/error.h"
 
 namespace aj::bindings {
 namespace {
 
+// Dims from a tuple or list of ints and dim strings; negative ints are an
+// error unless `allow_negative` (attrs, whose op checks them).
+Shape dims_from_py(const py::handle& obj, const std::string& what, bool allow_negative) {
+  if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj))
+    throw Error(str(what, ": a shape must be a tuple or list of ints and strings, got ",
+                    py_type_name(obj)));
+  Shape out;
+  for (const auto& d : obj) {
+    if (py::isinstance<py::str>(d)) {
+      out.push_back(Dim::parse(d.cast<std::string>()));
+    } else if (is_int_like(d)) {
+      int64_t v = to_int64(d, what);
+      if (v < 0 && !allow_negative) throw Error(str(what, ": negative dim ", v));
+      out.push_back(Dim(v));
+    } else {
+      throw Error(str(what, ": a dim must be an int or a string, got ", py_type_name(d)));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 bool is_int_like(const py::handle& o) {
   return !py::isinstance<py::bool_>(o) && (py::isinstance<py::int_>(o) ||
          py::isinstance(o, py::module_::import("numpy").attr("integer")));
-}
-
-std::string py_type_name(const py::handle& o) {
-  return py::str(py::type::of(o).attr("__name__")).cast<std::string>();
 }
 
 int64_t to_int64(const py::handle& o, const std::string& what) {
@@ -29,7 +49,29 @@ int64_t to_int64(const py::handle& o, const std::string& what) {
   }
 }
 
-}  // namespace
+std::string py_type_name(const py::handle& o) {
+  return py::str(py::type::of(o).attr("__name__")).cast<std::string>();
+}
+
+Module verified_module(const py::handle& obj, const std::string& user) {
+  Module mod = node_arg<ModuleNode>(obj, user, "an aj.Module");
+  py::gil_scoped_release nogil;
+  verify_input(mod, user);
+  return mod;
+}
+
+void throw_function_not_found(const std::string& message) {
+  py::object cls = py::module_::import("adjoint.errors").attr("FunctionNotFoundError");
+  PyErr_SetObject(cls.ptr(), py::str(message).ptr());
+  throw py::error_already_set();
+}
+
+std::string function_name_key(const py::handle& key, const std::string& container) {
+  if (!py::isinstance<py::str>(key))
+    throw_function_not_found(str(container, " has no function ", py::repr(key).cast<std::string>(),
+                                 ": function names are str, got ", py_type_name(key)));
+  return key.cast<std::string>();
+}
 
 DType dtype_from_py(const py::handle& obj, const std::string& what) {
   std::string name;
@@ -50,22 +92,17 @@ DType dtype_from_py(const py::handle& obj, const std::string& what) {
 }
 
 Shape shape_from_py(const py::handle& obj, const std::string& what) {
-  if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj))
-    throw Error(str(what, ": a shape must be a tuple or list of ints and strings, got ",
-                    py_type_name(obj)));
-  Shape out;
-  for (const auto& d : obj) {
-    if (py::isinstance<py::str>(d)) {
-      out.push_back(Dim::parse(d.cast<std::string>()));
-    } else if (is_int_like(d)) {
-      int64_t v = to_int64(d, what);
-      if (v < 0) throw Error(str(what, ": negative dim ", v));
-      out.push_back(Dim(v));
-    } else {
-      throw Error(str(what, ": a dim must be an int or a string, got ", py_type_name(d)));
-    }
+  return dims_from_py(obj, what, /*allow_negative=*/false);
+}
+
+Type tensor_type_from_py(const py::handle& shape, const py::handle& dtype, const std::string& what) {
+  Shape dims = shape_from_py(shape, what);
+  DType t = dtype_from_py(dtype, what);
+  try {
+    return TypeNode::tensor(std::move(dims), t);
+  } catch (const SizeOverflowError& e) {
+    throw TypeInferenceError(str(what, ": ", e.what()));
   }
-  return out;
 }
 
 py::tuple shape_to_py(const Shape& shape) {
@@ -93,7 +130,7 @@ AttrValue attr_from_py(const py::handle& obj, const std::string& what) {
       for (const auto& e : obj) v.push_back(to_int64(e, what));
       return v;
     }
-    return shape_from_py(obj, what);
+    return dims_from_py(obj, what, /*allow_negative=*/true);
   }
   if (py::isinstance(obj, py::module_::import("numpy").attr("dtype")) || py::isinstance<py::type>(obj))
     return dtype_from_py(obj, what);
@@ -113,26 +150,26 @@ py::object attr_to_py(const AttrValue& v) {
 
 NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const std::string& what) {
   py::module_ np = py::module_::import("numpy");
-  py::object arr;
-  try {
+  py::array a = numpy_call<Error>([&] { return str(what, ": cannot make an array"); }, [&] {
     // asarray(order="C"), not ascontiguousarray, which makes 0-d arrays 1-d.
-    arr = dtype ? np.attr("asarray")(obj, py::str(dtype_name(*dtype)), py::arg("order") = "C")
-                : np.attr("asarray")(obj, py::arg("order") = "C");
-  } catch (const py::error_already_set& e) {
-    throw Error(str(what, ": cannot make an array: ", e.what()));
-  }
-  py::array a = arr.cast<py::array>();
+    py::object arr = dtype ? np.attr("asarray")(obj, py::str(dtype_name(*dtype)), py::arg("order") = "C")
+                           : np.attr("asarray")(obj, py::arg("order") = "C");
+    py::object dt = arr.attr("dtype");
+    if (!dt.attr("isnative").cast<bool>()) arr = arr.attr("astype")(dt.attr("newbyteorder")("="));
+    return arr;
+  }).cast<py::array>();
   DType t = dtype_from_py(a.dtype(), what);
   std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
-  NDArray out(shape, t);
+  NDArray out = NDArray::empty(shape, t);
   if (out.nbytes()) std::memcpy(out.data(), a.data(), out.nbytes());
   return out;
 }
 
-py::array ndarray_to_py(const NDArray& a) {
-  py::dtype dt(std::string(dtype_name(a.dtype())) == "bool" ? "bool" : dtype_name(a.dtype()));
-  py::array out(dt, a.shape());
-  if (a.nbytes()) std::memcpy(out.mutable_data(), a.data(), a.nbytes());
+py::array ndarray_to_py(const NDArray& a, bool writeable) {
+  auto* keep = new std::shared_ptr<void>(a.owner());
+  py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
+  py::array out(py::dtype(dtype_name(a.dtype())), a.shape(), a.data(), base);
+  if (!writeable) out.attr("flags").attr("writeable") = false;
   return out;
 }
 

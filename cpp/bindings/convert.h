@@ -9,21 +9,99 @@
 #include "adjoint/ir/attrs.h"
 #include "adjoint/ir/function.h"
 #include "adjoint/ir/ndarray.h"
+#include "adjoint/support/error.h"
 
 namespace aj::bindings {
 
 namespace py = pybind11;
 
+// Typed reads of arguments given from Python. A value of the wrong kind is
+// an aj::Error naming `what` and what was given, never a pybind TypeError.
+std::string py_type_name(const py::handle& obj);
+bool is_int_like(const py::handle& obj);  // int or NumPy integer, not bool
+int64_t to_int64(const py::handle& obj, const std::string& what);
+
+template <class E = Error>
+std::string string_arg(const py::handle& obj, const std::string& what) {
+  if (!py::isinstance<py::str>(obj))
+    throw E(str(what, ": expected a str, got ", obj.is_none() ? "None" : py_type_name(obj)));
+  return obj.cast<std::string>();
+}
+
+template <class E = Error>
+int64_t int_arg(const py::handle& obj, const std::string& what) {
+  if (!is_int_like(obj)) throw E(str(what, ": expected an int, got ", obj.is_none() ? "None" : py_type_name(obj)));
+  try {
+    return to_int64(obj, what);
+  } catch (const Error& e) {
+    throw E(e.what());
+  }
+}
+
+template <class E = Error>
+bool bool_arg(const py::handle& obj, const std::string& what) {
+  if (!py::isinstance<py::bool_>(obj) && !py::isinstance(obj, py::module_::import("numpy").attr("bool_")))
+    throw E(str(what, ": expected a bool, got ", obj.is_none() ? "None" : py_type_name(obj)));
+  return obj.cast<bool>();
+}
+
+// An IR node of class T (`expected` names it for the message); None is an error.
+template <typename T>
+std::shared_ptr<T> node_arg(const py::handle& obj, const std::string& what, const char* expected) {
+  if (obj.is_none() || !py::isinstance<T>(obj))
+    throw Error(str(what, ": expected ", expected, ", got ", obj.is_none() ? "None" : py_type_name(obj)));
+  return obj.cast<std::shared_ptr<T>>();
+}
+
+// A list or tuple of IR nodes of class T; item i is named "what[i]".
+template <typename T>
+std::vector<std::shared_ptr<T>> node_list_arg(const py::handle& obj, const std::string& what, const char* expected) {
+  if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj))
+    throw Error(str(what, ": expected a list of ", expected, ", got ", py_type_name(obj)));
+  std::vector<std::shared_ptr<T>> out;
+  size_t i = 0;
+  for (const auto& item : obj) out.push_back(node_arg<T>(item, str(what, "[", i++, "]"), expected));
+  return out;
+}
+
+// Runs f, which calls NumPy; a Python exception from it becomes an aj error
+// that starts with what(): OutOfMemoryError for a MemoryError, else E.
+template <class E, typename F, typename What>
+py::object numpy_call(What what, F&& f) {
+  try {
+    return f();
+  } catch (py::error_already_set& e) {
+    if (e.matches(PyExc_MemoryError)) throw OutOfMemoryError(str(what(), ": out of memory"));
+    throw E(str(what(), ": ", e.what()));
+  }
+}
+
+// The module given to `user` (a pass, build), verified with the GIL
+// released; VerifyError names the function and var of the first problem.
+Module verified_module(const py::handle& obj, const std::string& user);
+
+// A function name given as a key (mod["f"], exe["f"]); a non-str key is a
+// FunctionNotFoundError as a missing name is.
+std::string function_name_key(const py::handle& key, const std::string& container);
+[[noreturn]] void throw_function_not_found(const std::string& message);
+
+// Attr values from Python; a shape-like list keeps negative dims (a reshape's
+// -1) for the op's attr check to judge, as the parser does.
 AttrValue attr_from_py(const py::handle& obj, const std::string& what);
 py::object attr_to_py(const AttrValue& v);
 
 Shape shape_from_py(const py::handle& obj, const std::string& what);
 py::tuple shape_to_py(const Shape& shape);
 DType dtype_from_py(const py::handle& obj, const std::string& what);
+// Tensor((shape), dtype); a shape too large is a TypeInferenceError naming `what`.
+Type tensor_type_from_py(const py::handle& shape, const py::handle& dtype, const std::string& what);
 
-// A C-contiguous copy of a NumPy array (or anything np.asarray accepts).
+// A C-contiguous, native-endian copy of a NumPy array (or anything
+// np.asarray accepts), converted to `dtype` when given.
 NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const std::string& what);
-py::array ndarray_to_py(const NDArray& a);  // a copy
+// A NumPy view of an array that keeps its buffer alive (no copy); read-only
+// unless `writeable` (a constant's value is immutable; a result is the caller's).
+py::array ndarray_to_py(const NDArray& a, bool writeable = false);
 
 // The binding-side handles of immutable IR nodes (pybind holders are non-const).
 template <typename T>

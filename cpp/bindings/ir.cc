@@ -25,9 +25,52 @@ using PyExpr = std::shared_ptr<ExprNode>;
 using PyVar = std::shared_ptr<VarNode>;
 using PyModule = std::shared_ptr<ModuleNode>;
 
-Expr expr_in(const PyExpr& e, const char* what) {
-  if (!e) throw Error(str(what, ": expected an expr, got None"));
-  return e;
+Expr expr_arg(const py::handle& e, const std::string& what) { return node_arg<ExprNode>(e, what, "an aj.Expr"); }
+
+std::vector<Expr> exprs_in(const py::handle& list, const std::string& what) {
+  auto nodes = node_list_arg<ExprNode>(list, what, "aj.Expr");
+  return std::vector<Expr>(nodes.begin(), nodes.end());
+}
+
+py::dict dict_arg(const py::handle& obj, const std::string& what) {
+  if (!py::isinstance<py::dict>(obj)) throw Error(str(what, ": expected a dict, got ", py_type_name(obj)));
+  return py::reinterpret_borrow<py::dict>(obj);
+}
+
+FuncAttrs func_attrs_in(const py::handle& attrs, const std::string& what) {
+  FuncAttrs out;
+  for (const auto& kv : dict_arg(attrs, what + ": attrs")) {
+    std::string key = string_arg(kv.first, what + ": attr name");
+    out.emplace_back(key, attr_from_py(kv.second, "function attr '" + key + "'"));
+  }
+  return out;
+}
+
+// Bindings given as (var, value) pairs.
+std::vector<Binding> bindings_in(const py::handle& list) {
+  if (!py::isinstance<py::list>(list) && !py::isinstance<py::tuple>(list))
+    throw Error(str("Function: bindings must be a list of (var, value) pairs, got ", py_type_name(list)));
+  std::vector<Binding> out;
+  size_t i = 0;
+  for (const auto& item : list) {
+    std::string what = str("Function: bindings[", i++, "]");
+    if (!py::isinstance<py::tuple>(item) && !py::isinstance<py::list>(item))
+      throw Error(str(what, ": expected a (var, value) pair, got ", py_type_name(item)));
+    auto pair = py::reinterpret_borrow<py::sequence>(item);
+    if (pair.size() != 2) throw Error(str(what, ": expected a (var, value) pair, got ", pair.size(), " items"));
+    out.push_back({node_arg<VarNode>(pair[0], what + " var", "an aj.Var"), expr_arg(pair[1], what + " value")});
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, AttrValue>> call_attrs_in(const OpDef& op, const py::handle& attrs) {
+  std::string what = "op '" + op.name + "'";
+  std::vector<std::pair<std::string, AttrValue>> out;
+  for (const auto& kv : dict_arg(attrs, what + ": attrs")) {
+    std::string key = string_arg(kv.first, what + ": attr name");
+    out.emplace_back(key, attr_from_py(kv.second, what + ": attr '" + key + "'"));
+  }
+  return out;
 }
 
 py::list exprs_out(const std::vector<Expr>& es) {
@@ -48,10 +91,7 @@ py::dict call_attrs_out(const CallNode& c) {
   return d;
 }
 
-Module module_in(const PyModule& m) {
-  if (!m) throw Error("expected an aj.Module, got None");
-  return m;
-}
+Module module_arg(const py::handle& m, const std::string& what) { return node_arg<ModuleNode>(m, what, "an aj.Module"); }
 
 // Structural comparison accepts two modules or two functions.
 template <typename R, typename FnM, typename FnF>
@@ -68,53 +108,44 @@ R on_pair(const py::object& a, const py::object& b, FnM on_modules, FnF on_funct
 // The Python face of FunctionBuilder: ops by name, attrs from Python values.
 class PyFunctionBuilder {
  public:
-  PyFunctionBuilder(std::string name, const py::dict& attrs) : name_(std::move(name)) {
-    FuncAttrs fa;
-    for (const auto& kv : attrs) {
-      std::string key = py::str(kv.first).cast<std::string>();
-      fa.emplace_back(key, attr_from_py(kv.second, "function attr '" + key + "'"));
-    }
-    builder_ = std::make_unique<FunctionBuilder>(std::move(fa));
+  PyFunctionBuilder(const py::handle& name, const py::handle& attrs)
+      : name_(string_arg(name, "FunctionBuilder: name")) {
+    builder_ = std::make_unique<FunctionBuilder>(func_attrs_in(attrs, "FunctionBuilder"));
   }
 
-  PyVar param(const std::string& name, const py::handle& shape, const py::handle& dtype) {
+  PyVar param(const py::handle& name_arg, const py::handle& shape, const py::handle& dtype) {
     live();
+    std::string name = string_arg(name_arg, "param: name");
     std::string what = "param '" + name + "'";
-    Type t = TypeNode::tensor(shape_from_py(shape, what), dtype_from_py(dtype, what));
+    Type t = tensor_type_from_py(shape, dtype, what);
     return unconst(builder_->add_param(name, t));
   }
 
-  PyVar param_of_type(const std::string& name, const PyType& type) {
+  PyVar param_of_type(const py::handle& name_arg, const py::handle& type) {
     live();
-    if (!type) throw Error(str("param '", name, "': expected an aj.Type"));
-    return unconst(builder_->add_param(name, type));
+    std::string name = string_arg(name_arg, "param: name");
+    return unconst(builder_->add_param(name, node_arg<TypeNode>(type, "param '" + name + "'", "an aj.Type")));
   }
 
-  PyVar emit_call(const std::string& op_name, const std::vector<PyExpr>& args,
-                  const py::list& positional, const py::dict& keyword, const std::string& name) {
+  PyVar emit_call(const std::string& op_name, const py::handle& args, const py::list& positional,
+                  const py::handle& keyword, const py::handle& name) {
     live();
     const OpDef& op = OpRegistry::global().get(op_name);
-    std::vector<Expr> in;
-    for (const auto& a : args) in.push_back(expr_in(a, op_name.c_str()));
+    std::vector<Expr> in = exprs_in(args, "op '" + op_name + "'");
     std::vector<AttrValue> pos;
     for (const auto& v : positional) pos.push_back(attr_from_py(v, "op '" + op_name + "'"));
-    std::vector<std::pair<std::string, AttrValue>> kw;
-    for (const auto& kv : keyword) {
-      std::string key = py::str(kv.first).cast<std::string>();
-      kw.emplace_back(key, attr_from_py(kv.second, "op '" + op_name + "': attr '" + key + "'"));
-    }
-    Attrs attrs = resolve_attrs(op, pos, kw);
-    return unconst(builder_->emit_call(op, std::move(in), std::move(attrs), name));
+    Attrs attrs = resolve_attrs(op, pos, call_attrs_in(op, keyword));
+    return unconst(builder_->emit_call(op, std::move(in), std::move(attrs), string_arg(name, "op '" + op_name + "': name")));
   }
 
-  PyVar emit(const PyExpr& value, const std::string& name) {
+  PyVar emit(const py::handle& value, const py::handle& name) {
     live();
-    return unconst(builder_->emit(expr_in(value, "emit"), name));
+    return unconst(builder_->emit(expr_arg(value, "emit"), string_arg(name, "emit: name")));
   }
 
-  PyModule finish(const PyExpr& ret) {
+  PyModule finish(const py::handle& ret) {
     live();
-    Function fn = builder_->finish(expr_in(ret, "finish"));
+    Function fn = builder_->finish(expr_arg(ret, "finish"));
     builder_.reset();
     return unconst(std::make_shared<const ModuleNode>(
         std::vector<std::pair<std::string, Function>>{{name_, fn}}));
@@ -174,7 +205,10 @@ void bind_dims(py::module_& m) {
         return py::none();
       }, "The int value, or None when symbolic.")
       .def_property_readonly("symbols", &Dim::symbols)
-      .def("evaluate", [](const Dim& d, const std::map<std::string, int64_t>& env) -> int64_t {
+      .def("evaluate", [](const Dim& d, const py::handle& env_arg) -> int64_t {
+        std::map<std::string, int64_t> env;
+        for (const auto& kv : dict_arg(env_arg, "Dim.evaluate: env"))
+          env[string_arg(kv.first, "Dim.evaluate: a symbol")] = int_arg(kv.second, "Dim.evaluate: a symbol's value");
         auto v = d.evaluate(env);
         if (!v) throw Error(str("cannot evaluate dim ", d.to_string(), ": a symbol is unbound"));
         return *v;
@@ -225,15 +259,11 @@ void bind_types(py::module_& m) {
       })
       .def("__hash__", [](const PyType& t) { return type_hash(t); });
   m.def("TensorType", [](const py::handle& shape, const py::handle& dtype) {
-    return unconst(TypeNode::tensor(shape_from_py(shape, "TensorType"), dtype_from_py(dtype, "TensorType")));
+    return unconst(tensor_type_from_py(shape, dtype, "TensorType"));
   }, py::arg("shape"), py::arg("dtype") = "float32", "A tensor type: TensorType((3, \"n\"), \"float32\").");
-  m.def("TupleType", [](const std::vector<PyType>& fields) {
-    std::vector<Type> fs;
-    for (const auto& f : fields) {
-      if (!f) throw Error("TupleType: a field is None");
-      fs.push_back(f);
-    }
-    return unconst(TypeNode::tuple(std::move(fs)));
+  m.def("TupleType", [](const py::handle& fields) {
+    auto fs = node_list_arg<TypeNode>(fields, "TupleType: fields", "aj.Type");
+    return unconst(TypeNode::tuple(std::vector<Type>(fs.begin(), fs.end())));
   }, py::arg("fields"));
 }
 
@@ -241,9 +271,9 @@ void bind_exprs(py::module_& m) {
   py::class_<ExprNode, PyExpr>(m, "Expr", "An IR expression; every expr has a type.")
       .def_property_readonly("type", [](const ExprNode& e) { return unconst(e.type()); });
   py::class_<VarNode, ExprNode, PyVar>(m, "Var", "A variable: a param or the result of a binding.")
-      .def(py::init([](const std::string& name, const PyType& type) {
-        if (!type) throw Error(str("Var '", name, "' needs a type"));
-        return std::make_shared<VarNode>(name, type);
+      .def(py::init([](const py::handle& name_arg, const py::handle& type) {
+        std::string name = string_arg(name_arg, "Var: name_hint");
+        return std::make_shared<VarNode>(name, node_arg<TypeNode>(type, "Var '" + name + "'", "an aj.Type"));
       }), py::arg("name_hint"), py::arg("type"))
       .def_property_readonly("name_hint", &VarNode::name_hint)
       .def("__repr__", [](const VarNode& v) { return "Var(" + v.name_hint() + ": " + v.type()->to_string() + ")"; });
@@ -254,33 +284,26 @@ void bind_exprs(py::module_& m) {
         return std::make_shared<ConstantNode>(ndarray_from_py(value, dt, "Constant"));
       }), py::arg("value"), py::arg("dtype") = py::none())
       .def_property_readonly("data", [](const ConstantNode& c) { return ndarray_to_py(c.data()); },
-                             "A NumPy copy of the value.");
+                             "The value as a read-only NumPy array (a view: constants are immutable).");
   py::class_<CallNode, ExprNode, std::shared_ptr<CallNode>>(m, "Call", "A call of an op on leaves, with attrs.")
       .def_property_readonly("op", [](const CallNode& c) { return c.op().name; })
       .def_property_readonly("args", [](const CallNode& c) { return exprs_out(c.args()); })
       .def_property_readonly("attrs", &call_attrs_out)
-      .def(py::init([](const std::string& op_name, const std::vector<PyExpr>& args, const py::dict& attrs) {
-        const OpDef& op = OpRegistry::global().get(op_name);
-        std::vector<Expr> in;
-        for (const auto& a : args) in.push_back(expr_in(a, op_name.c_str()));
-        std::vector<std::pair<std::string, AttrValue>> kw;
-        for (const auto& kv : attrs) {
-          std::string key = py::str(kv.first).cast<std::string>();
-          kw.emplace_back(key, attr_from_py(kv.second, "op '" + op_name + "': attr '" + key + "'"));
-        }
-        return unconst(make_call(op, std::move(in), resolve_attrs(op, {}, kw)));
+      .def(py::init([](const py::handle& op_name, const py::handle& args, const py::handle& attrs) {
+        const OpDef& op = OpRegistry::global().get(string_arg(op_name, "Call: op"));
+        std::vector<Expr> in = exprs_in(args, "op '" + op.name + "': args");
+        return unconst(make_call(op, std::move(in), resolve_attrs(op, {}, call_attrs_in(op, attrs))));
       }), py::arg("op"), py::arg("args"), py::arg("attrs") = py::dict(),
       "A call with attr defaults filled in and its type inferred (not emitted anywhere).");
   py::class_<TupleNode, ExprNode, std::shared_ptr<TupleNode>>(m, "Tuple", "A tuple of exprs.")
-      .def(py::init([](const std::vector<PyExpr>& fields) {
-        std::vector<Expr> fs;
-        for (const auto& f : fields) fs.push_back(expr_in(f, "Tuple"));
-        return std::make_shared<TupleNode>(std::move(fs));
+      .def(py::init([](const py::handle& fields) {
+        return std::make_shared<TupleNode>(exprs_in(fields, "Tuple: fields"));
       }), py::arg("fields"))
       .def_property_readonly("fields", [](const TupleNode& t) { return exprs_out(t.fields()); });
   py::class_<TupleGetItemNode, ExprNode, std::shared_ptr<TupleGetItemNode>>(m, "TupleGetItem")
-      .def(py::init([](const PyExpr& t, int index) {
-        return std::make_shared<TupleGetItemNode>(expr_in(t, "TupleGetItem"), index);
+      .def(py::init([](const py::handle& tuple, const py::handle& index) {
+        Expr t = expr_arg(tuple, "TupleGetItem: tuple");
+        return std::make_shared<TupleGetItemNode>(t, int_arg<TypeInferenceError>(index, "TupleGetItem: index"));
       }), py::arg("tuple"), py::arg("index"))
       .def_property_readonly("tuple", [](const TupleGetItemNode& g) { return unconst(g.tuple()); })
       .def_property_readonly("index", &TupleGetItemNode::index);
@@ -292,21 +315,13 @@ void bind_exprs(py::module_& m) {
 
 void bind_functions(py::module_& m) {
   py::class_<NamedFunction>(m, "Function", "A function of a module: params, bindings, a returned expr, attrs.")
-      .def(py::init([](const std::vector<PyVar>& params, const std::vector<std::pair<PyVar, PyExpr>>& bindings,
-                       const PyExpr& ret, const py::dict& attrs, const std::string& name) {
-        std::vector<Var> ps(params.begin(), params.end());
-        std::vector<Binding> bs;
-        for (const auto& [v, e] : bindings) {
-          if (!v) throw Error("Function: a binding's var is None");
-          bs.push_back({v, expr_in(e, "Function binding")});
-        }
-        FuncAttrs fa;
-        for (const auto& kv : attrs) {
-          std::string key = py::str(kv.first).cast<std::string>();
-          fa.emplace_back(key, attr_from_py(kv.second, "function attr '" + key + "'"));
-        }
-        return NamedFunction{name, std::make_shared<const FunctionNode>(std::move(ps), std::move(bs),
-                                                                        expr_in(ret, "Function return"), std::move(fa))};
+      .def(py::init([](const py::handle& params, const py::handle& bindings, const py::handle& ret,
+                       const py::handle& attrs, const py::handle& name) {
+        auto ps = node_list_arg<VarNode>(params, "Function: params", "aj.Var");
+        return NamedFunction{string_arg(name, "Function: name"),
+                             std::make_shared<const FunctionNode>(std::vector<Var>(ps.begin(), ps.end()),
+                                                                  bindings_in(bindings), expr_arg(ret, "Function: ret"),
+                                                                  func_attrs_in(attrs, "Function"))};
       }), py::arg("params"), py::arg("bindings"), py::arg("ret"), py::arg("attrs") = py::dict(),
       py::arg("name") = "main",
       "A function from its parts, unchecked: aj.analysis.verify tells whether it is well formed.")
@@ -320,7 +335,8 @@ void bind_functions(py::module_& m) {
       .def_property_readonly("ret", [](const NamedFunction& f) { return unconst(f.fn->ret()); })
       .def_property_readonly("ret_type", [](const NamedFunction& f) { return unconst(f.fn->ret_type()); })
       .def_property_readonly("attrs", [](const NamedFunction& f) { return func_attrs_out(f.fn->attrs()); })
-      .def("with_attr", [](const NamedFunction& f, const std::string& key, const py::handle& value) {
+      .def("with_attr", [](const NamedFunction& f, const py::handle& name, const py::handle& value) {
+        std::string key = string_arg(name, "with_attr: name");
         return NamedFunction{f.name, f.fn->with_attr(key, attr_from_py(value, "function attr '" + key + "'"))};
       }, py::arg("name"), py::arg("value"), "A copy with attr `name` set to `value`.")
       .def("script", [](const NamedFunction& f) { return print_function(f.name, f.fn); })
@@ -331,26 +347,25 @@ void bind_functions(py::module_& m) {
       });
 
   py::class_<ModuleNode, PyModule>(m, "Module", "An ordered map from names to functions.")
-      .def(py::init([](const py::dict& functions) {
+      .def(py::init([](const py::handle& functions) {
         std::vector<std::pair<std::string, Function>> fns;
-        for (const auto& kv : functions) {
-          std::string name = py::str(kv.first).cast<std::string>();
+        for (const auto& kv : dict_arg(functions, "Module: functions")) {
+          std::string name = string_arg(kv.first, "Module: a function name");
           if (!py::isinstance<NamedFunction>(kv.second))
             throw Error(str("Module: value for '", name, "' is not an aj.Function"));
           fns.emplace_back(name, kv.second.cast<NamedFunction>().fn);
         }
         return unconst(std::make_shared<const ModuleNode>(std::move(fns)));
       }), py::arg("functions") = py::dict())
-      .def("__getitem__", [](const PyModule& mod, const std::string& name) {
+      .def("__getitem__", [](const PyModule& mod, const py::handle& key) {
+        std::string name = function_name_key(key, "the module");
         Function fn = mod->lookup(name);
-        if (!fn) {
-          py::object cls = py::module_::import("adjoint.errors").attr("FunctionNotFoundError");
-          PyErr_SetObject(cls.ptr(), py::str("module has no function '" + name + "'").ptr());
-          throw py::error_already_set();
-        }
+        if (!fn) throw_function_not_found(str("module has no function '", name, "'"));
         return NamedFunction{name, fn};
       })
-      .def("__contains__", [](const PyModule& mod, const std::string& name) { return mod->contains(name); })
+      .def("__contains__", [](const PyModule& mod, const py::handle& key) {
+        return py::isinstance<py::str>(key) && mod->contains(key.cast<std::string>());
+      })
       .def("__len__", [](const PyModule& mod) { return mod->functions().size(); })
       .def("__iter__", [](const PyModule& mod) {
         py::list names;
@@ -362,8 +377,10 @@ void bind_functions(py::module_& m) {
         for (const auto& kv : mod->functions()) d[py::str(kv.first)] = NamedFunction{kv.first, kv.second};
         return d;
       }, "A dict name -> aj.Function, in module order.")
-      .def("with_function", [](const PyModule& mod, const std::string& name, const NamedFunction& f) {
-        return unconst(mod->with_function(name, f.fn));
+      .def("with_function", [](const PyModule& mod, const py::handle& name, const py::handle& f) {
+        if (!py::isinstance<NamedFunction>(f))
+          throw Error(str("with_function: expected an aj.Function, got ", py_type_name(f)));
+        return unconst(mod->with_function(string_arg(name, "with_function: name"), f.cast<NamedFunction>().fn));
       }, py::arg("name"), py::arg("function"), "A copy with `name` added or replaced.")
       .def("script", [](const PyModule& mod) { return print_module(mod); }, "The canonical text.")
       .def("__str__", [](const PyModule& mod) { return print_module(mod); })
@@ -375,7 +392,8 @@ void bind_functions(py::module_& m) {
 }
 
 void bind_text_and_analysis(py::module_& m) {
-  m.def("parse", [](const std::string& text) {
+  m.def("parse", [](const py::handle& text_arg) {
+    std::string text = string_arg<ParseError>(text_arg, "parse: text");
     Module mod;
     {
       py::gil_scoped_release nogil;
@@ -397,19 +415,21 @@ void bind_text_and_analysis(py::module_& m) {
     if (py::isinstance<NamedFunction>(a)) return structural_hash(a.cast<NamedFunction>().fn);
     throw Error("structural_hash needs an aj.Module or an aj.Function");
   }, py::arg("node"));
-  m.def("verify_problems", [](const PyModule& mod) { return verify_problems(module_in(mod)); }, py::arg("mod"));
-  m.def("well_formed", [](const PyModule& mod) { return well_formed(module_in(mod)); }, py::arg("mod"));
-  m.def("verify", [](const PyModule& mod) { verify(module_in(mod)); }, py::arg("mod"));
+  m.def("verify_problems", [](const py::handle& mod) { return verify_problems(module_arg(mod, "verify")); },
+        py::arg("mod"));
+  m.def("well_formed", [](const py::handle& mod) { return well_formed(module_arg(mod, "well_formed")); },
+        py::arg("mod"));
+  m.def("verify", [](const py::handle& mod) { verify(module_arg(mod, "verify")); }, py::arg("mod"));
 }
 
 void bind_builder(py::module_& m) {
   py::class_<PyFunctionBuilder>(m, "_FunctionBuilder")
-      .def(py::init<std::string, py::dict>(), py::arg("name"), py::arg("attrs"))
+      .def(py::init<py::handle, py::handle>(), py::arg("name"), py::arg("attrs"))
       .def("param", &PyFunctionBuilder::param, py::arg("name"), py::arg("shape"), py::arg("dtype"))
       .def("param_of_type", &PyFunctionBuilder::param_of_type, py::arg("name"), py::arg("type"))
       .def("emit_call", &PyFunctionBuilder::emit_call, py::arg("op"), py::arg("args"),
-           py::arg("positional"), py::arg("keyword"), py::arg("name") = "")
-      .def("emit", &PyFunctionBuilder::emit, py::arg("value"), py::arg("name") = "")
+           py::arg("positional"), py::arg("keyword"), py::arg("name") = py::str(""))
+      .def("emit", &PyFunctionBuilder::emit, py::arg("value"), py::arg("name") = py::str(""))
       .def("finish", &PyFunctionBuilder::finish, py::arg("ret"))
       .def_property_readonly("name", &PyFunctionBuilder::name)
       .def_property_readonly("finished", &PyFunctionBuilder::finished)

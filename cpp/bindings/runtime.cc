@@ -17,6 +17,8 @@ namespace py = pybind11;
 namespace aj::bindings {
 namespace {
 
+constexpr int64_t kMaxThreads = 1024;
+
 // One dgemm through the linked OpenBLAS: proves the library loads and links.
 py::array_t<double> blas_smoke_matmul(
     py::array_t<double, py::array::c_style | py::array::forcecast> a,
@@ -56,28 +58,25 @@ void gemm_into(const py::array& a, const py::array& b, py::array& out) {
     throw Error("gemm supports float32 and float64");
 }
 
-// The array for param i: the caller's own memory when it already fits.
+// The array for param i: the caller's own memory when it is already
+// C-contiguous, aligned, native-endian and of the param's dtype; else a copy
+// that is. A NumPy array of another dtype is an error (no silent casts).
 py::array input_array(const py::handle& obj, const Var& param, size_t i, const std::string& fn_name) {
-  std::string where = str("function '", fn_name, "', param '", param->name_hint(), "' (#", i, ")");
+  auto where = [&] { return str("function '", fn_name, "', param '", param->name_hint(), "' (#", i, ")"); };
   const char* want = dtype_name(param->type()->dtype());
-  py::module_ np = py::module_::import("numpy");
-  py::object arr;
+  if (obj.is_none()) throw ExecutionError(str(where(), ": expected a ", want, " array, got None"));
   if (py::isinstance<py::array>(obj)) {
-    py::array a = py::reinterpret_borrow<py::array>(obj);
-    std::string got = py::str(a.dtype().attr("name"));
-    if (got != want)
-      throw ExecutionError(str(where, ": expected dtype ", want, ", got ", got));
-    arr = a;
-    if (!a.dtype().attr("isnative").cast<bool>()) arr = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
-  } else {
-    try {
-      arr = np.attr("asarray")(obj, py::str(want));
-    } catch (const py::error_already_set& e) {
-      throw ExecutionError(str(where, ": cannot convert a ", py::str(py::type::of(obj).attr("__name__")).cast<std::string>(),
-                               " to a ", want, " array"));
-    }
+    std::string got = py::str(py::reinterpret_borrow<py::array>(obj).dtype().attr("name"));
+    if (got != want) throw ExecutionError(str(where(), ": expected dtype ", want, ", got ", got));
   }
-  return np.attr("asarray")(arr, py::arg("order") = "C");  // keeps 0-d arrays 0-d
+  auto what = [&] {
+    return str(where(), ": cannot convert a ", py_type_name(obj), " to a C-contiguous ", want, " array");
+  };
+  return numpy_call<ExecutionError>(what, [&] {
+    // require() keeps 0-d arrays 0-d and copies only what is not C-contiguous
+    // and aligned; the dtype given is native-endian.
+    return py::module_::import("numpy").attr("require")(obj, py::str(want), "CA");
+  }).cast<py::array>();
 }
 
 NDArray view_of(const py::array& a, DType dtype) {
@@ -85,14 +84,8 @@ NDArray view_of(const py::array& a, DType dtype) {
   return NDArray(std::move(shape), dtype, nullptr, const_cast<void*>(a.data()));
 }
 
-py::array to_numpy(const NDArray& a) {
-  auto* keep = new std::shared_ptr<void>(a.owner());
-  py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
-  return py::array(py::dtype(dtype_name(a.dtype())), a.shape(), a.data(), base);
-}
-
 py::object rebuild(const Type& t, const std::vector<NDArray>& flat, size_t& pos) {
-  if (t->is_tensor()) return to_numpy(flat[pos++]);
+  if (t->is_tensor()) return ndarray_to_py(flat[pos++], /*writeable=*/true);
   py::tuple out(t->fields().size());
   for (size_t i = 0; i < t->fields().size(); ++i) out[i] = rebuild(t->fields()[i], flat, pos);
   return out;
@@ -103,18 +96,46 @@ struct ExecFunction {
   std::shared_ptr<Executable> exe;
   CompiledFunction* fn;
 
-  py::object call(const py::args& args) {
+  std::string param_names() const {
+    std::string names;
+    for (const auto& p : fn->function()->params()) names += (names.empty() ? "" : ", ") + p->name_hint();
+    return names;
+  }
+
+  // The inputs in param order, from positional arguments and keyword
+  // arguments named by param name hints.
+  std::vector<py::object> arguments(const py::args& args, const py::kwargs& kwargs) const {
     const auto& params = fn->function()->params();
-    if (args.size() != params.size()) {
-      std::string names;
-      for (const auto& p : params) names += (names.empty() ? "" : ", ") + p->name_hint();
-      throw ExecutionError(str("function '", fn->name(), "' takes ", params.size(), " input(s) (", names,
-                               "), got ", args.size()));
+    auto fail = [&](const std::string& why) {
+      throw ExecutionError(str("function '", fn->name(), "' takes ", params.size(), " input(s) (",
+                               param_names(), "), ", why));
+    };
+    if (kwargs.empty() && args.size() != params.size()) fail(str("got ", args.size()));
+    if (args.size() > params.size()) fail(str("got ", args.size(), " positional"));
+    std::vector<py::object> given(params.size());
+    for (size_t i = 0; i < args.size(); ++i) given[i] = args[i];
+    for (const auto& kv : kwargs) {
+      std::string key = py::str(kv.first).cast<std::string>();
+      size_t found = params.size(), count = 0;
+      for (size_t i = 0; i < params.size(); ++i)
+        if (params[i]->name_hint() == key) found = i, ++count;
+      if (count == 0) fail(str("but none is named '", key, "'"));
+      if (count > 1) fail(str("and several are named '", key, "': pass them by position"));
+      if (given[found]) fail(str("but '", key, "' is given twice"));
+      given[found] = py::reinterpret_borrow<py::object>(kv.second);
     }
+    for (size_t i = 0; i < params.size(); ++i)
+      if (!given[i]) fail(str("but '", params[i]->name_hint(), "' (#", i, ") is missing"));
+    return given;
+  }
+
+  py::object call(const py::args& args, const py::kwargs& kwargs) {
+    const auto& params = fn->function()->params();
+    std::vector<py::object> given = arguments(args, kwargs);
     std::vector<py::array> keep;
     std::vector<NDArray> inputs;
     for (size_t i = 0; i < params.size(); ++i) {
-      keep.push_back(input_array(args[i], params[i], i, fn->name()));
+      keep.push_back(input_array(given[i], params[i], i, fn->name()));
       inputs.push_back(view_of(keep.back(), params[i]->type()->dtype()));
     }
     std::vector<NDArray> out;
@@ -143,10 +164,11 @@ void bind_runtime(py::module_& m) {
   }, "The linked BLAS: provider, OpenBLAS config string, thread count.");
   m.def("blas_smoke_matmul", &blas_smoke_matmul, py::arg("a"), py::arg("b"),
         "a @ b for float64 matrices, through the linked OpenBLAS dgemm.");
-  m.def("set_num_threads", [](int n) {
-    if (n < 1) throw Error("set_num_threads: n must be >= 1");
-    blas::set_num_threads(n);
-    set_parallel_threads(n);
+  m.def("set_num_threads", [](const py::handle& arg) {
+    int64_t n = int_arg(arg, "set_num_threads: n");
+    if (n < 1 || n > kMaxThreads) throw Error(str("set_num_threads: n must be from 1 to ", kMaxThreads, ", got ", n));
+    blas::set_num_threads(static_cast<int>(n));
+    set_parallel_threads(static_cast<int>(n));
   }, py::arg("n"), "Sets how many threads adjoint's GEMMs (OpenBLAS) and other kernels use.");
   m.def("get_num_threads", &blas::num_threads);
   m.def("gemm", &gemm_into, py::arg("a"), py::arg("b"), py::arg("out"),
@@ -163,19 +185,19 @@ void bind_runtime(py::module_& m) {
                              "Peak bytes of intermediates and results alive at once in the last run.")
       .def("__repr__", [](const ExecFunction& f) { return "<aj.ExecFunction '" + f.fn->name() + "'>"; });
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable", "Every function of a module, planned for the CPU.")
-      .def(py::init([](const std::shared_ptr<ModuleNode>& mod) {
-        if (!mod) throw Error("build expects an aj.Module, got None");
+      .def(py::init([](const py::handle& arg) {
+        Module mod = verified_module(arg, "build");
+        py::gil_scoped_release nogil;
         return std::make_shared<Executable>(mod);
       }), py::arg("mod"))
-      .def("__getitem__", [](const std::shared_ptr<Executable>& exe, const std::string& name) {
-        if (!exe->module()->contains(name)) {
-          py::object cls = py::module_::import("adjoint.errors").attr("FunctionNotFoundError");
-          PyErr_SetObject(cls.ptr(), py::str("the executable has no function '" + name + "'").ptr());
-          throw py::error_already_set();
-        }
+      .def("__getitem__", [](const std::shared_ptr<Executable>& exe, const py::handle& key) {
+        std::string name = function_name_key(key, "the executable");
+        if (!exe->module()->contains(name)) throw_function_not_found(str("the executable has no function '", name, "'"));
         return ExecFunction{exe, &exe->get(name)};
       })
-      .def("__contains__", [](const Executable& exe, const std::string& name) { return exe.module()->contains(name); })
+      .def("__contains__", [](const Executable& exe, const py::handle& key) {
+        return py::isinstance<py::str>(key) && exe.module()->contains(key.cast<std::string>());
+      })
       .def_property_readonly("names", &Executable::names);
 }
 

@@ -1,4 +1,6 @@
-// Bindings of the passes: each takes a module and returns a new one.
+// Bindings of the passes: each takes a module, verifies it (malformed IR is
+// an aj.VerifyError, never undefined behaviour) and returns a new module,
+// with the GIL released while the pass runs.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -14,35 +16,48 @@ namespace {
 
 using PyModule = std::shared_ptr<ModuleNode>;
 
-Module module_in(const PyModule& m, const char* pass) {
-  if (!m) throw TransformError(str(pass, ": expected an aj.Module, got None"));
-  return m;
+// Binds a pass Module -> Module under `name`.
+template <Module (*Pass)(const Module&)>
+void def_pass(py::module_& m, const char* binding, const char* name) {
+  m.def(binding, [name](const py::handle& mod) {
+    Module in = verified_module(mod, name);
+    py::gil_scoped_release nogil;
+    return unconst(Pass(in));
+  }, py::arg("mod"));
+}
+
+GradientOptions gradient_options(const py::handle& func_name, const py::handle& require_grads,
+                                 const py::handle& target_index, const py::handle& simplify) {
+  GradientOptions opt;
+  opt.func_name = string_arg<TransformError>(func_name, "Gradient: func_name");
+  if (!require_grads.is_none()) {
+    if (!py::isinstance<py::list>(require_grads) && !py::isinstance<py::tuple>(require_grads))
+      throw TransformError(str("Gradient: require_grads must be a list of var names, got ", py_type_name(require_grads)));
+    std::vector<std::string> names;
+    for (const auto& r : require_grads) names.push_back(string_arg<TransformError>(r, "Gradient: require_grads item"));
+    opt.require_grads = std::move(names);
+  }
+  int64_t index = int_arg<TransformError>(target_index, "Gradient: target_index");
+  if (index < 0) throw TransformError(str("Gradient: target_index must be non-negative, got ", index));
+  if (index > INT32_MAX) throw TransformError(str("Gradient: target_index ", index, " is out of range"));
+  opt.target_index = static_cast<int>(index);
+  opt.simplify = bool_arg<TransformError>(simplify, "Gradient: simplify");
+  return opt;
 }
 
 }  // namespace
 
 void bind_transform(py::module_& m) {
-  m.def("gradient", [](const PyModule& mod, const std::string& func_name,
-                       const std::optional<std::vector<std::string>>& require_grads, int target_index,
-                       bool simplify) {
-    GradientOptions opt{func_name, require_grads, target_index, simplify};
-    Module in = module_in(mod, "Gradient");
-    Module out;
-    {
-      py::gil_scoped_release nogil;
-      out = gradient(in, opt);
-    }
-    return unconst(out);
+  m.def("gradient", [](const py::handle& mod, const py::handle& func_name, const py::handle& require_grads,
+                       const py::handle& target_index, const py::handle& simplify) {
+    GradientOptions opt = gradient_options(func_name, require_grads, target_index, simplify);
+    Module in = verified_module(mod, "Gradient");
+    py::gil_scoped_release nogil;
+    return unconst(gradient(in, opt));
   }, py::arg("mod"), py::arg("func_name"), py::arg("require_grads"), py::arg("target_index"), py::arg("simplify"));
-  m.def("dead_code_elimination", [](const PyModule& mod) {
-    return unconst(dead_code_elimination(module_in(mod, "DeadCodeElimination")));
-  }, py::arg("mod"));
-  m.def("eliminate_common_subexpr", [](const PyModule& mod) {
-    return unconst(eliminate_common_subexpr(module_in(mod, "EliminateCommonSubexpr")));
-  }, py::arg("mod"));
-  m.def("simplify_gradient", [](const PyModule& mod) {
-    return unconst(simplify_gradient(module_in(mod, "SimplifyGradient")));
-  }, py::arg("mod"));
+  def_pass<dead_code_elimination>(m, "dead_code_elimination", "DeadCodeElimination");
+  def_pass<eliminate_common_subexpr>(m, "eliminate_common_subexpr", "EliminateCommonSubexpr");
+  def_pass<simplify_gradient>(m, "simplify_gradient", "SimplifyGradient");
 }
 
 }  // namespace aj::bindings

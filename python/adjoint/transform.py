@@ -7,13 +7,20 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from . import _core
 from .errors import TransformError
 from .ir import Module, Var
 
 
+_INT32_MAX = 2**31 - 1
+
+
 class Pass(ABC):
-    """A module-to-module transformation; call it on a module."""
+    """A module-to-module transformation; call it on a module. Every pass
+    verifies its input first: malformed IR (built through the Python API)
+    is an ``aj.VerifyError`` naming the function and the var."""
 
     name = "Pass"
 
@@ -45,10 +52,18 @@ class Gradient(Pass):
 
     def __init__(self, func_name: str = "main", require_grads: Sequence[str | Var] | str | Var | None = None,
                  target_index: int = 0, simplify: bool = True) -> None:
+        if not isinstance(func_name, str):
+            raise TransformError(f"Gradient: func_name must be a str, got {type(func_name).__name__}")
+        if not isinstance(target_index, (int, np.integer)) or isinstance(target_index, (bool, np.bool_)):
+            raise TransformError(f"Gradient: target_index must be an int, got {type(target_index).__name__}")
+        if not 0 <= target_index <= _INT32_MAX:
+            raise TransformError(f"Gradient: target_index {target_index} is out of range (a field index from 0)")
+        if not isinstance(simplify, (bool, np.bool_)):
+            raise TransformError(f"Gradient: simplify must be a bool, got {type(simplify).__name__}")
         self.func_name = func_name
         self.require_grads = None if require_grads is None else _names(require_grads)
-        self.target_index = target_index
-        self.simplify = simplify
+        self.target_index = int(target_index)
+        self.simplify = bool(simplify)
 
     def transform(self, mod: Module) -> Module:
         return _core.gradient(mod, self.func_name, self.require_grads, self.target_index, self.simplify)

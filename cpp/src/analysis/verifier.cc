@@ -1,11 +1,11 @@
 // The verifier (analysis/verifier.h): one pass over each function that
-// checks binding discipline, A-normal form, types against the op rules and
-// attrs against the op schemas, collecting every problem with its place.
+// checks binding discipline (against the function's VarIndexMap), A-normal
+// form, var types against their values' and, at the full level, each call's
+// type and attrs against its op's rules, collecting every problem with its
+// place.
 #include "adjoint/analysis/verifier.h"
 
-#include <unordered_map>
-#include <unordered_set>
-
+#include "adjoint/ir/var_map.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/support/error.h"
 
@@ -14,14 +14,16 @@ namespace {
 
 class FunctionVerifier {
  public:
-  FunctionVerifier(const std::string& name, const FunctionNode& fn, std::vector<std::string>& out)
-      : name_(name), fn_(fn), out_(out) {}
+  FunctionVerifier(const std::string& name, const FunctionNode& fn, VerifyLevel level,
+                   std::vector<std::string>& out)
+      : name_(name), fn_(fn), level_(level), out_(out), index_(fn) {}
 
   void run() {
-    check_params();
+    check_definitions();
     check_num_input();
     for (size_t i = 0; i < fn_.bindings().size(); ++i) check_binding(i, fn_.bindings()[i]);
     where_ = Place{"the return value"};
+    defined_ = static_cast<int64_t>(index_.size());
     check_operand(fn_.ret(), /*leaf_only=*/true);
   }
 
@@ -45,24 +47,26 @@ class FunctionVerifier {
     out_.push_back(str("function '", name_, "', ", describe(where_), ": ", parts...));
   }
 
-  void define(const Var& v) {
-    if (!v) {
-      problem("a null var");
-      return;
-    }
-    auto it = defined_.find(v.get());
-    if (it != defined_.end()) {
-      problem("var '", v->name_hint(), "' is bound twice (first at ", describe(it->second), ")");
-      return;
-    }
-    defined_.emplace(v.get(), where_);
+  // The place of definition index i (params first, then bindings).
+  Place definition(int64_t i) const {
+    size_t np = fn_.params().size();
+    size_t k = static_cast<size_t>(i);
+    if (k < np) return Place{"param", k, fn_.params()[k].get()};
+    return Place{"binding", k - np, fn_.bindings()[k - np].var.get()};
   }
 
-  void check_params() {
-    for (size_t i = 0; i < fn_.params().size(); ++i) {
-      const Var& p = fn_.params()[i];
-      where_ = Place{"param", i, p.get()};
-      define(p);
+  // Every param and binding var is non-null and defined once: the index keeps
+  // a var's first definition, so a later one finds another index there.
+  void check_definitions() {
+    for (size_t k = 0; k < index_.size(); ++k) {
+      where_ = definition(static_cast<int64_t>(k));
+      if (!where_.var) {
+        problem("a null var");
+        continue;
+      }
+      int64_t first = index_(where_.var);
+      if (first != static_cast<int64_t>(k))
+        problem("var '", where_.var->name_hint(), "' is bound twice (first at ", describe(definition(first)), ")");
     }
   }
 
@@ -83,11 +87,15 @@ class FunctionVerifier {
       return;
     }
     switch (e->kind()) {
-      case ExprKind::kVar:
-        if (!defined_.count(static_cast<const VarNode*>(e.get())))
-          problem("uses var '", static_cast<const VarNode&>(*e).name_hint(),
-                  "', which is not bound before this point");
+      case ExprKind::kVar: {
+        auto* v = static_cast<const VarNode*>(e.get());
+        int64_t i = index_(v);
+        if (i == VarIndexMap::kAbsent)
+          problem("uses var '", v->name_hint(), "', which the function does not bind (a free var)");
+        else if (i >= defined_)
+          problem("uses var '", v->name_hint(), "' before its binding (", describe(definition(i)), ")");
         return;
+      }
       case ExprKind::kConstant:
         return;
       case ExprKind::kTuple:
@@ -98,9 +106,9 @@ class FunctionVerifier {
     }
   }
 
-  static const char* expr_kind_name(const Expr& e) {
+  static std::string expr_kind_name(const Expr& e) {
     switch (e->kind()) {
-      case ExprKind::kCall: return "call";
+      case ExprKind::kCall: return "call to '" + static_cast<const CallNode&>(*e).op().name + "'";
       case ExprKind::kTupleGetItem: return "tuple item";
       default: return "expr";
     }
@@ -109,6 +117,7 @@ class FunctionVerifier {
   void check_call(const CallNode& call) {
     const OpDef& op = call.op();
     for (const auto& a : call.args()) check_operand(a, true);
+    if (level_ == VerifyLevel::kStructure) return;
     if (call.args().size() != op.arg_names.size()) {
       problem("op '", op.name, "' takes ", op.arg_names.size(), " argument(s), got ", call.args().size());
       return;
@@ -156,36 +165,50 @@ class FunctionVerifier {
 
   void check_binding(size_t i, const Binding& b) {
     where_ = Place{"binding", i, b.var.get()};
+    defined_ = static_cast<int64_t>(fn_.params().size() + i);
     check_value(b.value);
     if (b.var && b.value && !type_equal(b.var->type(), b.value->type()))
       problem("var has type ", b.var->type()->to_string(), " but its value has type ",
               b.value->type()->to_string());
-    define(b.var);
   }
 
   const std::string& name_;
   const FunctionNode& fn_;
+  VerifyLevel level_;
   std::vector<std::string>& out_;
+  VarIndexMap index_;     // each var's first definition
   Place where_;
-  std::unordered_map<const VarNode*, Place> defined_;
+  int64_t defined_ = 0;   // vars of definition index below this are bound here
 };
 
 }  // namespace
 
-std::vector<std::string> verify_problems(const Module& mod) {
+std::vector<std::string> verify_problems(const Module& mod, VerifyLevel level) {
   std::vector<std::string> out;
-  for (const auto& [name, fn] : mod->functions()) FunctionVerifier(name, *fn, out).run();
+  for (const auto& [name, fn] : mod->functions()) FunctionVerifier(name, *fn, level, out).run();
   return out;
 }
 
 bool well_formed(const Module& mod) { return verify_problems(mod).empty(); }
 
-void verify(const Module& mod) {
-  auto problems = verify_problems(mod);
-  if (problems.empty()) return;
-  std::string msg = problems[0];
+namespace {
+
+void throw_first(const std::vector<std::string>& problems, const std::string& prefix) {
+  std::string msg = prefix + problems[0];
   if (problems.size() > 1) msg += str(" (and ", problems.size() - 1, " more problem(s))");
   throw VerifyError(msg);
+}
+
+}  // namespace
+
+void verify(const Module& mod) {
+  auto problems = verify_problems(mod);
+  if (!problems.empty()) throw_first(problems, "");
+}
+
+void verify_input(const Module& mod, const std::string& user) {
+  auto problems = verify_problems(mod, VerifyLevel::kStructure);
+  if (!problems.empty()) throw_first(problems, str(user, ": the module is not well formed: "));
 }
 
 }  // namespace aj

@@ -316,10 +316,14 @@ Module gradient(const Module& mod, const GradientOptions& options) {
     throw TransformError(str("Gradient: the module has no function '", options.func_name, "' (it has: ",
                              names.empty() ? std::string("none") : names, ")"));
   }
+  std::string adjoint_name = options.func_name + "_adjoint";
+  if (mod->contains(adjoint_name))
+    throw TransformError(str("Gradient: the module already has a function '", adjoint_name,
+                             "'; remove or rename it first (Gradient does not replace functions)"));
   Function adjoint = GradientBuilder(options.func_name, *fn, options).run();
   if (options.simplify)  // dead forward bindings were left out, so the rewrites see only what the adjoint needs
     adjoint = dead_code_elimination(rewrite_simplify_gradient(adjoint, /*share_values=*/true));
-  return mod->with_function(options.func_name + "_adjoint", adjoint);
+  return mod->with_function(adjoint_name, adjoint);
 }
 
 }  // namespace aj

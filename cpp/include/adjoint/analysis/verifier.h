@@ -11,9 +11,19 @@
 
 namespace aj {
 
+// How much to check. kFull: everything above. kStructure: all but re-running
+// each call's op rules (its type and attrs), which hold for every call made
+// through make_call (the builder, the parser, the Python API): a third of
+// the cost, and what stands between user-built IR and the passes.
+enum class VerifyLevel { kStructure, kFull };
+
 // Every problem found, each naming the function and the var or binding.
-std::vector<std::string> verify_problems(const Module& mod);
+std::vector<std::string> verify_problems(const Module& mod, VerifyLevel level = VerifyLevel::kFull);
 bool well_formed(const Module& mod);
 void verify(const Module& mod);  // throws VerifyError with the first problem
+// What every pass and the executor do first: verify at kStructure, naming
+// `user` ("Gradient", "build") in the VerifyError, so malformed IR built
+// through the Python API is an error instead of undefined behaviour downstream.
+void verify_input(const Module& mod, const std::string& user);
 
 }  // namespace aj

@@ -28,8 +28,8 @@ struct GradientOptions {
   bool simplify = true;  // simplify the adjoint and remove its dead bindings
 };
 
-// Returns the module with `<func_name>_adjoint` added (or replaced). Throws
-// TransformError naming the function, var or op.
+// Returns the module with `<func_name>_adjoint` added. Throws TransformError
+// naming the function, var or op; also when `<func_name>_adjoint` exists.
 Module gradient(const Module& mod, const GradientOptions& options);
 
 }  // namespace aj
