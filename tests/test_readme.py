@@ -11,3 +11,12 @@ def test_readme_python_block_runs():
     assert blocks, "README.md has no python block"
     for block in blocks:
         exec(compile(block, "README.md", "exec"), {})
+
+
+def test_readme_error_table_lists_every_error_class():
+    import adjoint as aj
+
+    text = README.read_text()
+    table = text[text.index("## Errors"):]
+    for name in aj.errors.__all__:
+        assert f"`aj.{name}`" in table, f"aj.{name} is missing from the README's error table"
