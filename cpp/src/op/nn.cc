@@ -141,7 +141,10 @@ struct Window {
   int64_t pad_lo, pad_hi, stride, dilation;
 };
 
-int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+// Division rounding down or up, for b > 0, without negating a (which
+// overflows at INT64_MIN).
+int64_t floor_div(int64_t a, int64_t b) { return a / b - (a % b != 0 && a < 0); }
+int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 && a > 0); }
 
 // len -> floor((len + pad_lo + pad_hi - dilation*(kernel-1) - 1) / stride) + 1,
 // with ceil in ceil_mode (less a last window starting in the high padding, as
@@ -149,10 +152,10 @@ int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1)
 // otherwise the dims must be constant.
 Dim window_output(const TypeContext& ctx, const char* axis, const Dim& len, const Window& w,
                   bool ceil_mode) {
-  Dim span = len + Dim(w.pad_lo + w.pad_hi) - Dim(w.dilation) * (w.kernel - Dim(1)) - Dim(1);
+  Dim span = len + Dim(w.pad_lo) + Dim(w.pad_hi) - Dim(w.dilation) * (w.kernel - Dim(1)) - Dim(1);
   std::optional<Dim> steps = exact_divide(span, Dim(w.stride));
   if (!steps && span.is_const())
-    steps = ceil_mode ? -floor_div(-span.value(), w.stride) : floor_div(span.value(), w.stride);
+    steps = ceil_mode ? ceil_div(span.value(), w.stride) : floor_div(span.value(), w.stride);
   if (!steps)
     ctx.fail("cannot compute the output ", axis, " for input ", axis, " ", len.to_string(),
              " and kernel ", w.kernel.to_string(), " with stride ", w.stride, ": ",

@@ -54,7 +54,7 @@ std::optional<Dim> exact_divide(const Dim& a, const Dim& b) {
   std::vector<DimTerm> quotient;
   for (const auto& t : a.terms()) {
     auto m = divide_monomial(t.monomial, d.monomial);
-    if (!m || t.coeff % d.coeff != 0) return std::nullopt;
+    if (!m || (d.coeff == -1 && t.coeff == INT64_MIN) || t.coeff % d.coeff != 0) return std::nullopt;
     quotient.push_back(DimTerm{*m, t.coeff / d.coeff});
   }
   return dim_from_terms(quotient);
