@@ -58,6 +58,18 @@ void gemm_into(const py::array& a, const py::array& b, py::array& out) {
     throw Error("gemm supports float32 and float64");
 }
 
+// Whether the executor can read a NumPy array in place: C-contiguous,
+// aligned for its dtype and in the machine's byte order.
+bool ready_as_is(const py::array& a) {
+  constexpr int kAligned = 0x0100;  // NPY_ARRAY_ALIGNED
+  char order = a.dtype().byteorder();
+  static const char native = [] {
+    uint16_t one = 1;
+    return *reinterpret_cast<const char*>(&one) == 1 ? '<' : '>';
+  }();
+  return (a.flags() & py::array::c_style) && (a.flags() & kAligned) && (order == '=' || order == '|' || order == native);
+}
+
 // The array for param i: the caller's own memory when it is already
 // C-contiguous, aligned, native-endian and of the param's dtype; else a copy
 // that is. A NumPy array of another dtype is an error (no silent casts).
@@ -66,8 +78,10 @@ py::array input_array(const py::handle& obj, const Var& param, size_t i, const s
   const char* want = dtype_name(param->type()->dtype());
   if (obj.is_none()) throw ExecutionError(str(where(), ": expected a ", want, " array, got None"));
   if (py::isinstance<py::array>(obj)) {
-    std::string got = py::str(py::reinterpret_borrow<py::array>(obj).dtype().attr("name"));
+    auto a = py::reinterpret_borrow<py::array>(obj);
+    std::string got = py::str(a.dtype().attr("name"));
     if (got != want) throw ExecutionError(str(where(), ": expected dtype ", want, ", got ", got));
+    if (ready_as_is(a)) return a;
   }
   auto what = [&] {
     return str(where(), ": cannot convert a ", py_type_name(obj), " to a C-contiguous ", want, " array");
