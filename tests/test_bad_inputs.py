@@ -298,6 +298,11 @@ CASES = [
          aj.VerifyError, "SimplifyGradient", "'v' is bound twice"),
     case("sequential_verifies_each_pass", lambda: aj.transform.Sequential([aj.transform.DeadCodeElimination()])(
         malformed("wrong_var_type")), aj.VerifyError, "DeadCodeElimination", "'v'"),
+    case("sequential_not_a_list", lambda: aj.transform.Sequential(None), aj.TransformError, "Sequential", "NoneType"),
+    case("check_gradients_not_a_module", lambda: aj.testing.check_gradients("main", "main", []),
+         aj.Error, "check_gradients", "str"),
+    case("check_gradients_huge_target_index", lambda: aj.testing.check_gradients(sum_module(), "main", [np.ones(2, np.float32)],
+         target_index=2**63), aj.TransformError, "target_index"),
     case("pass_on_non_module", lambda: aj.transform.DeadCodeElimination()(3), aj.TransformError,
          "DeadCodeElimination", "int"),
 

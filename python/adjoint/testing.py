@@ -57,8 +57,14 @@ def check_gradients(mod: Module, func_name: str, inputs: Sequence[Any], require_
     ``func_name`` with respect to ``require_grads`` (param names; all float
     params by default), runs the adjoint on ``inputs`` and checks it against
     central differences of the function itself. Returns the analytic grads."""
+    if not isinstance(mod, Module):
+        raise Error(f"check_gradients: expected an aj.Module, got {type(mod).__name__}")
     fn = mod[func_name]
     params = [p.name_hint for p in fn.params]
+    if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__len__"):
+        raise Error(f"check_gradients: inputs must be a list of arrays, got {type(inputs).__name__}")
+    if require_grads is not None and (isinstance(require_grads, str) or not hasattr(require_grads, "__iter__")):
+        raise Error(f"check_gradients: require_grads must be a list of param names, got {type(require_grads).__name__}")
     if require_grads is None:
         which = [i for i, p in enumerate(fn.params) if p.type.dtype in ("float32", "float64")]
     else:

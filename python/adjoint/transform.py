@@ -124,6 +124,8 @@ class Sequential(Pass):
     name = "Sequential"
 
     def __init__(self, passes: Iterable[Pass]) -> None:
+        if isinstance(passes, (str, bytes)) or not hasattr(passes, "__iter__"):
+            raise TransformError(f"Sequential: expected a list of passes, got {type(passes).__name__}")
         self.passes = list(passes)
         for p in self.passes:
             if not callable(p):
