@@ -2,7 +2,9 @@
 // contiguous chunks run by the pool's workers and the caller. Work below
 // `grain` items, or with one thread configured, runs inline. The thread count
 // follows aj.set_num_threads (the BLAS thread count), so kernels and GEMMs
-// use the same cores.
+// use the same cores. All three functions may be called from any thread at any
+// time, also while other threads are inside parallel_for; a parallel_for
+// called from inside a chunk runs inline.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +12,8 @@
 
 namespace aj {
 
-// Runs fn(begin, end) over disjoint chunks covering [0, n).
+// Runs fn(begin, end) over disjoint chunks covering [0, n). An exception from
+// fn is rethrown here once no thread runs fn any more.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
 // Threads parallel_for uses (including the caller); at least 1.
