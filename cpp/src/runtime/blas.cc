@@ -1,8 +1,19 @@
 // Binds adjoint's BLAS calls to OpenBLAS. With the scipy-openblas32 wheel the
 // cblas symbols are scipy_cblas_*; ADJOINT_BLAS_PREFIX selects the prefix.
+//
+// Thread safety: OpenBLAS's openblas_set_num_threads is not safe while another
+// thread is inside a BLAS call. In the pthreads build (the wheel's) it writes,
+// without synchronization, the thread count every GEMM reads and the server
+// slots (mutex, condition variable, queue) of the threads it adds, which a
+// running GEMM's scheduler scans; OpenBLAS documents no thread safety for it
+// (OpenMathLib/OpenBLAS#2809), and threadpoolctl's maintainers call it a limit
+// of OpenBLAS with pthreads (joblib/threadpoolctl#205, #176). So every call
+// here holds a reader/writer lock shared and set_num_threads holds it
+// exclusively.
 #include "adjoint/runtime/blas.h"
 
 #include <cblas.h>
+#include <pthread.h>
 
 #define AJ_CAT2(a, b) a##b
 #define AJ_CAT(a, b) AJ_CAT2(a, b)
@@ -22,17 +33,52 @@ namespace aj {
 namespace blas {
 
 namespace {
+
 CBLAS_TRANSPOSE to_cblas(Trans t) { return t == Trans::kYes ? CblasTrans : CblasNoTrans; }
+
+// The lock BLAS calls hold shared and set_num_threads exclusively. Writer-
+// preferring where glibc offers it, so a stream of GEMMs from other threads
+// cannot starve set_num_threads (readers never nest: each holds it for one
+// BLAS call). fork() takes it exclusively, so no GEMM runs while OpenBLAS's own
+// fork handler stops its threads, and the child re-initializes its copy, which
+// it could otherwise never take: the parent's holders do not exist there.
+pthread_rwlock_t g_lock;
+
+void init_lock() {
+  pthread_rwlockattr_t attr;
+  pthread_rwlockattr_init(&attr);
+#ifdef __GLIBC__
+  pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+#endif
+  pthread_rwlock_init(&g_lock, &attr);
+  pthread_rwlockattr_destroy(&attr);
+}
+
+const int g_lock_ready = (init_lock(), pthread_atfork([] { pthread_rwlock_wrlock(&g_lock); },
+                                                      [] { pthread_rwlock_unlock(&g_lock); }, init_lock));
+
+struct Shared {
+  Shared() { pthread_rwlock_rdlock(&g_lock); }
+  ~Shared() { pthread_rwlock_unlock(&g_lock); }
+};
+
+struct Exclusive {
+  Exclusive() { pthread_rwlock_wrlock(&g_lock); }
+  ~Exclusive() { pthread_rwlock_unlock(&g_lock); }
+};
+
 }  // namespace
 
 void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
            const float* b, int ldb, float beta, float* c, int ldc) {
+  Shared lock;
   AJ_BLAS(cblas_sgemm)(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, alpha, a, lda, b, ldb,
                        beta, c, ldc);
 }
 
 void dgemm(Trans ta, Trans tb, int m, int n, int k, double alpha, const double* a, int lda,
            const double* b, int ldb, double beta, double* c, int ldc) {
+  Shared lock;
   AJ_BLAS(cblas_dgemm)(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, alpha, a, lda, b, ldb,
                        beta, c, ldc);
 }
@@ -40,19 +86,27 @@ void dgemm(Trans ta, Trans tb, int m, int n, int k, double alpha, const double* 
 #ifdef ADJOINT_SCIPY_OPENBLAS
 void sgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, long stride_a,
                          const float* b, int ldb, long stride_b, float* c, int ldc, long stride_c, int count) {
+  Shared lock;
   scipy_cblas_sgemm_batch_strided(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, 1.0f, a, lda, static_cast<int>(stride_a),
                                   b, ldb, static_cast<int>(stride_b), 0.0f, c, ldc, static_cast<int>(stride_c), count);
 }
 
 void dgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const double* a, int lda, long stride_a,
                          const double* b, int ldb, long stride_b, double* c, int ldc, long stride_c, int count) {
+  Shared lock;
   scipy_cblas_dgemm_batch_strided(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, 1.0, a, lda, static_cast<int>(stride_a),
                                   b, ldb, static_cast<int>(stride_b), 0.0, c, ldc, static_cast<int>(stride_c), count);
 }
 
 std::string config() { return scipy_openblas_get_config(); }
-int num_threads() { return scipy_openblas_get_num_threads(); }
-void set_num_threads(int n) { scipy_openblas_set_num_threads(n); }
+int num_threads() {
+  Shared lock;
+  return scipy_openblas_get_num_threads();
+}
+void set_num_threads(int n) {
+  Exclusive lock;
+  scipy_openblas_set_num_threads(n);
+}
 #else
 // A system CBLAS may lack the batched entry points: one GEMM per matrix.
 void sgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, long stride_a,
@@ -68,8 +122,12 @@ void dgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const double* 
 }
 
 std::string config() { return openblas_get_config ? openblas_get_config() : "system CBLAS"; }
-int num_threads() { return openblas_get_num_threads ? openblas_get_num_threads() : 1; }
+int num_threads() {
+  Shared lock;
+  return openblas_get_num_threads ? openblas_get_num_threads() : 1;
+}
 void set_num_threads(int n) {
+  Exclusive lock;
   if (openblas_set_num_threads) openblas_set_num_threads(n);
 }
 #endif
