@@ -129,7 +129,9 @@ struct ExecFunction {
     std::vector<py::object> given(params.size());
     for (size_t i = 0; i < args.size(); ++i) given[i] = args[i];
     for (const auto& kv : kwargs) {
-      std::string key = py::str(kv.first).cast<std::string>();
+      auto utf8 = utf8_of(kv.first);  // a name with a lone surrogate is no param's
+      if (!utf8) fail(str("but none is named '", printable_str(kv.first), "'"));
+      const std::string& key = *utf8;
       size_t found = params.size(), count = 0;
       for (size_t i = 0; i < params.size(); ++i)
         if (params[i]->name_hint() == key) found = i, ++count;
@@ -210,7 +212,9 @@ void bind_runtime(py::module_& m) {
         return ExecFunction{exe, &exe->get(name)};
       })
       .def("__contains__", [](const Executable& exe, const py::handle& key) {
-        return py::isinstance<py::str>(key) && exe.module()->contains(key.cast<std::string>());
+        if (!py::isinstance<py::str>(key)) return false;
+        auto name = utf8_of(key);
+        return name && exe.module()->contains(*name);
       })
       .def_property_readonly("names", &Executable::names);
 }
