@@ -91,3 +91,41 @@ def test_string_attr_with_a_lone_surrogate_is_an_aj_error():
     assert type(err) is aj.Error
     assert "op 'nll_loss': attr 'reduction': the str holds a lone surrogate U+D800 at index 2" in str(err)
 
+
+# ---- a wrong-shaped strided input was copied before its shape was checked ----
+# Found by `exec` as a hang: pools called with a zero-stride float64 array of
+# shape (4194304, 2, 6, 6) (2.4 GB logical, 8 bytes of memory) spent over
+# 10 s copying it to C order before refusing dim 0; at 2**40 rows the copy
+# failed with OutOfMemoryError instead of the shape's ExecutionError.
+
+
+def zero_strides(shape, dtype="float64"):
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape=shape, strides=(0,) * len(shape))
+
+
+def test_wrong_shaped_zero_stride_input_is_refused_before_it_is_copied():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (1, 2, 6, 6), "float64")
+    fn = aj.build(bb.finish(aj.op.max_pool2d(x, [2, 2], strides=[2, 2])))["main"]
+    err = raised(lambda: fn(zero_strides((2**40, 2, 6, 6))))
+    assert type(err) is aj.ExecutionError
+    assert "function 'main', param 'x' (#0): dim 0 must be 1, got 1099511627776" in str(err)
+
+
+def test_inconsistent_symbol_of_a_zero_stride_input_is_refused_before_it_is_copied():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", ("n",), "float32")
+    y = bb.param("y", ("n",), "float32")
+    fn = aj.build(bb.finish(x + y))["main"]
+    err = raised(lambda: fn(np.ones(3, np.float32), zero_strides((2**40,), "float32")))
+    assert type(err) is aj.ExecutionError
+    assert "param 'y' (#1): dim 0 is symbol 'n' = 3 (from param 'x' dim 0), but here it is 1099511627776" in str(err)
+
+
+def test_strided_and_byte_swapped_inputs_of_the_right_shape_still_run():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", ("n",), "float32")
+    y = bb.param("y", ("n",), "float32")
+    fn = aj.build(bb.finish(x * y))["main"]
+    got = fn(np.arange(6, dtype=np.float32)[::-2], np.arange(3, dtype=">f4"))
+    np.testing.assert_array_equal(got, [0.0, 3.0, 2.0])
