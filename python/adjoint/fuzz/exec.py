@@ -110,7 +110,7 @@ def convert_to(a, kind):
             return a.item()
         if kind == "scalar":
             return a[()]
-    except (TypeError, ValueError):
+    except Exception:  # this kind cannot hold a (a memoryview of datetimes, a 3-D matrix): left as it is
         pass
     return a
 
@@ -132,7 +132,7 @@ def as_dtype(a, dtype):
     """a cast to dtype, or zeros of dtype where NumPy cannot cast."""
     try:
         return a.astype(dtype)
-    except (TypeError, ValueError, OverflowError):
+    except Exception:  # NumPy refuses some casts with a RuntimeError (datetime64 -> S8) or others
         return np.zeros(a.shape, dtype)
 
 
