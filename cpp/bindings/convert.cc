@@ -3,6 +3,7 @@
 
 #include <pybind11/stl.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "adjoint/analysis/verifier.h"
@@ -20,7 +21,7 @@ Shape dims_from_py(const py::handle& obj, const std::string& what, bool allow_ne
   Shape out;
   for (const auto& d : obj) {
     if (py::isinstance<py::str>(d)) {
-      out.push_back(Dim::parse(d.cast<std::string>()));
+      out.push_back(Dim::parse(string_arg(d, what)));
     } else if (is_int_like(d)) {
       int64_t v = to_int64(d, what);
       if (v < 0 && !allow_negative) throw Error(str(what, ": negative dim ", v));
@@ -50,7 +51,39 @@ int64_t to_int64(const py::handle& o, const std::string& what) {
 }
 
 std::string py_type_name(const py::handle& o) {
-  return py::str(py::type::of(o).attr("__name__")).cast<std::string>();
+  return printable_str(py::str(py::type::of(o).attr("__name__")));
+}
+
+std::optional<std::string> utf8_of(const py::handle& s, Py_ssize_t* bad) {
+  Py_ssize_t size = 0;
+  if (const char* data = PyUnicode_AsUTF8AndSize(s.ptr(), &size)) return std::string(data, static_cast<size_t>(size));
+  PyErr_Clear();
+  if (bad) {
+    *bad = -1;
+    Py_ssize_t n = PyUnicode_GetLength(s.ptr());
+    for (Py_ssize_t i = 0; i < n && *bad < 0; ++i) {
+      Py_UCS4 c = PyUnicode_ReadChar(s.ptr(), i);
+      if (c >= 0xD800 && c <= 0xDFFF) *bad = i;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string code_point_at(const py::handle& s, Py_ssize_t i) {
+  Py_UCS4 c = i >= 0 && i < PyUnicode_GetLength(s.ptr()) ? PyUnicode_ReadChar(s.ptr(), i) : 0;
+  char hex[16];
+  std::snprintf(hex, sizeof hex, "U+%04X", static_cast<unsigned>(c));
+  return hex;
+}
+
+std::string printable_str(const py::handle& s) {
+  if (auto utf8 = utf8_of(s)) return *std::move(utf8);
+  py::object bytes = py::reinterpret_steal<py::object>(PyUnicode_AsEncodedString(s.ptr(), "utf-8", "backslashreplace"));
+  if (!bytes) {
+    PyErr_Clear();
+    return "?";
+  }
+  return std::string(PyBytes_AS_STRING(bytes.ptr()), static_cast<size_t>(PyBytes_GET_SIZE(bytes.ptr())));
 }
 
 Module verified_module(const py::handle& obj, const std::string& user) {
@@ -68,20 +101,22 @@ void throw_function_not_found(const std::string& message) {
 
 std::string function_name_key(const py::handle& key, const std::string& container) {
   if (!py::isinstance<py::str>(key))
-    throw_function_not_found(str(container, " has no function ", py::repr(key).cast<std::string>(),
+    throw_function_not_found(str(container, " has no function ", printable_str(py::repr(key)),
                                  ": function names are str, got ", py_type_name(key)));
-  return key.cast<std::string>();
+  auto name = utf8_of(key);  // a name with a lone surrogate cannot be any function's
+  if (!name) throw_function_not_found(str(container, " has no function '", printable_str(key), "'"));
+  return *std::move(name);
 }
 
 DType dtype_from_py(const py::handle& obj, const std::string& what) {
   std::string name;
   if (py::isinstance<py::str>(obj)) {
-    name = obj.cast<std::string>();
+    name = string_arg(obj, what);
   } else {
     try {
       name = py::str(py::module_::import("numpy").attr("dtype")(obj).attr("name")).cast<std::string>();
     } catch (const py::error_already_set&) {
-      throw Error(str(what, ": not a dtype: ", py::repr(obj).cast<std::string>()));
+      throw Error(str(what, ": not a dtype: ", printable_str(py::repr(obj))));
     }
   }
   auto t = dtype_from_name(name);
@@ -121,7 +156,7 @@ AttrValue attr_from_py(const py::handle& obj, const std::string& what) {
   if (py::isinstance<py::float_>(obj) ||
       py::isinstance(obj, py::module_::import("numpy").attr("floating")))
     return obj.cast<double>();
-  if (py::isinstance<py::str>(obj)) return obj.cast<std::string>();
+  if (py::isinstance<py::str>(obj)) return string_arg(obj, what);
   if (py::isinstance<py::tuple>(obj) || py::isinstance<py::list>(obj)) {
     bool all_int = true;
     for (const auto& e : obj) all_int = all_int && is_int_like(e);

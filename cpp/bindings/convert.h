@@ -3,6 +3,9 @@
 // aj::Error naming what could not be converted.
 #pragma once
 
+#include <optional>
+#include <string>
+
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -21,11 +24,21 @@ std::string py_type_name(const py::handle& obj);
 bool is_int_like(const py::handle& obj);  // int or NumPy integer, not bool
 int64_t to_int64(const py::handle& obj, const std::string& what);
 
+// The UTF-8 form of a Python str, or nothing when it holds a lone surrogate
+// (U+D800..U+DFFF alone has no UTF-8 form); *bad then gets its index.
+std::optional<std::string> utf8_of(const py::handle& s, Py_ssize_t* bad = nullptr);
+// "U+D800": the code point at index i of a str, for messages.
+std::string code_point_at(const py::handle& s, Py_ssize_t i);
+// A str for a message, whatever it holds: lone surrogates written \udxxx.
+std::string printable_str(const py::handle& s);
+
 template <class E = Error>
 std::string string_arg(const py::handle& obj, const std::string& what) {
   if (!py::isinstance<py::str>(obj))
     throw E(str(what, ": expected a str, got ", obj.is_none() ? "None" : py_type_name(obj)));
-  return obj.cast<std::string>();
+  Py_ssize_t bad = -1;
+  if (auto s = utf8_of(obj, &bad)) return *std::move(s);
+  throw E(str(what, ": the str holds a lone surrogate ", code_point_at(obj, bad), " at index ", bad, " (no UTF-8 form)"));
 }
 
 template <class E = Error>

@@ -101,8 +101,7 @@ R on_pair(const py::object& a, const py::object& b, FnM on_modules, FnF on_funct
   if (py::isinstance<NamedFunction>(a) && py::isinstance<NamedFunction>(b))
     return on_functions(a.cast<NamedFunction>().fn, b.cast<NamedFunction>().fn);
   throw Error(str("structural comparison needs two aj.Module or two aj.Function, got ",
-                  py::str(py::type::of(a).attr("__name__")).cast<std::string>(), " and ",
-                  py::str(py::type::of(b).attr("__name__")).cast<std::string>()));
+                  py_type_name(a), " and ", py_type_name(b)));
 }
 
 // The Python face of FunctionBuilder: ops by name, attrs from Python values.
@@ -191,7 +190,7 @@ py::dict op_schema(const OpDef& op) {
 
 Dim dim_in(const py::handle& o) {
   if (py::isinstance<Dim>(o)) return o.cast<Dim>();
-  if (py::isinstance<py::str>(o)) return Dim::parse(o.cast<std::string>());
+  if (py::isinstance<py::str>(o)) return Dim::parse(string_arg(o, "Dim"));
   Shape s = shape_from_py(py::make_tuple(o), "Dim");
   return s[0];
 }
@@ -364,7 +363,9 @@ void bind_functions(py::module_& m) {
         return NamedFunction{name, fn};
       })
       .def("__contains__", [](const PyModule& mod, const py::handle& key) {
-        return py::isinstance<py::str>(key) && mod->contains(key.cast<std::string>());
+        if (!py::isinstance<py::str>(key)) return false;
+        auto name = utf8_of(key);
+        return name && mod->contains(*name);
       })
       .def("__len__", [](const PyModule& mod) { return mod->functions().size(); })
       .def("__iter__", [](const PyModule& mod) {
@@ -391,9 +392,52 @@ void bind_functions(py::module_& m) {
       });
 }
 
+// Appends code point c as UTF-8; surrogates and control characters but tabs as '?'.
+void append_shown(std::string& out, Py_UCS4 c) {
+  if ((c < 0x20 && c != '\t') || c == 0x7f || (c >= 0xD800 && c <= 0xDFFF)) {
+    out += '?';
+  } else if (c < 0x80) {
+    out += static_cast<char>(c);
+  } else if (c < 0x800) {
+    out += static_cast<char>(0xC0 | (c >> 6));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else if (c < 0x10000) {
+    out += static_cast<char>(0xE0 | (c >> 12));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  } else {
+    out += static_cast<char>(0xF0 | (c >> 18));
+    out += static_cast<char>(0x80 | ((c >> 12) & 0x3F));
+    out += static_cast<char>(0x80 | ((c >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (c & 0x3F));
+  }
+}
+
+// The text given to parse, as UTF-8. A lone surrogate (no UTF-8 form) is a
+// ParseError at its line and column (in characters), as a bad character is.
+std::string parse_text(const py::handle& obj) {
+  if (!py::isinstance<py::str>(obj)) return string_arg<ParseError>(obj, "parse: text");
+  Py_ssize_t bad = -1;
+  if (auto s = utf8_of(obj, &bad)) return *std::move(s);
+  auto at = [&](Py_ssize_t i) { return PyUnicode_ReadChar(obj.ptr(), i); };
+  Py_ssize_t n = PyUnicode_GetLength(obj.ptr()), begin = 0;
+  int line = 1;
+  for (Py_ssize_t i = 0; i < bad; ++i)
+    if (at(i) == '\n') ++line, begin = i + 1;
+  Py_ssize_t end = begin;
+  while (end < n && at(end) != '\n') ++end;
+  if (end > begin && at(end - 1) == '\r') --end;
+  std::string shown, caret;
+  for (Py_ssize_t i = begin; i < end; ++i) append_shown(shown, at(i));
+  for (Py_ssize_t i = begin; i < bad; ++i) caret += at(i) == '\t' ? '\t' : ' ';
+  SourceLoc loc{line, static_cast<int>(bad - begin + 1), shown};
+  throw ParseError(str(loc.line, ":", loc.column, ": unexpected character: a lone surrogate ", code_point_at(obj, bad),
+                       " (no UTF-8 form)\n", shown, "\n", caret, "^"), loc);
+}
+
 void bind_text_and_analysis(py::module_& m) {
   m.def("parse", [](const py::handle& text_arg) {
-    std::string text = string_arg<ParseError>(text_arg, "parse: text");
+    std::string text = parse_text(text_arg);
     Module mod;
     {
       py::gil_scoped_release nogil;

@@ -70,6 +70,16 @@ bool ready_as_is(const py::array& a) {
   return (a.flags() & py::array::c_style) && (a.flags() & kAligned) && (order == '=' || order == '|' || order == native);
 }
 
+// Whether obj is an ndarray of the param's dtype that input_array would copy
+// (not C-contiguous, unaligned or byte-swapped): such a copy is made only
+// after the shapes are checked, so a wrong-shaped view of a huge logical size
+// (zero strides) is refused without copying it.
+bool copy_needed(const py::handle& obj, const Var& param) {
+  if (!py::isinstance<py::array>(obj)) return false;
+  auto a = py::reinterpret_borrow<py::array>(obj);
+  return py::str(a.dtype().attr("name")).cast<std::string>() == dtype_name(param->type()->dtype()) && !ready_as_is(a);
+}
+
 // The array for param i: the caller's own memory when it is already
 // C-contiguous, aligned, native-endian and of the param's dtype; else a copy
 // that is. A NumPy array of another dtype is an error (no silent casts).
@@ -129,7 +139,9 @@ struct ExecFunction {
     std::vector<py::object> given(params.size());
     for (size_t i = 0; i < args.size(); ++i) given[i] = args[i];
     for (const auto& kv : kwargs) {
-      std::string key = py::str(kv.first).cast<std::string>();
+      auto utf8 = utf8_of(kv.first);  // a name with a lone surrogate is no param's
+      if (!utf8) fail(str("but none is named '", printable_str(kv.first), "'"));
+      const std::string& key = *utf8;
       size_t found = params.size(), count = 0;
       for (size_t i = 0; i < params.size(); ++i)
         if (params[i]->name_hint() == key) found = i, ++count;
@@ -146,11 +158,24 @@ struct ExecFunction {
   py::object call(const py::args& args, const py::kwargs& kwargs) {
     const auto& params = fn->function()->params();
     std::vector<py::object> given = arguments(args, kwargs);
-    std::vector<py::array> keep;
-    std::vector<NDArray> inputs;
+    std::vector<py::array> keep(params.size());
+    std::vector<NDArray> inputs(params.size());
+    std::vector<size_t> copy_later;  // strided or byte-swapped arrays: stand-ins with their shapes first
     for (size_t i = 0; i < params.size(); ++i) {
-      keep.push_back(input_array(given[i], params[i], i, fn->name()));
-      inputs.push_back(view_of(keep.back(), params[i]->type()->dtype()));
+      if (copy_needed(given[i], params[i])) {
+        keep[i] = py::reinterpret_borrow<py::array>(given[i]);
+        copy_later.push_back(i);
+      } else {
+        keep[i] = input_array(given[i], params[i], i, fn->name());
+      }
+      inputs[i] = view_of(keep[i], params[i]->type()->dtype());
+    }
+    if (!copy_later.empty()) {
+      fn->bind_symbols(inputs);  // reads shapes only: refuses wrong shapes before anything is copied
+      for (size_t i : copy_later) {
+        keep[i] = input_array(given[i], params[i], i, fn->name());
+        inputs[i] = view_of(keep[i], params[i]->type()->dtype());
+      }
     }
     std::vector<NDArray> out;
     {
@@ -210,7 +235,9 @@ void bind_runtime(py::module_& m) {
         return ExecFunction{exe, &exe->get(name)};
       })
       .def("__contains__", [](const Executable& exe, const py::handle& key) {
-        return py::isinstance<py::str>(key) && exe.module()->contains(key.cast<std::string>());
+        if (!py::isinstance<py::str>(key)) return false;
+        auto name = utf8_of(key);
+        return name && exe.module()->contains(*name);
       })
       .def_property_readonly("names", &Executable::names);
 }

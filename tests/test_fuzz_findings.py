@@ -1,0 +1,131 @@
+"""Regression tests for what the fuzz scripts (python -m adjoint.fuzz) found,
+one named test per finding, each minimized from the fuzzer's reproducer:
+the exact aj.Error subclass and the parts of its message."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adjoint as aj
+
+
+def sum_module() -> aj.Module:
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (2,), "float32")
+    return bb.finish(aj.op.sum(x))
+
+
+def raised(action) -> aj.Error:
+    with pytest.raises(aj.Error) as info:
+        action()
+    return info.value
+
+
+# ---- a str holding a lone surrogate (U+D800..U+DFFF alone has no UTF-8 form) ----
+# Found by `parse` (a mutation inserted "\ud800" into a text) and by `exec`
+# (a keyword argument named "\ud800"): pybind11's str -> std::string cast
+# failed with a RuntimeError ("Unable to cast Python instance of type str").
+
+
+def test_parse_text_with_a_lone_surrogate_is_a_located_parse_error():
+    text = '@function\ndef main(x: Tensor((2,), "float32")):\n    y\ud800 = exp(x)\n    return y\n'
+    err = raised(lambda: aj.parse(text))
+    assert type(err) is aj.ParseError
+    assert (err.line, err.column) == (3, 6)
+    assert err.source_line == "    y? = exp(x)"
+    assert str(err).startswith("3:6: unexpected character: a lone surrogate U+D800 (no UTF-8 form)\n")
+
+
+def test_parse_lone_surrogate_in_a_comment_is_located_too():
+    text = '@function\ndef main(x: Tensor((2,), "float32")):\n    y = exp(x)  # caf\udce9\n    return y\n'
+    err = raised(lambda: aj.parse(text))
+    assert type(err) is aj.ParseError
+    assert (err.line, err.column) == (3, 22)
+    assert "U+DCE9" in str(err)
+
+
+def test_executable_keyword_named_with_a_lone_surrogate_is_an_execution_error():
+    fn = aj.build(sum_module())["main"]
+    err = raised(lambda: fn(**{"\ud800": np.ones(2, np.float32)}))
+    assert type(err) is aj.ExecutionError
+    assert "function 'main' takes 1 input(s) (x), but none is named '\\ud800'" in str(err)
+
+
+def test_function_lookup_with_a_lone_surrogate_is_not_found():
+    mod = sum_module()
+    exe = aj.build(mod)
+    for container, what in ((mod, "the module"), (exe, "the executable")):
+        err = raised(lambda: container["\ud800"])
+        assert type(err) is aj.FunctionNotFoundError
+        assert f"{what} has no function '\\ud800'" in str(err)
+        assert "\ud800" not in container
+
+
+@pytest.mark.parametrize("action,error,parts", [
+    (lambda: aj.Var("a\udc00", aj.TensorType((2,), "float32")), aj.Error, ("Var: name_hint", "U+DC00 at index 1")),
+    (lambda: aj.TensorType(("n\ud800",), "float32"), aj.Error, ("TensorType", "U+D800 at index 1")),
+    (lambda: aj.TensorType((2,), "float\ud800"), aj.Error, ("TensorType", "U+D800 at index 5")),
+    (lambda: aj.Dim("n\ud800"), aj.Error, ("Dim", "U+D800 at index 1")),
+    (lambda: aj.FunctionBuilder("m\ud800"), aj.Error, ("FunctionBuilder: name", "U+D800")),
+    (lambda: aj.transform.Gradient(func_name="m\ud800")(sum_module()), aj.TransformError,
+     ("Gradient: func_name", "U+D800")),
+    (lambda: aj.transform.Gradient(require_grads=["x\ud800"])(sum_module()), aj.TransformError,
+     ("Gradient: require_grads", "U+D800")),
+], ids=["var_name", "symbolic_dim", "dtype", "dim", "builder_name", "gradient_func_name", "gradient_require_grads"])
+def test_names_with_a_lone_surrogate_are_aj_errors(action, error, parts):
+    err = raised(action)
+    assert type(err) is error, f"{type(err).__name__}: {err}"
+    for part in parts + ("lone surrogate", "no UTF-8 form"):
+        assert part in str(err)
+
+
+def test_string_attr_with_a_lone_surrogate_is_an_aj_error():
+    bb = aj.FunctionBuilder("main")
+    try:
+        p = bb.param("p", (2, 3), "float32")
+        t = bb.param("t", (2,), "int64")
+        err = raised(lambda: aj.op.nll_loss(p, t, reduction="me\ud800an"))
+    finally:
+        bb._deactivate()
+    assert type(err) is aj.Error
+    assert "op 'nll_loss': attr 'reduction': the str holds a lone surrogate U+D800 at index 2" in str(err)
+
+
+# ---- a wrong-shaped strided input was copied before its shape was checked ----
+# Found by `exec` as a hang: pools called with a zero-stride float64 array of
+# shape (4194304, 2, 6, 6) (2.4 GB logical, 8 bytes of memory) spent over
+# 10 s copying it to C order before refusing dim 0; at 2**40 rows the copy
+# failed with OutOfMemoryError instead of the shape's ExecutionError.
+
+
+def zero_strides(shape, dtype="float64"):
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape=shape, strides=(0,) * len(shape))
+
+
+def test_wrong_shaped_zero_stride_input_is_refused_before_it_is_copied():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (1, 2, 6, 6), "float64")
+    fn = aj.build(bb.finish(aj.op.max_pool2d(x, [2, 2], strides=[2, 2])))["main"]
+    err = raised(lambda: fn(zero_strides((2**40, 2, 6, 6))))
+    assert type(err) is aj.ExecutionError
+    assert "function 'main', param 'x' (#0): dim 0 must be 1, got 1099511627776" in str(err)
+
+
+def test_inconsistent_symbol_of_a_zero_stride_input_is_refused_before_it_is_copied():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", ("n",), "float32")
+    y = bb.param("y", ("n",), "float32")
+    fn = aj.build(bb.finish(x + y))["main"]
+    err = raised(lambda: fn(np.ones(3, np.float32), zero_strides((2**40,), "float32")))
+    assert type(err) is aj.ExecutionError
+    assert "param 'y' (#1): dim 0 is symbol 'n' = 3 (from param 'x' dim 0), but here it is 1099511627776" in str(err)
+
+
+def test_strided_and_byte_swapped_inputs_of_the_right_shape_still_run():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", ("n",), "float32")
+    y = bb.param("y", ("n",), "float32")
+    fn = aj.build(bb.finish(x * y))["main"]
+    got = fn(np.arange(6, dtype=np.float32)[::-2], np.arange(3, dtype=">f4"))
+    np.testing.assert_array_equal(got, [0.0, 3.0, 2.0])
