@@ -229,13 +229,27 @@ def _start_worker(run: Run, start: int, end: int) -> tuple[subprocess.Popen, str
     run.page.slots[0] = -1
     run.workers += 1
     log = os.path.join(run.tmp, f"worker-{run.workers}.log")
+    env, memory_mb = _memory_limit_env(o.memory_mb)
     config = {"target": o.target, "seed": o.seed, "start": start, "end": end, "page": os.path.join(run.tmp, "page"),
-              "report": os.path.join(run.tmp, "report.jsonl"), "memory_mb": o.memory_mb, "selftest": o.selftest}
+              "report": os.path.join(run.tmp, "report.jsonl"), "memory_mb": memory_mb, "selftest": o.selftest}
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-c", "from adjoint.fuzz.runner import worker_main; worker_main()", json.dumps(config)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT)
+            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
     return proc, log
+
+
+def _memory_limit_env(memory_mb: int) -> tuple[dict[str, str], int]:
+    """The worker's environment and the address-space limit it sets itself.
+    Under AddressSanitizer (.ci/sanitize preloads its runtime), which reserves
+    terabytes of shadow memory, an address-space limit breaks the runtime:
+    ASan's own largest-allocation option takes its place."""
+    env = dict(os.environ)
+    if not memory_mb or "libasan" not in env.get("LD_PRELOAD", ""):
+        return env, memory_mb
+    options = [env.get("ASAN_OPTIONS", ""), f"max_allocation_size_mb={memory_mb}", "allocator_may_return_null=1"]
+    env["ASAN_OPTIONS"] = ":".join(opt for opt in options if opt)
+    return env, 0
 
 
 def _tail(path: str, limit: int = 4000) -> str:
