@@ -129,3 +129,36 @@ def test_strided_and_byte_swapped_inputs_of_the_right_shape_still_run():
     fn = aj.build(bb.finish(x * y))["main"]
     got = fn(np.arange(6, dtype=np.float32)[::-2], np.arange(3, dtype=">f4"))
     np.testing.assert_array_equal(got, [0.0, 3.0, 2.0])
+
+
+# ---- matmul with an out_dtype other than its inputs' (the naive kernel) ----
+# Found by `parse` under the sanitizer build (.ci/sanitize), seed 7, input
+# 48989: matmul(x, y, out_dtype="bool") on float32 cast each float sum to the
+# bool's byte with static_cast (UBSan: "-1.76946 is outside the range of
+# representable values of type 'unsigned char'"); int64 sums overflowed as
+# signed ints. Now each sum converts as astype does, and int sums wrap.
+
+
+def matmul_module(dtype: str, out_dtype: str | None, n: int = 2) -> aj.Module:
+    bb = aj.FunctionBuilder("main")
+    x, y = bb.param("x", (n, n), dtype), bb.param("y", (n, n), dtype)
+    return bb.finish(aj.op.matmul(x, y, out_dtype=out_dtype))
+
+
+def test_matmul_of_floats_to_bool_is_nonzero_of_the_product():
+    x = np.array([[1, -2, 0], [0, 0, 0], [3, 1, 1]], np.float32)
+    got = aj.build(matmul_module("float32", "bool", 3))["main"](x, x)
+    np.testing.assert_array_equal(got, (x @ x) != 0)
+
+
+def test_matmul_of_floats_to_int_saturates_like_astype():
+    x = np.array([[1e10, 2.7], [-1e300, -3.5]])
+    got = aj.build(matmul_module("float64", "int32"))["main"](x, np.eye(2))
+    np.testing.assert_array_equal(got, [[2**31 - 1, 2], [-(2**31), -3]])
+
+
+def test_matmul_of_int64_wraps_like_numpy():
+    a = np.array([[2**62, 3], [-(2**63), 1]], np.int64)
+    got = aj.build(matmul_module("int64", None))["main"](a, a)
+    with np.errstate(over="ignore"):
+        np.testing.assert_array_equal(got, a @ a)

@@ -140,7 +140,7 @@ void gemm_batch(const GemmShape& g, const StridedBatch& sb, const T* a, const T*
 }
 
 // A naive product for integer and bool dtypes and for a differing out_dtype:
-// accumulates in Acc and casts to O.
+// accumulates in Acc and converts to O as astype does (no UB out of range).
 template <typename T, typename O, typename Acc>
 void naive_matmul(const GemmShape& g, const T* a, const T* b, O* c) {
   for (int64_t i = 0; i < g.m; ++i)
@@ -149,9 +149,10 @@ void naive_matmul(const GemmShape& g, const T* a, const T* b, O* c) {
       for (int64_t p = 0; p < g.k; ++p) {
         T x = g.ta ? a[p * g.lda + i] : a[i * g.lda + p];
         T y = g.tb ? b[j * g.ldb + p] : b[p * g.ldb + j];
-        acc += static_cast<Acc>(x) * static_cast<Acc>(y);
+        if constexpr (std::is_integral_v<Acc>) acc = wrap_add(acc, wrap_mul(Acc(x), Acc(y)));  // NumPy wraps
+        else acc += static_cast<Acc>(x) * static_cast<Acc>(y);
       }
-      c[i * g.n + j] = static_cast<O>(acc);
+      c[i * g.n + j] = convert_value<O, Acc>(acc);
     }
 }
 
