@@ -3,9 +3,10 @@
 programs() draws a Program: a module with one function, `main`, built through
 aj.FunctionBuilder and aj.op from the whole op set (elementwise ops with
 broadcasting, matmuls, shape ops, reductions, tuples, nn ops, creation ops,
-constants, symbolic dims, weights by num_input), the float64 inputs to run it
-on and the values of its symbolic dims. `main` returns a float64 scalar (the
-target Gradient differentiates), alone or first in a tuple of values.
+constants, symbolic dims, weights by num_input, int and bool values through
+the ops that take them, ops repeated), the inputs to run it on (float64, and
+int64 indices) and the values of its symbolic dims. `main` returns a float64
+scalar (the target Gradient differentiates), alone or first in a tuple.
 
 How: a Gen keeps the values built so far, each with an interval holding its
 elements on the program's inputs. Each step draws an op generator from OPS,
@@ -34,7 +35,10 @@ BIG = [32, 40]  # dims of large matmuls (2 * 32**3 FLOPs and up)
 SYMBOLS = ["n", "m"]  # symbolic dims, each worth 1 to 3 in a program
 LIMIT = 100.0  # operands larger in magnitude are scaled down to 1
 POSITIVE = 0.25  # the least value a domain-restricted operand sees
+INT_LIMIT = 10_000.0  # larger ints are no op's operands (they would overflow)
 FLOAT = "float64"
+NUMERIC = (FLOAT, "int64", "int32")
+ANY = NUMERIC + ("bool",)
 
 
 @dataclass
@@ -114,6 +118,7 @@ class Gen:
         self.tuples: list[aj.Expr] = []  # tuple-typed vars, for the returned tuple
         self.params: list[tuple[aj.Var, np.ndarray]] = []
         self.bound: set[str] = set()  # the symbols of the params' shapes
+        self.calls: dict[aj.Var, tuple] = {}  # the op, args and attrs each var was emitted with
 
     # ---- dims and shapes ----
 
@@ -158,10 +163,18 @@ class Gen:
         x = np.asarray(self.rng.uniform(0.5, 2.0, shape))
         return x if positive else x * self.rng.choice([-1.0, 1.0], shape)
 
-    def leaf(self, shape: tuple, positive: bool = False) -> Value:
-        """A new float64 tensor of `shape`: a param (when its dims are constants
-        or symbols), a constant (when they are constants) or a creation op
-        (when the params bind its symbols)."""
+    def array(self, shape: tuple, dtype: str, positive: bool) -> np.ndarray:
+        """Random elements: floats as uniform(), ints in [-3, 3] (or [1, 3]), bools."""
+        if dtype == FLOAT:
+            return self.uniform(shape, positive)
+        if dtype == "bool":
+            return np.asarray(self.rng.random(shape) < 0.5)
+        return np.asarray(self.rng.integers(1 if positive else -3, 4, shape), dtype=dtype)
+
+    def leaf(self, shape: tuple, positive: bool = False, dtype: str = FLOAT) -> Value:
+        """A new tensor of `shape`: a param (when its dims are constants or
+        symbols), a constant (when they are constants) or a creation op (when
+        the params bind its symbols)."""
         kinds = []
         if all(isinstance(d, int) or d in SYMBOLS for d in shape):
             kinds += ["param", "param"]
@@ -171,20 +184,20 @@ class Gen:
             kinds.append("full")
         kind = self.draw(st.sampled_from(kinds))
         if kind == "param":
-            array = self.uniform(self.sizes(shape), positive)
-            var = self.param(shape, FLOAT, array)
-            return Value(var, 0.5, 2.0) if positive else Value(var, -2.0, 2.0)
+            array = self.array(self.sizes(shape), dtype, positive)
+            return Value(self.param(shape, dtype, array), float(array.min()), float(array.max()))
         if kind == "constant":
-            array = self.uniform(shape, positive)
+            array = self.array(shape, dtype, positive)
             as_var = self.draw(st.booleans())
             expr = self.emit(aj.Constant(array)) if as_var else aj.Constant(array)
             return Value(expr, float(array.min()), float(array.max()))
         fill = self.draw(st.sampled_from([1.0, 0.5, 2.0] if positive else [1.0, -1.5, 0.0]))
+        fill = float(int(fill)) if dtype.startswith("int") else float(fill != 0) if dtype == "bool" else fill
         if fill == 1.0:
-            return Value(aj.op.ones(shape, FLOAT), 1.0, 1.0)
+            return Value(self.op("ones", shape, dtype), 1.0, 1.0)
         if fill == 0.0:
-            return Value(aj.op.zeros(shape, FLOAT), 0.0, 0.0)
-        return Value(aj.op.full(shape, fill, FLOAT), fill, fill)
+            return Value(self.op("zeros", shape, dtype), 0.0, 0.0)
+        return Value(self.op("full", shape, fill, dtype), fill, fill)
 
     def param(self, shape: tuple, dtype: str, array: np.ndarray) -> aj.Var:
         var = self.bb.param(f"p{len(self.params)}", shape, dtype)
@@ -202,12 +215,19 @@ class Gen:
     def emit(self, expr: aj.Expr) -> aj.Var:
         return self.bb.emit(expr)
 
+    def op(self, name: str, *args, **attrs) -> aj.Var:
+        """Emits aj.op.<name>(*args, **attrs), recorded so that `repeat` can emit it again."""
+        var = getattr(aj.op, name)(*args, **attrs)
+        self.calls[var] = (name, args, attrs)
+        return var
+
     # ---- operands ----
 
-    def pick(self, ok: Callable[[Value], bool] = lambda v: True, dtype: str = FLOAT) -> Value | None:
-        """An earlier value of `dtype` satisfying ok (the latest shrink first,
-        and half the time one of the last two), or None."""
-        options = [v for v in self.values if v.dtype == dtype and ok(v)]
+    def pick(self, ok: Callable[[Value], bool] = lambda v: True, dtypes: tuple = (FLOAT,)) -> Value | None:
+        """An earlier value of one of `dtypes` satisfying ok (the latest shrink
+        first, and half the time one of the last two), or None. Ints above
+        INT_LIMIT are left alone: they cannot be scaled down."""
+        options = [v for v in self.values if v.dtype in dtypes and ok(v) and (v.dtype == FLOAT or v.bound <= INT_LIMIT)]
         if not options:
             return None
         recent = self.draw(st.booleans())  # one of the last two, to make long chains
@@ -215,35 +235,36 @@ class Gen:
         v.used = True
         return v
 
-    def operand(self, ok: Callable[[Value], bool] = lambda v: True, lo: int = 0, hi: int = 3) -> Value:
-        """An earlier float value satisfying ok, or a leaf of rank lo..hi (which
-        must satisfy ok)."""
-        v = self.pick(ok) if self.draw(st.integers(0, 3)) else None
+    def operand(self, ok: Callable[[Value], bool] = lambda v: True, lo: int = 0, hi: int = 3,
+                dtypes: tuple = (FLOAT,)) -> Value:
+        """An earlier value of one of `dtypes` satisfying ok, or a float leaf of
+        rank lo..hi (which must satisfy ok)."""
+        v = self.pick(ok, dtypes) if self.draw(st.integers(0, 3)) else None
         return self.moderate(v if v is not None else self.leaf(self.shape(lo, hi, new=True)))
 
-    def of_shape(self, shape: tuple, positive: bool = False) -> Value:
-        """An earlier float value of exactly `shape`, or a leaf of it."""
-        v = self.pick(lambda v: v.shape == shape) if self.draw(st.booleans()) else None
-        v = self.moderate(v) if v is not None else self.leaf(shape, positive)
+    def of_shape(self, shape: tuple, positive: bool = False, dtype: str = FLOAT) -> Value:
+        """An earlier value of exactly `shape` and `dtype`, or a leaf of them."""
+        v = self.pick(lambda v: v.shape == shape, (dtype,)) if self.draw(st.booleans()) else None
+        v = self.moderate(v) if v is not None else self.leaf(shape, positive, dtype)
         return self.positive(v) if positive else v
 
     def moderate(self, v: Value) -> Value:
-        """v, scaled down to magnitude 1 when it may exceed LIMIT."""
-        return self.scaled(v, 1.0) if v.bound > LIMIT else v
+        """v, scaled down to magnitude 1 when it is float and may exceed LIMIT."""
+        return self.scaled(v, 1.0) if v.bound > LIMIT and v.dtype == FLOAT else v
 
     def scaled(self, v: Value, limit: float) -> Value:
         """v, scaled down when its magnitude may exceed limit."""
         if v.bound <= limit:
             return v
         s = limit / v.bound
-        return Value(aj.op.multiply(v.expr, s), v.lo * s, v.hi * s)
+        return Value(self.op("multiply", v.expr, s), v.lo * s, v.hi * s)
 
     def positive(self, v: Value) -> Value:
         """v when it is at least POSITIVE, else exp of it scaled to [-1, 1]."""
         if v.lo >= POSITIVE and v.hi <= LIMIT:
             return v
         v = self.scaled(v, 1.0)
-        return Value(aj.op.exp(v.expr), math.exp(v.lo), math.exp(v.hi))
+        return Value(self.op("exp", v.expr), math.exp(v.lo), math.exp(v.hi))
 
     def add(self, v: Value) -> Value:
         self.values.append(v)
@@ -257,7 +278,7 @@ class Gen:
         if v is None and how == 1:
             low = self.pick(lambda v: 2 <= v.ndim <= 3)
             if low is not None:
-                v = Value(aj.op.expand_dims(low.expr, axis=list(range(4 - low.ndim))), low.lo, low.hi)
+                v = Value(self.op("expand_dims", low.expr, axis=list(range(4 - low.ndim))), low.lo, low.hi)
         if v is None:
             v = self.leaf((self.dim(new=True), self.draw(st.sampled_from([1, 2, 3])),
                            self.draw(st.sampled_from([3, 4, 5] + sorted(self.env))),
@@ -291,11 +312,14 @@ UNARY = {
 }
 
 
+INT_UNARY = {"negative", "abs", "relu"}  # the unary ops that also take ints here
+
+
 def unary(g: Gen, op: str) -> None:
     need, bounds = UNARY[op]
-    x = g.operand()
+    x = g.operand(dtypes=NUMERIC if op in INT_UNARY else (FLOAT,))
     x = g.positive(x) if need == "positive" else g.scaled(x, 2.0) if need == "small" else x
-    g.add(Value(getattr(aj.op, op)(x.expr), *bounds(x.lo, x.hi)))
+    g.add(Value(g.op(op, x.expr), *bounds(x.lo, x.hi)))
 
 
 def _divide(a: Value, b: Value) -> tuple[float, float]:
@@ -314,17 +338,20 @@ BINARY = {
 }
 
 
+INT_BINARY = {"add", "subtract", "maximum", "minimum"}  # the binary ops that also take ints here
+
+
 def binary(g: Gen, op: str) -> None:
-    """An arithmetic op of two broadcasting operands, one maybe a Python number."""
+    """An arithmetic op of two broadcasting operands, one maybe a number."""
     bounds, need = BINARY[op]
-    a = g.operand()
+    a = g.operand(dtypes=NUMERIC if op in INT_BINARY else (FLOAT,))
     how = g.draw(st.sampled_from(["value", "leaf", "number"]))
-    b = g.pick(lambda v: broadcast(v.shape, a.shape) is not None) if how == "value" else None
+    b = g.pick(lambda v: broadcast(v.shape, a.shape) is not None, (a.dtype,)) if how == "value" else None
     if how == "number":
-        number = g.draw(st.sampled_from([2.0, 0.5, -1.5]))
-        b = Value(aj.Constant(np.float64(number)), number, number)
+        number = g.draw(st.sampled_from([2.0, 0.5, -1.5] if a.dtype == FLOAT else [2.0, -1.0]))
+        b = Value(aj.Constant(np.asarray(number, dtype=a.dtype)), number, number)
     elif b is None:
-        b = g.leaf(g.partner(a.shape))
+        b = g.leaf(g.partner(a.shape), dtype=a.dtype)
     b = g.moderate(b)
     if g.draw(st.booleans()):
         a, b = b, a
@@ -332,21 +359,21 @@ def binary(g: Gen, op: str) -> None:
         b = g.positive(b)
     if need == "positive base":
         a, b = g.positive(a), g.scaled(b, 2.0)
-    g.add(Value(getattr(aj.op, op)(a.expr, b.expr), *bounds(a, b)))
+    g.add(Value(g.op(op, a.expr, b.expr), *bounds(a, b)))
 
 
 def compare(g: Gen, op: str) -> None:
     """A bool comparison of two broadcasting values."""
-    a = g.operand()
-    b = g.of_shape(g.partner(a.shape))
-    g.add(Value(getattr(aj.op, op)(a.expr, b.expr), 0.0, 1.0))
+    a = g.operand(dtypes=NUMERIC)
+    b = g.of_shape(g.partner(a.shape), dtype=a.dtype)
+    g.add(Value(g.op(op, a.expr, b.expr), 0.0, 1.0))
 
 
 def transposed(g: Gen, x: Value) -> Value:
     """x with its last two axes swapped."""
     n = x.ndim
     axes = None if n == 2 and g.draw(st.booleans()) else list(range(n - 2)) + [n - 1, n - 2]
-    return Value(aj.op.permute_dims(x.expr, axes=axes), x.lo, x.hi)
+    return Value(g.op("permute_dims", x.expr, axes=axes), x.lo, x.hi)
 
 
 def matmul(g: Gen) -> None:
@@ -373,11 +400,11 @@ def matmul(g: Gen) -> None:
     lo, hi = product(a, b)
     count = g.size(k)
     attrs = {"out_dtype": FLOAT} if g.draw(st.integers(0, 4)) == 0 else {}
-    g.add(Value(aj.op.matmul(a.expr, b.expr, **attrs), count * lo, count * hi))
+    g.add(Value(g.op("matmul", a.expr, b.expr, **attrs), count * lo, count * hi))
 
 
 def permute_dims(g: Gen) -> None:
-    x = g.operand(lambda v: v.ndim >= 2, lo=2)
+    x = g.operand(lambda v: v.ndim >= 2, lo=2, dtypes=ANY)
     n = x.ndim
     how = g.draw(st.sampled_from(["swap", "reverse", "any"]))
     if how == "reverse":
@@ -386,22 +413,19 @@ def permute_dims(g: Gen) -> None:
         axes = list(range(n - 2)) + [n - 1, n - 2]
     else:
         axes = [a - n if g.draw(st.booleans()) else a for a in g.draw(st.permutations(range(n)))]
-    g.add(Value(aj.op.permute_dims(x.expr, axes=axes), x.lo, x.hi))
+    g.add(Value(g.op("permute_dims", x.expr, axes=axes), x.lo, x.hi))
 
 
 def reshape(g: Gen) -> None:
     """Flatten, merge two adjacent dims, split a constant dim, or add a unit dim."""
-    x = g.operand(lambda v: v.ndim >= 1, lo=1)
+    x = g.operand(lambda v: v.ndim >= 1, lo=1, dtypes=ANY)
     shape = list(x.shape)
     how = g.draw(st.sampled_from(["flatten", "merge", "split", "unit"]))
     if how == "merge" and len(shape) >= 2:
         i = g.draw(st.integers(0, len(shape) - 2))
         merged = aj.Dim(shape[i]) * shape[i + 1]
         merged = merged.value if merged.is_const else str(merged)
-        rest = shape[:i] + shape[i + 2:]
-        # the type rules infer -1 by dividing by single terms only ("n - 1" is two)
-        single = all(isinstance(d, int) or not any(c in d for c in "+-") for d in rest)
-        target = shape[:i] + [g.draw(st.sampled_from([-1, merged])) if single else merged] + shape[i + 2:]
+        target = shape[:i] + [g.draw(st.sampled_from([-1, merged]))] + shape[i + 2:]
     elif how == "split" and any(d in (4, 2) for d in shape):
         i = shape.index(g.draw(st.sampled_from([d for d in shape if d in (4, 2)])))
         target = shape[:i] + [2, shape[i] // 2] + shape[i + 1:]
@@ -410,53 +434,53 @@ def reshape(g: Gen) -> None:
         target = shape[:i] + [1] + shape[i:]
     else:
         target = [-1]
-    g.add(Value(aj.op.reshape(x.expr, tuple(target)), x.lo, x.hi))
+    g.add(Value(g.op("reshape", x.expr, tuple(target)), x.lo, x.hi))
 
 
 def expand_dims(g: Gen) -> None:
-    x = g.operand()
+    x = g.operand(dtypes=ANY)
     count = g.draw(st.integers(1, 2))
-    g.add(Value(aj.op.expand_dims(x.expr, axis=g.axes(x.ndim + count, count)), x.lo, x.hi))
+    g.add(Value(g.op("expand_dims", x.expr, axis=g.axes(x.ndim + count, count)), x.lo, x.hi))
 
 
 def squeeze(g: Gen) -> None:
-    x = g.pick(lambda v: 1 in v.shape) if g.draw(st.booleans()) else None
+    x = g.pick(lambda v: 1 in v.shape, ANY) if g.draw(st.booleans()) else None
     if x is None:
         x = g.leaf(g.shape(0, 2) + (1,) + g.shape(0, 1))
     units = [i for i, d in enumerate(x.shape) if d == 1]
     axis = None if g.draw(st.booleans()) else g.draw(st.lists(st.sampled_from(units), min_size=1, unique=True))
-    g.add(Value(aj.op.squeeze(x.expr, axis=axis), x.lo, x.hi))
+    g.add(Value(g.op("squeeze", x.expr, axis=axis), x.lo, x.hi))
 
 
 def broadcast_to(g: Gen) -> None:
     """To a shape with unit dims widened and maybe a leading dim (or the same shape)."""
-    x = g.operand()
+    x = g.operand(dtypes=ANY)
     target = tuple(g.dim() if d == 1 else d for d in x.shape)
     target = g.shape(0, 1) + target
-    g.add(Value(aj.op.broadcast_to(x.expr, target), x.lo, x.hi))
+    g.add(Value(g.op("broadcast_to", x.expr, target), x.lo, x.hi))
 
 
 def collapse_sum_to(g: Gen) -> None:
-    x = g.operand(lambda v: v.ndim >= 1, lo=1)
+    x = g.operand(lambda v: v.ndim >= 1, lo=1, dtypes=NUMERIC)
     target = g.partner(x.shape, lead=False)
     count = math.prod(g.sizes(x.shape)) // math.prod(g.sizes(target))
-    g.add(Value(aj.op.collapse_sum_to(x.expr, target), count * x.lo, count * x.hi))
+    g.add(Value(g.op("collapse_sum_to", x.expr, target), count * x.lo, count * x.hi))
 
 
 def reduce(g: Gen, op: str) -> None:
     """A reduction over all axes or some, keeping them or not."""
-    x = g.operand()
+    x = g.operand(dtypes=NUMERIC if op in ("sum", "max", "min") else (FLOAT,))
     axis = None if x.ndim == 0 or g.draw(st.booleans()) else g.axes(x.ndim)
     keepdims = g.draw(st.booleans())
     sizes = g.sizes(x.shape)
     count = math.prod(sizes if axis is None else [sizes[a] for a in axis])
     lo, hi = {"sum": (count * x.lo, count * x.hi), "variance": (0.0, (x.hi - x.lo) ** 2 / 4)}.get(op, (x.lo, x.hi))
-    g.add(Value(getattr(aj.op, op)(x.expr, axis=axis, keepdims=keepdims), lo, hi))
+    g.add(Value(g.op(op, x.expr, axis=axis, keepdims=keepdims), lo, hi))
 
 
 def concat(g: Gen) -> None:
     """Two or three tensors, the same one maybe twice, as a tuple var or inline."""
-    x = g.operand(lambda v: v.ndim >= 1, lo=1)
+    x = g.operand(lambda v: v.ndim >= 1, lo=1, dtypes=ANY)
     axis = g.axis(x.ndim)
     parts = [x]
     for _ in range(g.draw(st.integers(1, 2))):
@@ -465,15 +489,15 @@ def concat(g: Gen) -> None:
         else:
             shape = list(x.shape)
             shape[axis] = g.dim()
-            parts.append(g.of_shape(tuple(shape)))
+            parts.append(g.of_shape(tuple(shape), dtype=x.dtype))
     fields = [p.expr for p in parts]
     tup = g.emit(aj.Tuple(fields)) if g.draw(st.booleans()) else fields
-    g.add(Value(aj.op.concat(tup, axis=axis), min(p.lo for p in parts), max(p.hi for p in parts)))
+    g.add(Value(g.op("concat", tup, axis=axis), min(p.lo for p in parts), max(p.hi for p in parts)))
 
 
 def split(g: Gen) -> None:
     """Into equal sections or at indices, keeping some of the parts."""
-    x = g.operand(lambda v: v.ndim >= 1, lo=1)
+    x = g.operand(lambda v: v.ndim >= 1, lo=1, dtypes=ANY)
     axis = g.axis(x.ndim)
     length = g.size(x.shape[axis])
     sections = [s for s in (1, 2, 3) if isinstance(x.shape[axis], int) and length % s == 0]
@@ -481,7 +505,7 @@ def split(g: Gen) -> None:
         spec = sorted(g.draw(st.lists(st.integers(1, length - 1), min_size=1, max_size=2, unique=True)))
     else:
         spec = g.draw(st.sampled_from(sections or [1]))
-    parts = aj.op.split(x.expr, spec, axis=axis)
+    parts = g.op("split", x.expr, spec, axis=axis)
     g.tuples.append(parts)
     count = len(parts.type.fields)
     for i in g.draw(st.lists(st.integers(0, count - 1), min_size=1, max_size=count, unique=True)):
@@ -490,64 +514,68 @@ def split(g: Gen) -> None:
 
 def take(g: Gen) -> None:
     """Indices of rank 0 to 2, negative ones too."""
-    x = g.operand(lambda v: v.ndim >= 1, lo=1)
+    x = g.operand(lambda v: v.ndim >= 1, lo=1, dtypes=ANY)
     axis = g.axis(x.ndim)
     length = g.size(x.shape[axis])
     shape = g.shape(0, 2)
     idx = g.indices(shape, np.asarray(g.rng.integers(-length, length, g.sizes(shape))))
-    g.add(Value(aj.op.take(x.expr, idx, axis=axis), x.lo, x.hi))
+    g.add(Value(g.op("take", x.expr, idx, axis=axis), x.lo, x.hi))
 
 
 def where(g: Gen) -> None:
     """where(cond, a, b), cond a comparison or a bool constant, all three broadcasting."""
-    a = g.operand()
-    cond = g.pick(lambda v: broadcast(v.shape, a.shape) is not None, dtype="bool")
+    a = g.operand(dtypes=ANY)
+    cond = g.pick(lambda v: broadcast(v.shape, a.shape) is not None, ("bool",))
     if cond is None:
         shape = g.partner(a.shape)
         if all(isinstance(d, int) for d in shape) and g.draw(st.booleans()):
             cond = Value(aj.Constant(g.rng.random(shape) < 0.5), 0.0, 1.0)
         else:
             compare_to = g.of_shape(g.partner(shape, lead=False))
-            cond = Value(aj.op.greater(g.of_shape(shape).expr, compare_to.expr), 0.0, 1.0)
+            cond = Value(g.op("greater", g.of_shape(shape).expr, compare_to.expr), 0.0, 1.0)
     joint = broadcast(cond.shape, a.shape)
-    b = g.pick(lambda v: broadcast(v.shape, joint) is not None) if g.draw(st.booleans()) else None
-    b = g.moderate(b) if b is not None else g.leaf(g.partner(joint))
+    b = g.pick(lambda v: broadcast(v.shape, joint) is not None, (a.dtype,)) if g.draw(st.booleans()) else None
+    b = g.moderate(b) if b is not None else g.leaf(g.partner(joint), dtype=a.dtype)
     args = (a, b) if g.draw(st.booleans()) else (b, a)
-    g.add(Value(aj.op.where(cond.expr, args[0].expr, args[1].expr), min(a.lo, b.lo), max(a.hi, b.hi)))
+    g.add(Value(g.op("where", cond.expr, args[0].expr, args[1].expr), min(a.lo, b.lo), max(a.hi, b.hi)))
 
 
 def astype(g: Gen) -> None:
-    """To int or bool and back (no gradient), or float64 to float64."""
-    x = g.operand()
-    dtype = g.draw(st.sampled_from(["int64", "int32", "bool", FLOAT]))
-    y = aj.op.astype(x.expr, dtype)
-    if dtype == FLOAT:
-        g.add(Value(y, x.lo, x.hi))
-        return
-    lo, hi = (0.0, 1.0) if dtype == "bool" else (float(math.trunc(x.lo)), float(math.trunc(x.hi)))
-    g.add(Value(aj.op.astype(y, FLOAT), lo, hi))
+    """Between float64, ints and bool (no gradient through non-floats), maybe
+    back to float64."""
+    x = g.operand(dtypes=ANY)
+    dtype = g.draw(st.sampled_from([d for d in ANY if d != x.dtype] + [x.dtype]))
+    if dtype == "bool":
+        lo, hi = 0.0, 1.0
+    elif dtype != FLOAT:
+        lo, hi = float(math.trunc(x.lo)), float(math.trunc(x.hi))
+    else:
+        lo, hi = x.lo, x.hi
+    y = g.add(Value(g.op("astype", x.expr, dtype), lo, hi))
+    if dtype != FLOAT and g.draw(st.booleans()):
+        g.add(Value(g.op("astype", y.expr, FLOAT), lo, hi))
 
 
 def cumsum(g: Gen) -> None:
-    x = g.operand(lambda v: v.ndim >= 1, lo=1)
+    x = g.operand(lambda v: v.ndim >= 1, lo=1, dtypes=NUMERIC)
     axis = g.axis(x.ndim)
     n = g.size(x.shape[axis])
-    g.add(Value(aj.op.cumsum(x.expr, axis=axis), min(x.lo, n * x.lo), max(x.hi, n * x.hi)))
+    g.add(Value(g.op("cumsum", x.expr, axis=axis), min(x.lo, n * x.lo), max(x.hi, n * x.hi)))
 
 
 def triu(g: Gen) -> None:
-    x = g.operand(lambda v: v.ndim >= 2, lo=2)
-    g.add(Value(aj.op.triu(x.expr, k=g.draw(st.integers(-1, 1))), min(x.lo, 0.0), max(x.hi, 0.0)))
+    x = g.operand(lambda v: v.ndim >= 2, lo=2, dtypes=ANY)
+    g.add(Value(g.op("triu", x.expr, k=g.draw(st.integers(-1, 1))), min(x.lo, 0.0), max(x.hi, 0.0)))
 
 
 def softmax(g: Gen, op: str) -> None:
     x = g.operand(lambda v: v.ndim >= 1, lo=1)
     axis = g.axis(x.ndim)
     if op == "softmax":
-        g.add(Value(aj.op.softmax(x.expr, axis=axis), 0.0, 1.0))
+        g.add(Value(g.op("softmax", x.expr, axis=axis), 0.0, 1.0))
     else:
         n = g.size(x.shape[axis])
-        g.add(Value(aj.op.log_softmax(x.expr, axis=axis), -(x.hi - x.lo) - math.log(n), 0.0))
+        g.add(Value(g.op("log_softmax", x.expr, axis=axis), -(x.hi - x.lo) - math.log(n), 0.0))
 
 
 def layer_norm(g: Gen) -> None:
@@ -560,7 +588,7 @@ def layer_norm(g: Gen) -> None:
     z = Value(x.expr, -math.sqrt(n), math.sqrt(n))
     lo, hi = product(z, gamma)
     eps = g.draw(st.sampled_from([1e-5, 0.1]))
-    g.add(Value(aj.op.layer_norm(x.expr, gamma.expr, beta.expr, axes=axes, epsilon=eps), lo + beta.lo, hi + beta.hi))
+    g.add(Value(g.op("layer_norm", x.expr, gamma.expr, beta.expr, axes=axes, epsilon=eps), lo + beta.lo, hi + beta.hi))
 
 
 def cross_entropy(g: Gen) -> None:
@@ -568,7 +596,7 @@ def cross_entropy(g: Gen) -> None:
     labels = g.of_shape(logits.shape)
     c = g.size(logits.shape[-1])
     bound = c * labels.bound * (logits.hi - logits.lo + math.log(c))
-    g.add(Value(aj.op.cross_entropy_with_logits(logits.expr, labels.expr), -bound, bound))
+    g.add(Value(g.op("cross_entropy_with_logits", logits.expr, labels.expr), -bound, bound))
 
 
 def nll_loss(g: Gen) -> None:
@@ -583,7 +611,7 @@ def nll_loss(g: Gen) -> None:
     rows = math.prod(g.sizes(pred.shape[:-1]))
     lo, hi = (-pred.hi, -pred.lo) if reduction != "sum" else (-rows * pred.hi, -rows * pred.lo)
     lo, hi = min(lo, 0.0), max(hi, 0.0)
-    g.add(Value(aj.op.nll_loss(pred.expr, targets, reduction=reduction, ignore_index=ignore), lo, hi))
+    g.add(Value(g.op("nll_loss", pred.expr, targets, reduction=reduction, ignore_index=ignore), lo, hi))
 
 
 def _window(g: Gen, dim, k: int, pad: tuple[int, int], dilate: bool, ceil_mode: bool = False):
@@ -623,7 +651,7 @@ def conv2d(g: Gen) -> None:
     w = g.of_shape((groups * g.draw(st.integers(1, 2)), cin, kh, kw))
     lo, hi = product(x, w)
     taps = g.size(cin) * kh * kw
-    y = aj.op.conv2d(x.expr, w.expr, strides=[hw[0][0], hw[1][0]], padding=padding,
+    y = g.op("conv2d", x.expr, w.expr, strides=[hw[0][0], hw[1][0]], padding=padding,
                      dilation=[hw[0][1], hw[1][1]], groups=groups)
     g.add(Value(y, taps * min(lo, 0.0), taps * max(hi, 0.0)))
 
@@ -646,7 +674,7 @@ def pool2d(g: Gen, op: str) -> None:
     else:
         attrs["count_include_pad"] = g.draw(st.booleans())
         lo, hi = min(lo, 0.0), max(hi, 0.0)
-    g.add(Value(getattr(aj.op, op)(x.expr, **attrs), lo, hi))
+    g.add(Value(g.op(op, x.expr, **attrs), lo, hi))
 
 
 def create(g: Gen, op: str) -> None:
@@ -655,9 +683,17 @@ def create(g: Gen, op: str) -> None:
     value = {"ones": 1.0, "zeros": 0.0}.get(op.removesuffix("_like"), fill)
     extra = {"fill_value": fill} if op.startswith("full") else {}
     if op.endswith("_like"):
-        g.add(Value(getattr(aj.op, op)(g.operand().expr, **extra), value, value))
+        g.add(Value(g.op(op, g.operand().expr, **extra), value, value))
     else:
-        g.add(Value(getattr(aj.op, op)(g.shape(), **extra, dtype=FLOAT), value, value))
+        g.add(Value(g.op(op, g.shape(), **extra, dtype=FLOAT), value, value))
+
+
+def repeat(g: Gen) -> None:
+    """An earlier op emitted again, with the same args and attrs (CSE merges the two)."""
+    v = g.pick(lambda v: v.expr in g.calls, ANY)
+    if v is not None:
+        name, args, attrs = g.calls[v.expr]
+        g.add(Value(g.op(name, *args, **attrs), v.lo, v.hi))
 
 
 def family(generator: Callable, ops) -> dict[str, Callable[[Gen], None]]:
@@ -691,34 +727,36 @@ OPS: dict[str, Callable[[Gen], None]] = {
     "conv2d": conv2d,
     **family(pool2d, ["max_pool2d", "avg_pool2d"]),
     **family(create, ["ones", "zeros", "full", "ones_like", "zeros_like", "full_like"]),
+    "repeat": repeat,
 }
 
 
 # How often a step draws each op, relative to the others' 2: more often the
-# ones the passes rewrite (SimplifyGradient works on matmuls and transposes),
-# less often the creation ops (their results hold no gradient).
+# ones the passes rewrite (SimplifyGradient works on matmuls and transposes,
+# CSE on repeats), less often the creation ops (their results hold no gradient).
 WEIGHTS = {"matmul": 24, "permute_dims": 12, "broadcast_to": 4, "reshape": 4, "sum": 4, "mean": 4,
-           "ones": 1, "zeros": 1, "full": 1, "ones_like": 1, "zeros_like": 1, "full_like": 1}
+           "ones": 1, "zeros": 1, "full": 1, "ones_like": 1, "zeros_like": 1, "full_like": 1, "repeat": 6}
 STEPS = [op for op in OPS for _ in range(WEIGHTS.get(op, 2))]
 
 
 def target(g: Gen) -> aj.Expr:
-    """A float64 scalar that every float value no op used feeds (so that
-    Gradient goes through every op): the sum of their sums, means or
-    weighted sums."""
-    terms = [v for v in g.values if v.dtype == FLOAT and not v.used] or [g.leaf(g.shape(new=True))]
+    """A float64 scalar that every value no op used feeds (so that Gradient
+    goes through every op): the sum of their sums, means or weighted sums."""
+    terms = [v for v in g.values if not v.used] or [g.leaf(g.shape(new=True))]
     scalars = []
     for v in terms:
+        if v.dtype != FLOAT:
+            v = Value(g.op("astype", v.expr, FLOAT), v.lo, v.hi)
         how = g.draw(st.sampled_from(["sum", "mean", "weighted"]))
         if how == "weighted" and all(isinstance(d, int) for d in v.shape):
-            scalars.append(aj.op.sum(aj.op.multiply(v.expr, aj.Constant(g.uniform(v.shape, positive=False)))))
+            scalars.append(g.op("sum", g.op("multiply", v.expr, aj.Constant(g.uniform(v.shape, positive=False)))))
         elif v.ndim == 0 and how == "sum" and isinstance(v.expr, aj.Var):
             scalars.append(v.expr)
         else:
-            scalars.append(getattr(aj.op, "mean" if how == "mean" else "sum")(v.expr))
+            scalars.append(g.op("mean" if how == "mean" else "sum", v.expr))
     loss = scalars[0]
     for s in scalars[1:]:
-        loss = aj.op.add(loss, s)
+        loss = g.op("add", loss, s)
     return loss
 
 
@@ -727,7 +765,7 @@ def generate(draw: Callable) -> tuple[aj.Module, Gen]:
     with aj.FunctionBuilder("main") as g.bb:
         for _ in range(draw(st.integers(1, 2))):
             g.add(g.leaf(g.shape(new=True)))
-        for _ in range(draw(st.integers(1, 12))):
+        for _ in range(draw(st.integers(1, 20))):
             OPS[draw(st.sampled_from(STEPS))](g)
         loss = target(g)
         extras = [g.values[-1 - draw(st.integers(0, len(g.values) - 1))].expr

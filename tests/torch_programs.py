@@ -2,7 +2,8 @@
 can give reference gradients (test_properties.py). TORCH holds one torch
 function per op, called with the concrete shape of the op's result, its
 argument tensors and its attrs; shape-only ops just reshape or broadcast to
-that shape."""
+that shape. Where a function has no derivative (ties of maximum, abs at 0)
+the torch function picks the one-sided derivative adjoint's VJP picks."""
 
 from __future__ import annotations
 
@@ -117,8 +118,9 @@ TORCH = {
     "multiply": lambda s, a, b: a * b,
     "divide": lambda s, a, b: a / b,
     "power": lambda s, a, b: torch.pow(a, b),
-    "maximum": lambda s, a, b: torch.maximum(a, b),
-    "minimum": lambda s, a, b: torch.minimum(a, b),
+    # at ties adjoint's VJPs give x1 the gradient (torch.maximum splits it)
+    "maximum": lambda s, a, b: torch.where(a < b, b, a),
+    "minimum": lambda s, a, b: torch.where(a > b, b, a),
     "equal": lambda s, a, b: a == b,
     "less": lambda s, a, b: a < b,
     "greater": lambda s, a, b: a > b,
@@ -135,7 +137,7 @@ TORCH = {
     "relu": lambda s, x: torch.relu(x),
     "gelu": lambda s, x: F.gelu(x),
     "silu": lambda s, x: F.silu(x),
-    "abs": lambda s, x: torch.abs(x),
+    "abs": lambda s, x: torch.where(x < 0, -x, x),  # slope 1 at 0, as adjoint's VJP (torch.abs: 0)
     "square": lambda s, x: torch.square(x),
     "erf": lambda s, x: torch.erf(x),
     "astype": lambda s, x, dtype: x != 0 if dtype == "bool" else x.to(DTYPES[dtype]),
@@ -185,7 +187,9 @@ RENAMED = {"shape": "shape_attr"}
 
 def run(fn: aj.Function, inputs: list[torch.Tensor], dims: dict[str, int]):
     """fn's result on `inputs` (torch tensors in param order), computed by torch
-    ops: a tensor, or a tuple of results for a tuple."""
+    ops (a tensor, or a tuple for a tuple), and the tensor of each bound var.
+    Float tensors that depend on no input require grad all the same, so that
+    torch.autograd.grad can take the target's gradient with respect to any."""
     env = dict(zip(fn.params, inputs))
 
     def concrete(t: aj.Type):
@@ -201,8 +205,14 @@ def run(fn: aj.Function, inputs: list[torch.Tensor], dims: dict[str, int]):
         if isinstance(e, aj.TupleGetItem):
             return value(e.tuple)[e.index]
         attrs = {RENAMED.get(k, k): v for k, v in e.attrs.items()}
-        return TORCH[e.op](concrete(e.type), *(value(a) for a in e.args), **attrs)
+        out = TORCH[e.op](concrete(e.type), *(value(a) for a in e.args), **attrs)
+        return out.to(DTYPES[e.type.dtype]) if e.type.is_tensor else out  # torch sums ints as int64
 
     for b in fn.bindings:
-        env[b.var] = value(b.value)
-    return value(fn.ret)
+        v = value(b.value)
+        if isinstance(v, torch.Tensor) and any(v is t for t in env.values()):
+            v = v.view_as(v)  # a var of its own (x.to(x.dtype) and items of tuples are x itself)
+        if isinstance(v, torch.Tensor) and v.is_floating_point() and not v.requires_grad:
+            v.requires_grad_()
+        env[b.var] = v
+    return value(fn.ret), env
