@@ -78,10 +78,16 @@ def test_every_pass_output_verifies_and_computes_the_same(prog):
     want = aj.build(prog.mod)["main"](*prog.inputs)
     raw_adjoint = adjoint_values(prog.mod, prog.inputs, simplify=False)
     assert_close(raw_adjoint[0], want, RTOL, "the adjoint's result vs main's")
+    main = prog.mod["main"]
     for p in PASSES:
         note(f"pass: {p!r}")
         out = p(prog.mod)
         aj.analysis.verify(out)
+        kept = out["main"]
+        assert ([q.type for q in kept.params], kept.ret_type, kept.attrs) == \
+            ([q.type for q in main.params], main.ret_type, main.attrs), f"{p!r} changed main's signature or attrs"
+        if p in GRADIENTS:
+            aj.assert_structural_equal(kept, main)  # Gradient leaves the function as it was
         exe = aj.build(out)
         assert_close(exe["main"](*prog.inputs), want, RTOL, f"{p!r}: main")
         if "main_adjoint" in out:
