@@ -171,6 +171,15 @@ class Gen:
             return np.asarray(self.rng.random(shape) < 0.5)
         return np.asarray(self.rng.integers(1 if positive else -3, 4, shape), dtype=dtype)
 
+    @staticmethod
+    def range_of(dtype: str, positive: bool) -> tuple[float, float]:
+        """The range array() draws from. Leaves take it as their bounds rather
+        than their arrays' extremes: scaling by an extreme would put an element
+        of an input exactly at 1, the kink of maximum(x, 1)."""
+        if dtype == FLOAT:
+            return (0.5, 2.0) if positive else (-2.0, 2.0)
+        return (0.0, 1.0) if dtype == "bool" else (1.0, 3.0) if positive else (-3.0, 3.0)
+
     def leaf(self, shape: tuple, positive: bool = False, dtype: str = FLOAT) -> Value:
         """A new tensor of `shape`: a param (when its dims are constants or
         symbols), a constant (when they are constants) or a creation op (when
@@ -185,12 +194,12 @@ class Gen:
         kind = self.draw(st.sampled_from(kinds))
         if kind == "param":
             array = self.array(self.sizes(shape), dtype, positive)
-            return Value(self.param(shape, dtype, array), float(array.min()), float(array.max()))
+            return Value(self.param(shape, dtype, array), *self.range_of(dtype, positive))
         if kind == "constant":
             array = self.array(shape, dtype, positive)
             as_var = self.draw(st.booleans())
             expr = self.emit(aj.Constant(array)) if as_var else aj.Constant(array)
-            return Value(expr, float(array.min()), float(array.max()))
+            return Value(expr, *self.range_of(dtype, positive))
         fill = self.draw(st.sampled_from([1.0, 0.5, 2.0] if positive else [1.0, -1.5, 0.0]))
         fill = float(int(fill)) if dtype.startswith("int") else float(fill != 0) if dtype == "bool" else fill
         if fill == 1.0:
