@@ -236,7 +236,8 @@ class Gen:
         """An earlier value of one of `dtypes` satisfying ok (the latest shrink
         first, and half the time one of the last two), or None. Ints above
         INT_LIMIT are left alone: they cannot be scaled down."""
-        options = [v for v in self.values if v.dtype in dtypes and ok(v) and (v.dtype == FLOAT or v.bound <= INT_LIMIT)]
+        options = [v for v in self.values
+                   if v.dtype in dtypes and ok(v) and (v.dtype == FLOAT or v.bound <= INT_LIMIT)]
         if not options:
             return None
         recent = self.draw(st.booleans())  # one of the last two, to make long chains
@@ -597,7 +598,8 @@ def layer_norm(g: Gen) -> None:
     z = Value(x.expr, -math.sqrt(n), math.sqrt(n))
     lo, hi = product(z, gamma)
     eps = g.draw(st.sampled_from([1e-5, 0.1]))
-    g.add(Value(g.op("layer_norm", x.expr, gamma.expr, beta.expr, axes=axes, epsilon=eps), lo + beta.lo, hi + beta.hi))
+    y = g.op("layer_norm", x.expr, gamma.expr, beta.expr, axes=axes, epsilon=eps)
+    g.add(Value(y, lo + beta.lo, hi + beta.hi))
 
 
 def cross_entropy(g: Gen) -> None:
@@ -646,7 +648,8 @@ def conv2d(g: Gen) -> None:
     """NCHW data, OIHW weights, with strides, padding (1, 2 or 4 ints), dilation and groups."""
     x = g.rank4()
     channels = x.shape[1]
-    groups = g.draw(st.sampled_from([d for d in (1, 2, 3) if isinstance(channels, int) and channels % d == 0] or [1]))
+    divisors = [d for d in (1, 2, 3) if isinstance(channels, int) and channels % d == 0]
+    groups = g.draw(st.sampled_from(divisors or [1]))
     kh, kw = g.draw(st.integers(1, 3)), g.draw(st.integers(1, 3))
     top, left, bottom, right = (g.draw(st.integers(0, 1)) for _ in range(4))
     hw = [_window(g, x.shape[2], kh, (top, bottom), True), _window(g, x.shape[3], kw, (left, right), True)]
@@ -661,7 +664,7 @@ def conv2d(g: Gen) -> None:
     lo, hi = product(x, w)
     taps = g.size(cin) * kh * kw
     y = g.op("conv2d", x.expr, w.expr, strides=[hw[0][0], hw[1][0]], padding=padding,
-                     dilation=[hw[0][1], hw[1][1]], groups=groups)
+             dilation=[hw[0][1], hw[1][1]], groups=groups)
     g.add(Value(y, taps * min(lo, 0.0), taps * max(hi, 0.0)))
 
 

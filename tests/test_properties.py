@@ -54,7 +54,7 @@ def assert_close(got, want, rtol: float, what: str) -> None:
     got, want = flat(got), flat(want)
     assert len(got) == len(want), f"{what}: {len(got)} arrays, expected {len(want)}"
     for i, (g, w) in enumerate(zip(got, want)):
-        assert g.shape == w.shape and g.dtype == w.dtype, f"{what}, array {i}: {g.dtype}{g.shape} != {w.dtype}{w.shape}"
+        assert (g.shape, g.dtype) == (w.shape, w.dtype), f"{what}, array {i}: {g.dtype}{g.shape} != {w.dtype}{w.shape}"
         if w.dtype.kind != "f":
             np.testing.assert_array_equal(g, w, err_msg=f"{what}, array {i}")
             continue
