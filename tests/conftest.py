@@ -9,11 +9,15 @@ from hypothesis import HealthCheck, settings
 
 import adjoint as aj
 
+# The profile is ADJOINT_HYPOTHESIS_PROFILE's (or HYPOTHESIS_PROFILE's): "ci"
+# (the default) runs 300 examples per property, "long" 20,000, "dev" 50.
+# Tests that set max_examples themselves keep their own count.
 settings.register_profile(
-    "ci", deadline=None, suppress_health_check=[HealthCheck.too_slow], print_blob=True
+    "ci", deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow], print_blob=True
 )
+settings.register_profile("long", settings.get_profile("ci"), max_examples=20_000)
 settings.register_profile("dev", deadline=None, max_examples=50)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+settings.load_profile(os.environ.get("ADJOINT_HYPOTHESIS_PROFILE") or os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 # Ops that map two (4, 4) tensors, or one, to a (4, 4) tensor.
 BINARY = ["add", "subtract", "multiply", "maximum", "minimum", "divide", "matmul"]

@@ -188,8 +188,21 @@ void permute_dims_kernel(KernelContext& ctx) {
   }
 }
 
+// The dims of `a` that `b` does not have, taking each dim of b once: the
+// dims of ("n - 1", 2, 2) not in ("n - 1", 1) are (2, 2).
+Shape dims_not_in(const Shape& a, const Shape& b) {
+  Shape left = a;
+  for (const Dim& d : b) {
+    auto it = std::find(left.begin(), left.end(), d);
+    if (it != left.end()) left.erase(it);
+  }
+  return left;
+}
+
 // x (a, b, ...) -> shape, when the element counts are provably equal; one -1
-// in shape becomes (elements of x) / (product of the other dims).
+// in shape becomes (elements of x) / (product of the other dims), dividing
+// after cancelling the dims both have (exact_divide divides by single terms
+// only: ("n - 1", 2, 2) to ("n - 1", -1) divides 4 by 1, not 4*n - 4 by n - 1).
 Type reshape_type(const TypeContext& ctx) {
   const TypeNode& x = ctx.tensor(0);
   const Shape& target = ctx.attr_shape("shape");
@@ -202,7 +215,8 @@ Type reshape_type(const TypeContext& ctx) {
     if (rest == Dim(0))
       ctx.fail("cannot infer the -1 dim of shape ", shape_to_string(target),
                ": its other dims hold no elements");
-    auto inferred = exact_divide(total, rest);
+    auto inferred = exact_divide(num_elements(dims_not_in(x.shape(), out)),
+                                 num_elements(dims_not_in(out, x.shape())));
     if (!inferred)
       ctx.fail("cannot infer the -1 dim of shape ", shape_to_string(target), " for x ",
                shape_to_string(x.shape()), ": its ", total.to_string(), " elements are not ",

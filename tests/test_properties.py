@@ -1,0 +1,221 @@
+"""Properties of every pass over random programs (programs.py), in float64:
+each pass's output verifies and computes what its input computes; Gradient
+agrees with torch.autograd and with central differences; print/parse round-
+trips; structurally equal modules hash equal; passes that should be are
+idempotent. The Hypothesis profile (conftest.py) sets the number of examples:
+300 per property in CI, 20,000 with ADJOINT_HYPOTHESIS_PROFILE=long."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, note
+
+import adjoint as aj
+from programs import programs
+
+try:
+    import torch
+
+    import torch_programs
+except ImportError:
+    torch = None
+
+T = aj.transform
+
+GRADIENTS = [T.Gradient(), T.Gradient(simplify=False)]
+# The passes that keep every function's signature. A new pass joins every property here.
+OTHERS = [
+    T.SimplifyGradient(),
+    T.DeadCodeElimination(),
+    T.EliminateCommonSubexpr(),
+]
+# Every pass the properties run: each alone, the others in one pipeline, and each other after each Gradient.
+PASSES = [*GRADIENTS, *OTHERS, T.Sequential(OTHERS), *(T.Sequential([g, p]) for g in GRADIENTS for p in OTHERS)]
+# Passes that change nothing when run on their own output.
+IDEMPOTENT = [T.SimplifyGradient(), T.DeadCodeElimination(), T.EliminateCommonSubexpr()]
+
+# Passes reorder float sums (SimplifyGradient turns matmuls into sums): results agree to rounding.
+RTOL = 1e-9
+
+
+def flat(out) -> list[np.ndarray]:
+    """The arrays of a (nested tuple) result, in order."""
+    return [a for o in out for a in flat(o)] if isinstance(out, tuple) else [np.asarray(out)]
+
+
+def flat_torch(out) -> list:
+    return [t for o in out for t in flat_torch(o)] if isinstance(out, tuple) else [out]
+
+
+def assert_close(got, want, rtol: float, what: str) -> None:
+    """Equal structure, shapes and dtypes; ints and bools equal; floats within
+    rtol of each other, or of the largest element of the array."""
+    got, want = flat(got), flat(want)
+    assert len(got) == len(want), f"{what}: {len(got)} arrays, expected {len(want)}"
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert (g.shape, g.dtype) == (w.shape, w.dtype), f"{what}, array {i}: {g.dtype}{g.shape} != {w.dtype}{w.shape}"
+        if w.dtype.kind != "f":
+            np.testing.assert_array_equal(g, w, err_msg=f"{what}, array {i}")
+            continue
+        scale = max(1.0, float(np.abs(w).max(initial=0.0)))
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=rtol * scale, err_msg=f"{what}, array {i}")
+
+
+def adjoint_values(mod: aj.Module, inputs: list[np.ndarray], simplify: bool = True):
+    """(result, grads) of main's adjoint: all float params, the target field 0."""
+    return aj.build(T.Gradient(simplify=simplify)(mod))["main_adjoint"](*inputs)
+
+
+def float_params(prog) -> list[int]:
+    return [i for i, p in enumerate(prog.mod["main"].params) if p.type.dtype == "float64"]
+
+
+@given(programs())
+def test_every_pass_output_verifies_and_computes_the_same(prog):
+    # main's result, and the raw adjoint's (result, grads), which every adjoint must give
+    text = prog.mod.script()
+    want = aj.build(prog.mod)["main"](*prog.inputs)
+    raw_adjoint = adjoint_values(prog.mod, prog.inputs, simplify=False)
+    assert_close(raw_adjoint[0], want, RTOL, "the adjoint's result vs main's")
+    main = prog.mod["main"]
+    for p in PASSES:
+        note(f"pass: {p!r}")
+        out = p(prog.mod)
+        aj.analysis.verify(out)
+        kept = out["main"]
+        assert ([q.type for q in kept.params], kept.ret_type, kept.attrs) == \
+            ([q.type for q in main.params], main.ret_type, main.attrs), f"{p!r} changed main's signature or attrs"
+        if p in GRADIENTS:
+            aj.assert_structural_equal(kept, main)  # Gradient leaves the function as it was
+        exe = aj.build(out)
+        assert_close(exe["main"](*prog.inputs), want, RTOL, f"{p!r}: main")
+        if "main_adjoint" in out:
+            assert_close(exe["main_adjoint"](*prog.inputs), raw_adjoint, RTOL, f"{p!r}: main_adjoint")
+    assert prog.mod.script() == text, "a pass changed its input module"
+
+
+# Ops whose adjoint depends on which of two mathematically equal values
+# rounding made larger (ties of max and maximum, comparisons, the sign of a
+# zero): the gradients of the vars they use are not compared with torch's.
+TIE_BREAKING = {"max", "min", "maximum", "minimum", "max_pool2d", "relu", "abs", "where", "less", "greater",
+                "equal", "astype"}
+
+
+def vars_of(e) -> list:
+    if isinstance(e, aj.Var):
+        return [e]
+    if isinstance(e, aj.Call):
+        return [v for a in e.args for v in vars_of(a)]
+    if isinstance(e, aj.Tuple):
+        return [v for f in e.fields for v in vars_of(f)]
+    if isinstance(e, aj.TupleGetItem):
+        return vars_of(e.tuple)
+    return []
+
+
+def tie_free_vars(fn: aj.Function) -> list:
+    """The float vars fn binds on which no TIE_BREAKING op depends."""
+    tied = set()
+    for b in reversed(fn.bindings):
+        if b.var in tied or (isinstance(b.value, aj.Call) and b.value.op in TIE_BREAKING):
+            tied.update(vars_of(b.value))
+    return [b.var for b in fn.bindings
+            if b.var not in tied and b.var.type.is_tensor and b.var.type.dtype == "float64"]
+
+
+@pytest.mark.skipif(torch is None, reason="torch is not installed")
+@given(programs())
+def test_gradient_agrees_with_torch_autograd(prog):
+    # the default Gradient (all float params), and one also asked for the float
+    # vars main binds
+    fn = prog.mod["main"]
+    tensors = [torch.tensor(a, requires_grad=a.dtype == np.float64) for a in prog.inputs]
+    out, bound = torch_programs.run(fn, tensors, prog.dims)
+    loss = out[0] if isinstance(out, tuple) else out
+    params = [fn.params[i] for i in float_params(prog)]
+    inner = tie_free_vars(fn)
+    wrt = [tensors[i] for i in float_params(prog)] + [bound[v] for v in inner]
+    torch_grads = torch.autograd.grad(loss, wrt, allow_unused=True) if wrt else []
+    want = [np.zeros(t.shape) if g is None else g.numpy() for t, g in zip(wrt, torch_grads)]
+    for required in (None, params + inner):
+        result, grads = aj.build(T.Gradient(require_grads=required)(prog.mod))["main_adjoint"](*prog.inputs)
+        assert_close(result, tuple(t.detach().numpy() for t in flat_torch(out)), 1e-7, "result vs torch")
+        assert_close(grads, tuple(want[:len(grads)]), 1e-7, f"grads of {required or 'params'} vs torch.autograd")
+
+
+DELTA = 1e-6
+SAMPLES = 24  # elements per param checked by central differences
+
+
+def central_differences(f, inputs: list[np.ndarray], i: int, elements: np.ndarray, delta: float) -> np.ndarray:
+    """(f(x + d) - f(x - d)) / 2d for the given flat elements of input i."""
+    xs = [np.array(x, copy=True) for x in inputs]
+    flat_x = xs[i].reshape(-1)
+    out = np.empty(len(elements))
+    for n, j in enumerate(elements):
+        orig = flat_x[j]
+        flat_x[j] = orig + delta
+        hi = float(f(*xs))
+        flat_x[j] = orig - delta
+        lo = float(f(*xs))
+        flat_x[j] = orig
+        out[n] = (hi - lo) / (2 * delta)
+    return out
+
+
+@given(programs())
+def test_gradient_agrees_with_central_differences(prog):
+    exe = aj.build(T.Gradient()(prog.mod))
+    _, grads = exe["main_adjoint"](*prog.inputs)
+    forward = exe["main"]
+
+    def target(*xs):
+        out = forward(*xs)
+        return out[0] if isinstance(out, tuple) else out
+
+    scale = max(1.0, abs(float(target(*prog.inputs))))
+    rng = np.random.default_rng(0)
+    for i, g in zip(float_params(prog), grads):
+        elements = np.arange(g.size) if g.size <= SAMPLES else rng.choice(g.size, SAMPLES, replace=False)
+        analytic = g.reshape(-1)[elements]
+        numeric = central_differences(target, prog.inputs, i, elements, DELTA)
+        bad = np.abs(analytic - numeric) > 1e-5 * np.abs(numeric) + 1e-7 * scale
+        if bad.any():
+            # a kink or a jump (relu, max, where, astype to int) within DELTA of an
+            # input moves a central difference; a smaller step steps off it
+            fine = central_differences(target, prog.inputs, i, elements, DELTA / 16)
+            bad &= np.abs(analytic - fine) > 1e-4 * np.abs(fine) + 1e-6 * scale
+        assert not bad.any(), (f"param {i}, flat elements {elements[bad].tolist()}: analytic {analytic[bad]}, "
+                               f"numeric {numeric[bad]}")
+
+
+@given(programs())
+def test_print_parse_round_trips(prog):
+    for p in [None, *PASSES]:
+        mod = prog.mod if p is None else p(prog.mod)
+        text = mod.script()
+        again = aj.parse(text)
+        aj.assert_structural_equal(again, mod)
+        assert again.script() == text, f"{p!r}: print(parse(text)) != text"
+
+
+@given(programs())
+def test_equal_modules_hash_equal(prog):
+    again = prog.rebuild()
+    aj.assert_structural_equal(again, prog.mod)
+    assert aj.structural_hash(again) == aj.structural_hash(prog.mod)
+    for p in PASSES:
+        out, out_again = p(prog.mod), p(again)
+        aj.assert_structural_equal(out_again, out)
+        reparsed = aj.parse(out.script())
+        assert aj.structural_hash(out_again) == aj.structural_hash(out) == aj.structural_hash(reparsed), repr(p)
+
+
+@given(programs())
+def test_passes_are_idempotent(prog):
+    inputs = [prog.mod, T.Gradient(simplify=False)(prog.mod), T.Gradient()(prog.mod)]
+    for p in IDEMPOTENT:
+        for mod in inputs:
+            once = p(mod)
+            aj.assert_structural_equal(p(once), once)

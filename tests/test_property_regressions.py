@@ -1,0 +1,46 @@
+"""Regressions: the minimal programs of failures the random-program
+properties (test_properties.py) found, one named test each."""
+
+import numpy as np
+import pytest
+
+import adjoint as aj
+
+
+def test_reshape_infers_minus_one_beside_a_polynomial_dim():
+    # A split at 1 leaves ("n - 1", 2, 2); reshaping that to ("n - 1", -1)
+    # divides 4*n - 4 elements by n - 1, a sum of two terms, which the type
+    # rule could not divide: the dims both shapes have now cancel first.
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", ("n", 2, 2), "float64")
+    rest = aj.op.split(x, [1], axis=0)[1]
+    y = aj.op.reshape(rest, ("n - 1", -1))
+    assert y.type.shape == ("n - 1", 4)
+    mod = bb.finish(aj.op.sum(y * y))
+    aj.analysis.verify(aj.transform.Gradient()(mod))
+    xs = np.arange(12.0).reshape(3, 2, 2)
+    result, (grad,) = aj.build(aj.transform.Gradient()(mod))["main_adjoint"](xs)
+    assert result == (xs[1:] ** 2).sum()
+    np.testing.assert_array_equal(grad, np.concatenate([np.zeros((1, 2, 2)), 2 * xs[1:]]))
+
+
+@pytest.mark.parametrize("shape, target, inferred", [
+    (("n", "m", 3), ("m", -1), "3*n"),            # cancels m, divides 3*n by 1
+    (("n + 1", 6), (-1, 2, "n + 1"), 3),          # cancels n + 1, divides 6 by 2
+    (("2*n", 3), (3, -1), "2*n"),
+])
+def test_reshape_minus_one_cancels_shared_dims(shape, target, inferred):
+    bb = aj.FunctionBuilder("main")
+    y = aj.op.reshape(bb.param("x", shape, "float32"), target)
+    assert y.type.shape[list(target).index(-1)] == inferred
+
+
+@pytest.mark.parametrize("shape, target", [
+    (("n - 1", 3), ("n", -1)),       # 3*n - 3 by n
+    ((6, "n"), (4, -1)),             # 6*n by 4
+])
+def test_reshape_minus_one_still_rejects_what_does_not_divide(shape, target):
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", shape, "float32")
+    with pytest.raises(aj.TypeInferenceError, match="cannot infer the -1 dim"):
+        aj.op.reshape(x, target)
