@@ -116,6 +116,7 @@ class Gen:
         self.palette = draw(st.lists(st.sampled_from(SIZES), min_size=1, max_size=2, unique=True)) + [1]
         self.values: list[Value] = []
         self.tuples: list[aj.Expr] = []  # tuple-typed vars, for the returned tuple
+        self.losses: list[aj.Expr] = []  # scalars the target adds, besides the unused values
         self.params: list[tuple[aj.Var, np.ndarray]] = []
         self.bound: set[str] = set()  # the symbols of the params' shapes
         self.calls: dict[aj.Var, tuple] = {}  # the op, args and attrs each var was emitted with
@@ -411,6 +412,29 @@ def matmul(g: Gen) -> None:
     count = g.size(k)
     attrs = {"out_dtype": FLOAT} if g.draw(st.integers(0, 4)) == 0 else {}
     g.add(Value(g.op("matmul", a.expr, b.expr, **attrs), count * lo, count * hi))
+
+
+def seeded_matmul(g: Gen) -> None:
+    """A matmul of 2 * 32**3 FLOPs or more whose sum or mean the target adds,
+    so that Gradient's seed reaches it as a broadcast scalar (which
+    SimplifyGradient turns into sums); batched, its operands each a value,
+    a transposed value or a broadcast scalar."""
+    m, k, n = (g.draw(st.sampled_from(BIG)) for _ in range(3))
+    batch = g.shape(0, 1)
+
+    def operand(shape: tuple) -> Value:
+        how = g.draw(st.sampled_from(["value", "transposed", "broadcast"]))
+        if how == "broadcast":
+            s = g.leaf((1,) * g.draw(st.integers(0, len(shape))))
+            return Value(g.op("broadcast_to", s.expr, shape), s.lo, s.hi)
+        if how == "transposed":
+            return transposed(g, g.leaf(shape[:-2] + (shape[-1], shape[-2])))
+        return g.leaf(shape)
+
+    a = operand(g.partner(batch, lead=False) + (m, k))
+    b = operand(g.partner(batch, lead=False) + (k, n))
+    mm = g.op("matmul", a.expr, b.expr)
+    g.losses.append(g.op(g.draw(st.sampled_from(["sum", "mean"])), mm))
 
 
 def permute_dims(g: Gen) -> None:
@@ -717,6 +741,7 @@ OPS: dict[str, Callable[[Gen], None]] = {
     **family(binary, BINARY),
     **family(unary, UNARY),
     "matmul": matmul,
+    "seeded_matmul": seeded_matmul,
     **family(reduce, ["sum", "mean", "max", "min", "variance"]),
     "permute_dims": permute_dims,
     "reshape": reshape,
@@ -753,9 +778,12 @@ STEPS = [op for op in OPS for _ in range(WEIGHTS.get(op, 2))]
 
 def target(g: Gen) -> aj.Expr:
     """A float64 scalar that every value no op used feeds (so that Gradient
-    goes through every op): the sum of their sums, means or weighted sums."""
-    terms = [v for v in g.values if not v.used] or [g.leaf(g.shape(new=True))]
-    scalars = []
+    goes through every op): the sum of their sums, means or weighted sums,
+    and of the losses."""
+    terms = [v for v in g.values if not v.used]
+    if not terms and not g.losses:
+        terms = [g.leaf(g.shape(new=True))]
+    scalars = list(g.losses)
     for v in terms:
         if v.dtype != FLOAT:
             v = Value(g.op("astype", v.expr, FLOAT), v.lo, v.hi)
