@@ -164,6 +164,25 @@ def test_non_contiguous_read_only_and_lists_are_accepted():
     np.testing.assert_allclose(fn(a, big_endian), a @ b, rtol=1e-12)
 
 
+def test_inputs_off_the_in_place_path_compute_the_same():
+    """Only exact-dtype, C-contiguous, aligned arrays are read in place; an
+    unaligned array, a dtype equal to the param's but not NumPy's builtin
+    object, and an ndarray subclass take the checked path and give the same."""
+    fn = aj.build(matmul_module((3, 4), (4, 2)))["main"]
+    a, b = rand(3, 4), rand(4, 2)
+    unaligned = np.frombuffer(bytearray(a.nbytes + 1), dtype=np.float64, offset=1, count=a.size).reshape(3, 4)
+    unaligned[...] = a
+    assert not unaligned.flags.aligned
+    with_metadata = b.astype(np.dtype("f8", metadata={"unit": "m"}))
+    assert with_metadata.dtype is not np.dtype("float64")
+
+    class Sub(np.ndarray):
+        pass
+
+    for x, y in [(unaligned, b), (a, with_metadata), (a.view(Sub), b.view(Sub))]:
+        np.testing.assert_allclose(fn(x, y), a @ b, rtol=1e-12)
+
+
 def test_unconvertible_input_names_the_param():
     fn = aj.build(matmul_module((3, 4), (4, 2)))["main"]
     with pytest.raises(aj.ExecutionError, match="param 'b'"):

@@ -200,10 +200,23 @@ NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const
   return out;
 }
 
+const py::dtype& numpy_dtype(DType t) {
+  // Leaked on purpose: NumPy's builtin dtypes outlive the interpreter's
+  // shutdown of this module, and a static py::object would be released
+  // after Python is gone.
+  static const auto* table = [] {
+    auto* v = new std::vector<py::dtype>;
+    for (DType d : {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64, DType::kBool})
+      v->push_back(py::dtype(dtype_name(d)));
+    return v;
+  }();
+  return (*table)[static_cast<size_t>(t)];
+}
+
 py::array ndarray_to_py(const NDArray& a, bool writeable) {
   auto* keep = new std::shared_ptr<void>(a.owner());
   py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
-  py::array out(py::dtype(dtype_name(a.dtype())), a.shape(), a.data(), base);
+  py::array out(numpy_dtype(a.dtype()), a.shape(), a.data(), base);
   if (!writeable) out.attr("flags").attr("writeable") = false;
   return out;
 }

@@ -112,6 +112,8 @@ Type tensor_type_from_py(const py::handle& shape, const py::handle& dtype, const
 // A C-contiguous, native-endian copy of a NumPy array (or anything
 // np.asarray accepts), converted to `dtype` when given.
 NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const std::string& what);
+// NumPy's dtype object for t (native byte order), made once per dtype.
+const py::dtype& numpy_dtype(DType t);
 // A NumPy view of an array that keeps its buffer alive (no copy); read-only
 // unless `writeable` (a constant's value is immutable; a result is the caller's).
 py::array ndarray_to_py(const NDArray& a, bool writeable = false);
