@@ -40,6 +40,9 @@ bool carries_gradient(const Type& t) {
   return false;
 }
 
+// zeros(shape, dtype) of a tensor type, unbound.
+Expr zeros_of(const Type& t) { return ops::zeros({}, {{"shape", t->shape()}, {"dtype", t->dtype()}}); }
+
 class GradientBuilder {
  public:
   GradientBuilder(const std::string& name, const FunctionNode& fn, const GradientOptions& opt)
@@ -180,8 +183,7 @@ class GradientBuilder {
     }
     if (!type->is_tensor() || type->ndim() != 0 || !is_float(type->dtype()))
       fail("the target must be a float scalar, got ", type->to_string());
-    const OpDef& ones = OpRegistry::global().get("ones");
-    Expr one = make_call(ones, {}, resolve_attrs(ones, {Shape{}, type->dtype()}, {}));
+    Expr one = ops::ones({}, {{"shape", Shape{}}, {"dtype", type->dtype()}});
     if (target->type()->is_tuple()) {  // a tuple-typed var: seed one field
       auto a = std::make_shared<Adjoint>();
       a->fields.resize(target->type()->fields().size());
@@ -210,8 +212,7 @@ class GradientBuilder {
     if (type->is_tensor()) {
       if (!is_float(type->dtype()) || !add->tensor) return have;
       if (!have) return tensor_adjoint(bind(add->tensor, hint));
-      const OpDef& plus = OpRegistry::global().get("add");
-      Expr sum = make_call(plus, {have->tensor, bind(add->tensor, "lv")}, {});
+      Expr sum = ops::add({have->tensor, bind(add->tensor, "lv")});
       return tensor_adjoint(bb_.emit(sum, hint));
     }
     auto out = std::make_shared<Adjoint>();
@@ -226,8 +227,7 @@ class GradientBuilder {
   Expr materialize(const AdjointPtr& a, const Type& type) {
     if (type->is_tensor()) {
       if (a && a->tensor) return a->tensor;
-      const OpDef& zeros = OpRegistry::global().get("zeros");
-      return bb_.emit(make_call(zeros, {}, resolve_attrs(zeros, {type->shape(), type->dtype()}, {})), "zeros");
+      return bb_.emit(zeros_of(type), "zeros");
     }
     std::vector<Expr> fields;
     for (size_t i = 0; i < type->fields().size(); ++i)
@@ -239,9 +239,7 @@ class GradientBuilder {
     int64_t i = index_of(v.get());
     if (i >= 0 && adj_[static_cast<size_t>(i)] && adj_[static_cast<size_t>(i)]->tensor)
       return adj_[static_cast<size_t>(i)]->tensor;
-    const OpDef& zeros = OpRegistry::global().get("zeros");
-    const Type& t = v->type();
-    return bb_.emit(make_call(zeros, {}, resolve_attrs(zeros, {t->shape(), t->dtype()}, {})), adjoint_name(v));
+    return bb_.emit(zeros_of(v->type()), adjoint_name(v));
   }
 
   AdjointPtr to_adjoint(const Expr& e, const Type& type) {

@@ -5,28 +5,27 @@
 
 namespace aj {
 
-Expr VJPContext::make(const std::string& op, std::vector<Expr> args, const KwAttrs& attrs) const {
-  const OpDef& def = OpRegistry::global().get(op);
-  return make_call(def, std::move(args), resolve_attrs(def, {}, attrs));
+Expr VJPContext::make(OpHandle op, std::vector<Expr> args, const KwAttrs& attrs) const {
+  return op(std::move(args), attrs);
 }
 
-Var VJPContext::emit(const std::string& op, std::vector<Expr> args, const KwAttrs& attrs) {
+Var VJPContext::emit(OpHandle op, std::vector<Expr> args, const KwAttrs& attrs) {
   return bb.emit(make(op, std::move(args), attrs));
 }
 
 Expr VJPContext::collapse_to(const Expr& g, const Shape& shape) const {
   if (g->type()->shape() == shape) return g;
-  return make("collapse_sum_to", {g}, {{"shape", shape}});
+  return make(ops::collapse_sum_to, {g}, {{"shape", shape}});
 }
 
 Expr VJPContext::transpose(const Expr& x) const {
   size_t n = x->type()->ndim();
-  if (n == 2) return make("permute_dims", {x});
+  if (n == 2) return make(ops::permute_dims, {x});
   std::vector<int64_t> axes;
   for (size_t i = 0; i + 2 < n; ++i) axes.push_back(static_cast<int64_t>(i));
   axes.push_back(static_cast<int64_t>(n - 1));
   axes.push_back(static_cast<int64_t>(n - 2));
-  return make("permute_dims", {x}, {{"axes", axes}});
+  return make(ops::permute_dims, {x}, {{"axes", axes}});
 }
 
 Expr VJPContext::scalar(double value, DType dtype) {

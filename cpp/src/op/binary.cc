@@ -133,41 +133,41 @@ std::vector<Expr> add_vjp(VJPContext& ctx) {
 // subtract: (g, -g)
 std::vector<Expr> subtract_vjp(VJPContext& ctx) {
   return {ctx.collapse_to(ctx.grad, ctx.arg_type(0).shape()),
-          ctx.collapse_to(ctx.make("negative", {ctx.grad}), ctx.arg_type(1).shape())};
+          ctx.collapse_to(ctx.make(ops::negative, {ctx.grad}), ctx.arg_type(1).shape())};
 }
 
 // multiply: (g * x2, g * x1)
 std::vector<Expr> multiply_vjp(VJPContext& ctx) {
-  return {ctx.collapse_to(ctx.make("multiply", {ctx.grad, ctx.arg(1)}), ctx.arg_type(0).shape()),
-          ctx.collapse_to(ctx.make("multiply", {ctx.grad, ctx.arg(0)}), ctx.arg_type(1).shape())};
+  return {ctx.collapse_to(ctx.make(ops::multiply, {ctx.grad, ctx.arg(1)}), ctx.arg_type(0).shape()),
+          ctx.collapse_to(ctx.make(ops::multiply, {ctx.grad, ctx.arg(0)}), ctx.arg_type(1).shape())};
 }
 
 // divide: (g / x2, -g * y / x2) with y = x1 / x2
 std::vector<Expr> divide_vjp(VJPContext& ctx) {
-  Var g_over = ctx.emit("divide", {ctx.grad, ctx.arg(1)});
+  Var g_over = ctx.emit(ops::divide, {ctx.grad, ctx.arg(1)});
   return {ctx.collapse_to(g_over, ctx.arg_type(0).shape()),
-          ctx.collapse_to(ctx.make("negative", {ctx.make("multiply", {g_over, ctx.result})}), ctx.arg_type(1).shape())};
+          ctx.collapse_to(ctx.make(ops::negative, {ctx.make(ops::multiply, {g_over, ctx.result})}), ctx.arg_type(1).shape())};
 }
 
 // power: (g * x2 * x1 ** (x2 - 1), g * y * log(x1)) with y = x1 ** x2
 std::vector<Expr> power_vjp(VJPContext& ctx) {
   DType t = ctx.arg_type(0).dtype();
-  Expr x2_minus_1 = ctx.make("subtract", {ctx.arg(1), ctx.scalar(1.0, t)});
-  Expr d1 = ctx.make("multiply", {ctx.make("multiply", {ctx.grad, ctx.arg(1)}), ctx.make("power", {ctx.arg(0), x2_minus_1})});
-  Expr d2 = ctx.make("multiply", {ctx.make("multiply", {ctx.grad, ctx.result}), ctx.make("log", {ctx.arg(0)})});
+  Expr x2_minus_1 = ctx.make(ops::subtract, {ctx.arg(1), ctx.scalar(1.0, t)});
+  Expr d1 = ctx.make(ops::multiply, {ctx.make(ops::multiply, {ctx.grad, ctx.arg(1)}), ctx.make(ops::power, {ctx.arg(0), x2_minus_1})});
+  Expr d2 = ctx.make(ops::multiply, {ctx.make(ops::multiply, {ctx.grad, ctx.result}), ctx.make(ops::log, {ctx.arg(0)})});
   return {ctx.collapse_to(d1, ctx.arg_type(0).shape()), ctx.collapse_to(d2, ctx.arg_type(1).shape())};
 }
 
 // maximum / minimum: g goes to the operand that was chosen (x1 on ties).
-template <const char* LoserTest>
-std::vector<Expr> select_vjp(VJPContext& ctx) {
-  Var x2_won = ctx.emit(LoserTest, {ctx.arg(0), ctx.arg(1)});
-  Var zero = ctx.emit("zeros_like", {ctx.grad});
-  return {ctx.collapse_to(ctx.make("where", {x2_won, zero, ctx.grad}), ctx.arg_type(0).shape()),
-          ctx.collapse_to(ctx.make("where", {x2_won, ctx.grad, zero}), ctx.arg_type(1).shape())};
+// `x1_lost` is the comparison true where x2 was chosen.
+VJPRule select_vjp(OpHandle x1_lost) {
+  return [x1_lost](VJPContext& ctx) -> std::vector<Expr> {
+    Var x2_won = ctx.emit(x1_lost, {ctx.arg(0), ctx.arg(1)});
+    Var zero = ctx.emit(ops::zeros_like, {ctx.grad});
+    return {ctx.collapse_to(ctx.make(ops::where, {x2_won, zero, ctx.grad}), ctx.arg_type(0).shape()),
+            ctx.collapse_to(ctx.make(ops::where, {x2_won, ctx.grad, zero}), ctx.arg_type(1).shape())};
+  };
 }
-constexpr char kLess[] = "less";
-constexpr char kGreater[] = "greater";
 
 }  // namespace
 
@@ -183,8 +183,8 @@ void register_binary_ops(OpRegistry& reg) {
       {"multiply", arithmetic_kernel<Multiply>, multiply_vjp},
       {"divide", arithmetic_kernel<Divide>, divide_vjp},
       {"power", arithmetic_kernel<Power>, power_vjp},
-      {"maximum", arithmetic_kernel<Maximum>, select_vjp<kLess>},
-      {"minimum", arithmetic_kernel<Minimum>, select_vjp<kGreater>},
+      {"maximum", arithmetic_kernel<Maximum>, select_vjp(ops::less)},
+      {"minimum", arithmetic_kernel<Minimum>, select_vjp(ops::greater)},
   };
   for (const auto& op : arithmetic)
     reg.define(op.name).set_family("binary").set_args({"x1", "x2"}).set_type_rule(arithmetic_type)

@@ -219,22 +219,22 @@ std::vector<Expr> matmul_vjp(VJPContext& ctx) {
   const TypeNode& tb = ctx.arg_type(1);
   if (!is_float(ta.dtype())) return {nullptr, nullptr};
   if (g->type()->dtype() != ta.dtype())
-    g = ctx.emit("astype", {g}, {{"dtype", ta.dtype()}});
+    g = ctx.emit(ops::astype, {g}, {{"dtype", ta.dtype()}});
   bool a_vec = ta.ndim() == 1, b_vec = tb.ndim() == 1;
   if (a_vec) {
-    a = ctx.emit("expand_dims", {a}, {{"axis", std::vector<int64_t>{0}}});
-    g = ctx.emit("expand_dims", {g}, {{"axis", std::vector<int64_t>{-2 + (b_vec ? 1 : 0)}}});
+    a = ctx.emit(ops::expand_dims, {a}, {{"axis", std::vector<int64_t>{0}}});
+    g = ctx.emit(ops::expand_dims, {g}, {{"axis", std::vector<int64_t>{-2 + (b_vec ? 1 : 0)}}});
   }
   if (b_vec) {
-    b = ctx.emit("expand_dims", {b}, {{"axis", std::vector<int64_t>{-1}}});
-    g = ctx.emit("expand_dims", {g}, {{"axis", std::vector<int64_t>{-1}}});
+    b = ctx.emit(ops::expand_dims, {b}, {{"axis", std::vector<int64_t>{-1}}});
+    g = ctx.emit(ops::expand_dims, {g}, {{"axis", std::vector<int64_t>{-1}}});
   }
-  Expr grad_a = ctx.make("matmul", {g, ctx.transpose(b)});
-  Expr grad_b = ctx.make("matmul", {ctx.transpose(a), g});
+  Expr grad_a = ctx.make(ops::matmul, {g, ctx.transpose(b)});
+  Expr grad_b = ctx.make(ops::matmul, {ctx.transpose(a), g});
   grad_a = ctx.collapse_to(grad_a, a->type()->shape());
   grad_b = ctx.collapse_to(grad_b, b->type()->shape());
-  if (a_vec) grad_a = ctx.make("reshape", {grad_a}, {{"shape", ta.shape()}});
-  if (b_vec) grad_b = ctx.make("reshape", {grad_b}, {{"shape", tb.shape()}});
+  if (a_vec) grad_a = ctx.make(ops::reshape, {grad_a}, {{"shape", ta.shape()}});
+  if (b_vec) grad_b = ctx.make(ops::reshape, {grad_b}, {{"shape", tb.shape()}});
   return {grad_a, grad_b};
 }
 

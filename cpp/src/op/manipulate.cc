@@ -804,16 +804,16 @@ Dim index_add_flops(const CallNode& call) { return num_elements(call.args()[2]->
 // permute_dims(x, p): g permuted back by the inverse of p (axes=None is its own inverse)
 std::vector<Expr> permute_dims_vjp(VJPContext& ctx) {
   auto axes = ctx.attr_opt_ints("axes");
-  if (!axes) return {ctx.make("permute_dims", {ctx.grad})};
+  if (!axes) return {ctx.make(ops::permute_dims, {ctx.grad})};
   int64_t n = static_cast<int64_t>(axes->size());
   std::vector<int64_t> inverse(n);
   for (int64_t i = 0; i < n; ++i) inverse[(*axes)[i] < 0 ? (*axes)[i] + n : (*axes)[i]] = i;
-  return {ctx.make("permute_dims", {ctx.grad}, {{"axes", inverse}})};
+  return {ctx.make(ops::permute_dims, {ctx.grad}, {{"axes", inverse}})};
 }
 
 // reshape, expand_dims, squeeze: g reshaped to x's shape
 std::vector<Expr> reshape_back_vjp(VJPContext& ctx) {
-  return {ctx.make("reshape", {ctx.grad}, {{"shape", ctx.arg_type(0).shape()}})};
+  return {ctx.make(ops::reshape, {ctx.grad}, {{"shape", ctx.arg_type(0).shape()}})};
 }
 
 // broadcast_to: g summed back to x's shape
@@ -821,7 +821,7 @@ std::vector<Expr> broadcast_to_vjp(VJPContext& ctx) { return {ctx.collapse_to(ct
 
 // collapse_sum_to: g broadcast back to x's shape
 std::vector<Expr> collapse_sum_to_vjp(VJPContext& ctx) {
-  return {ctx.make("broadcast_to", {ctx.grad}, {{"shape", ctx.arg_type(0).shape()}})};
+  return {ctx.make(ops::broadcast_to, {ctx.grad}, {{"shape", ctx.arg_type(0).shape()}})};
 }
 
 // concat((a, b, ...), axis): g split at the fields' boundaries, one piece each
@@ -845,7 +845,7 @@ std::vector<Expr> concat_vjp(VJPContext& ctx) {
     indices = ints;
   }
   if (fields.size() == 1) indices = int64_t{1};
-  Var parts = ctx.emit("split", {ctx.grad}, {{"indices_or_sections", indices}, {"axis", axis}});
+  Var parts = ctx.emit(ops::split, {ctx.grad}, {{"indices_or_sections", indices}, {"axis", axis}});
   std::vector<Expr> items;
   for (size_t i = 0; i < fields.size(); ++i) items.push_back(std::make_shared<TupleGetItemNode>(parts, static_cast<int>(i)));
   return {std::make_shared<TupleNode>(std::move(items))};
@@ -853,38 +853,38 @@ std::vector<Expr> concat_vjp(VJPContext& ctx) {
 
 // split(x, ..., axis): the pieces' adjoints concatenated back
 std::vector<Expr> split_vjp(VJPContext& ctx) {
-  return {ctx.make("concat", {ctx.grad}, {{"axis", ctx.attr_int("axis")}})};
+  return {ctx.make(ops::concat, {ctx.grad}, {{"axis", ctx.attr_int("axis")}})};
 }
 
 // take(x, indices, axis): g added into zeros at the taken positions
 std::vector<Expr> take_vjp(VJPContext& ctx) {
-  Expr zero = ctx.make("zeros_like", {ctx.arg(0)});
-  return {ctx.make("index_add", {zero, ctx.arg(1), ctx.grad}, {{"axis", ctx.attr_int("axis")}}), nullptr};
+  Expr zero = ctx.make(ops::zeros_like, {ctx.arg(0)});
+  return {ctx.make(ops::index_add, {zero, ctx.arg(1), ctx.grad}, {{"axis", ctx.attr_int("axis")}}), nullptr};
 }
 
 // index_add(x, indices, source, axis): (g, none, take(g, indices, axis))
 std::vector<Expr> index_add_vjp(VJPContext& ctx) {
-  return {ctx.grad, nullptr, ctx.make("take", {ctx.grad, ctx.arg(1)}, {{"axis", ctx.attr_int("axis")}})};
+  return {ctx.grad, nullptr, ctx.make(ops::take, {ctx.grad, ctx.arg(1)}, {{"axis", ctx.attr_int("axis")}})};
 }
 
 // where(c, x1, x2): g routed by the mask, summed back to each operand's shape
 std::vector<Expr> where_vjp(VJPContext& ctx) {
-  Var zero = ctx.emit("zeros_like", {ctx.grad});
+  Var zero = ctx.emit(ops::zeros_like, {ctx.grad});
   return {nullptr,
-          ctx.collapse_to(ctx.make("where", {ctx.arg(0), ctx.grad, zero}), ctx.arg_type(1).shape()),
-          ctx.collapse_to(ctx.make("where", {ctx.arg(0), zero, ctx.grad}), ctx.arg_type(2).shape())};
+          ctx.collapse_to(ctx.make(ops::where, {ctx.arg(0), ctx.grad, zero}), ctx.arg_type(1).shape()),
+          ctx.collapse_to(ctx.make(ops::where, {ctx.arg(0), zero, ctx.grad}), ctx.arg_type(2).shape())};
 }
 
 // cumsum(x, axis): the reversed cumulative sum of g, as sum(g) + g - cumsum(g)
 std::vector<Expr> cumsum_vjp(VJPContext& ctx) {
   int64_t axis = ctx.attr_int("axis");
-  Expr total = ctx.make("sum", {ctx.grad}, {{"axis", std::vector<int64_t>{axis}}, {"keepdims", true}});
-  Expr upto = ctx.make("cumsum", {ctx.grad}, {{"axis", axis}});
-  return {ctx.make("subtract", {ctx.make("add", {total, ctx.grad}), upto})};
+  Expr total = ctx.make(ops::sum, {ctx.grad}, {{"axis", std::vector<int64_t>{axis}}, {"keepdims", true}});
+  Expr upto = ctx.make(ops::cumsum, {ctx.grad}, {{"axis", axis}});
+  return {ctx.make(ops::subtract, {ctx.make(ops::add, {total, ctx.grad}), upto})};
 }
 
 // triu(x, k): triu(g, k)
-std::vector<Expr> triu_vjp(VJPContext& ctx) { return {ctx.make("triu", {ctx.grad}, {{"k", ctx.attr_int("k")}})}; }
+std::vector<Expr> triu_vjp(VJPContext& ctx) { return {ctx.make(ops::triu, {ctx.grad}, {{"k", ctx.attr_int("k")}})}; }
 
 }  // namespace
 

@@ -1001,15 +1001,15 @@ void avg_pool2d_backward_kernel(KernelContext& ctx) {
 std::vector<Expr> softmax_vjp(VJPContext& ctx) {
   const Expr& y = ctx.result;
   KwAttrs axis = {{"axis", std::vector<int64_t>{ctx.attr_int("axis")}}, {"keepdims", true}};
-  Expr dot = ctx.make("sum", {ctx.make("multiply", {ctx.grad, y})}, axis);
-  return {ctx.make("multiply", {y, ctx.make("subtract", {ctx.grad, dot})})};
+  Expr dot = ctx.make(ops::sum, {ctx.make(ops::multiply, {ctx.grad, y})}, axis);
+  return {ctx.make(ops::multiply, {y, ctx.make(ops::subtract, {ctx.grad, dot})})};
 }
 
 // log_softmax: g - exp(y) * sum(g, axis, keepdims)
 std::vector<Expr> log_softmax_vjp(VJPContext& ctx) {
   KwAttrs axis = {{"axis", std::vector<int64_t>{ctx.attr_int("axis")}}, {"keepdims", true}};
-  Expr total = ctx.make("sum", {ctx.grad}, axis);
-  return {ctx.make("subtract", {ctx.grad, ctx.make("multiply", {ctx.make("exp", {ctx.result}), total})})};
+  Expr total = ctx.make(ops::sum, {ctx.grad}, axis);
+  return {ctx.make(ops::subtract, {ctx.grad, ctx.make(ops::multiply, {ctx.make(ops::exp, {ctx.result}), total})})};
 }
 
 // layer_norm's axes in the adjoint: `norm` ascending (the order of x's dims),
@@ -1039,7 +1039,7 @@ bool is_identity(const std::vector<int64_t>& perm) {
 // gamma made to broadcast against x: its dims put in x's order, then unit
 // dims added where kept axes lie between or after them.
 Expr broadcast_param(VJPContext& ctx, const NormLayout& l, const Expr& gamma) {
-  Expr e = is_identity(l.to_sorted) ? gamma : ctx.make("permute_dims", {gamma}, {{"axes", l.to_sorted}});
+  Expr e = is_identity(l.to_sorted) ? gamma : ctx.make(ops::permute_dims, {gamma}, {{"axes", l.to_sorted}});
   const Shape& xs = ctx.arg_type(0).shape();
   int64_t first = l.norm.front();
   bool trailing = l.norm.back() - first + 1 == static_cast<int64_t>(l.norm.size()) &&
@@ -1048,14 +1048,14 @@ Expr broadcast_param(VJPContext& ctx, const NormLayout& l, const Expr& gamma) {
   Shape shape(xs.begin() + first, xs.end());
   for (auto a : l.kept)
     if (a > first) shape[a - first] = Dim(1);
-  return ctx.make("reshape", {e}, {{"shape", shape}});
+  return ctx.make(ops::reshape, {e}, {{"shape", shape}});
 }
 
 // e (x's shape) summed over the kept axes into gamma's shape and dim order.
 Expr reduce_to_param(VJPContext& ctx, const NormLayout& l, const Expr& e) {
-  Expr t = l.kept.empty() ? e : ctx.make("sum", {e}, {{"axis", l.kept}});
+  Expr t = l.kept.empty() ? e : ctx.make(ops::sum, {e}, {{"axis", l.kept}});
   if (is_identity(l.to_sorted)) return t;
-  return ctx.make("permute_dims", {t}, {{"axes", inverse_permutation(l.to_sorted)}});
+  return ctx.make(ops::permute_dims, {t}, {{"axes", inverse_permutation(l.to_sorted)}});
 }
 
 // layer_norm, with xhat = (x - mean) * rstd recomputed, gg = g * gamma and
@@ -1067,15 +1067,15 @@ std::vector<Expr> layer_norm_vjp(VJPContext& ctx) {
   DType dtype = ctx.arg_type(0).dtype();
   KwAttrs over = {{"axis", l.norm}, {"keepdims", true}};
   const Expr& x = ctx.arg(0);
-  Expr var = ctx.make("variance", {x}, over);
-  Var rstd = ctx.emit("rsqrt", {ctx.make("add", {var, ctx.scalar(ctx.attr_float("epsilon"), dtype)})});
-  Expr centered = ctx.make("subtract", {x, ctx.make("mean", {x}, over)});
-  Var xhat = ctx.emit("multiply", {centered, rstd});
-  Var gg = ctx.emit("multiply", {ctx.grad, broadcast_param(ctx, l, ctx.arg(1))});
-  Expr proj = ctx.make("multiply", {xhat, ctx.make("mean", {ctx.make("multiply", {gg, xhat})}, over)});
-  Expr inner = ctx.make("subtract", {ctx.make("subtract", {gg, ctx.make("mean", {gg}, over)}), proj});
-  return {ctx.make("multiply", {rstd, inner}),
-          reduce_to_param(ctx, l, ctx.make("multiply", {ctx.grad, xhat})),
+  Expr var = ctx.make(ops::variance, {x}, over);
+  Var rstd = ctx.emit(ops::rsqrt, {ctx.make(ops::add, {var, ctx.scalar(ctx.attr_float("epsilon"), dtype)})});
+  Expr centered = ctx.make(ops::subtract, {x, ctx.make(ops::mean, {x}, over)});
+  Var xhat = ctx.emit(ops::multiply, {centered, rstd});
+  Var gg = ctx.emit(ops::multiply, {ctx.grad, broadcast_param(ctx, l, ctx.arg(1))});
+  Expr proj = ctx.make(ops::multiply, {xhat, ctx.make(ops::mean, {ctx.make(ops::multiply, {gg, xhat})}, over)});
+  Expr inner = ctx.make(ops::subtract, {ctx.make(ops::subtract, {gg, ctx.make(ops::mean, {gg}, over)}), proj});
+  return {ctx.make(ops::multiply, {rstd, inner}),
+          reduce_to_param(ctx, l, ctx.make(ops::multiply, {ctx.grad, xhat})),
           reduce_to_param(ctx, l, ctx.grad)};
 }
 
@@ -1086,24 +1086,24 @@ std::vector<Expr> cross_entropy_vjp(VJPContext& ctx) {
   const TypeNode& logits = ctx.arg_type(0);
   Expr s = ctx.grad;
   if (logits.ndim() == 2)
-    s = ctx.emit("multiply", {s, count_fraction(ctx, 1.0, {logits.shape()[0]}, logits.dtype())});
-  Var lsm = ctx.emit("log_softmax", {ctx.arg(0)}, {{"axis", int64_t{-1}}});
-  Expr mass = ctx.make("sum", {ctx.arg(1)}, {{"axis", std::vector<int64_t>{-1}}, {"keepdims", true}});
-  Expr diff = ctx.make("subtract", {ctx.make("multiply", {ctx.make("exp", {lsm}), mass}), ctx.arg(1)});
-  return {ctx.make("multiply", {s, diff}), ctx.make("multiply", {ctx.make("negative", {s}), lsm})};
+    s = ctx.emit(ops::multiply, {s, count_fraction(ctx, 1.0, {logits.shape()[0]}, logits.dtype())});
+  Var lsm = ctx.emit(ops::log_softmax, {ctx.arg(0)}, {{"axis", int64_t{-1}}});
+  Expr mass = ctx.make(ops::sum, {ctx.arg(1)}, {{"axis", std::vector<int64_t>{-1}}, {"keepdims", true}});
+  Expr diff = ctx.make(ops::subtract, {ctx.make(ops::multiply, {ctx.make(ops::exp, {lsm}), mass}), ctx.arg(1)});
+  return {ctx.make(ops::multiply, {s, diff}), ctx.make(ops::multiply, {ctx.make(ops::negative, {s}), lsm})};
 }
 
 // nll_loss: (nll_loss_backward(g, predictions, targets), none)
 std::vector<Expr> nll_loss_vjp(VJPContext& ctx) {
   KwAttrs attrs = forward_attrs(ctx, {"reduction", "ignore_index"});
-  return {ctx.make("nll_loss_backward", {ctx.grad, ctx.arg(0), ctx.arg(1)}, attrs), nullptr};
+  return {ctx.make(ops::nll_loss_backward, {ctx.grad, ctx.arg(0), ctx.arg(1)}, attrs), nullptr};
 }
 
 // nll_loss_backward is linear in output_grad, its transpose the loss itself:
 // (nll_loss(g, targets), none, none)
 std::vector<Expr> nll_loss_backward_vjp(VJPContext& ctx) {
   KwAttrs attrs = forward_attrs(ctx, {"reduction", "ignore_index"});
-  return {ctx.make("nll_loss", {ctx.grad, ctx.arg(2)}, attrs), nullptr, nullptr};
+  return {ctx.make(ops::nll_loss, {ctx.grad, ctx.arg(2)}, attrs), nullptr, nullptr};
 }
 
 // The window attrs and groups of a conv2d-family call.
@@ -1114,8 +1114,8 @@ std::vector<Expr> conv2d_vjp(VJPContext& ctx) {
   KwAttrs data = conv_attrs(ctx), weight = data;
   data.emplace_back("data_shape", ctx.arg_type(0).shape());
   weight.emplace_back("weight_shape", ctx.arg_type(1).shape());
-  return {ctx.make("conv2d_backward_data", {ctx.grad, ctx.arg(1)}, data),
-          ctx.make("conv2d_backward_weight", {ctx.grad, ctx.arg(0)}, weight)};
+  return {ctx.make(ops::conv2d_backward_data, {ctx.grad, ctx.arg(1)}, data),
+          ctx.make(ops::conv2d_backward_weight, {ctx.grad, ctx.arg(0)}, weight)};
 }
 
 // conv2d_backward_data(G, W) is bilinear, <result, g> = <G, conv2d(g, W)>:
@@ -1123,8 +1123,8 @@ std::vector<Expr> conv2d_vjp(VJPContext& ctx) {
 std::vector<Expr> conv2d_backward_data_vjp(VJPContext& ctx) {
   KwAttrs weight = conv_attrs(ctx);
   weight.emplace_back("weight_shape", ctx.arg_type(1).shape());
-  return {ctx.make("conv2d", {ctx.grad, ctx.arg(1)}, conv_attrs(ctx)),
-          ctx.make("conv2d_backward_weight", {ctx.arg(0), ctx.grad}, weight)};
+  return {ctx.make(ops::conv2d, {ctx.grad, ctx.arg(1)}, conv_attrs(ctx)),
+          ctx.make(ops::conv2d_backward_weight, {ctx.arg(0), ctx.grad}, weight)};
 }
 
 // conv2d_backward_weight(G, X) is bilinear, <result, g> = <G, conv2d(X, g)>:
@@ -1132,14 +1132,14 @@ std::vector<Expr> conv2d_backward_data_vjp(VJPContext& ctx) {
 std::vector<Expr> conv2d_backward_weight_vjp(VJPContext& ctx) {
   KwAttrs data = conv_attrs(ctx);
   data.emplace_back("data_shape", ctx.arg_type(1).shape());
-  return {ctx.make("conv2d", {ctx.arg(1), ctx.grad}, conv_attrs(ctx)),
-          ctx.make("conv2d_backward_data", {ctx.arg(0), ctx.grad}, data)};
+  return {ctx.make(ops::conv2d, {ctx.arg(1), ctx.grad}, conv_attrs(ctx)),
+          ctx.make(ops::conv2d_backward_data, {ctx.arg(0), ctx.grad}, data)};
 }
 
 // max_pool2d: max_pool2d_backward(g, x)
 std::vector<Expr> max_pool2d_vjp(VJPContext& ctx) {
   KwAttrs attrs = forward_attrs(ctx, {"pool_size", "strides", "padding", "dilation", "ceil_mode"});
-  return {ctx.make("max_pool2d_backward", {ctx.grad, ctx.arg(0)}, attrs)};
+  return {ctx.make(ops::max_pool2d_backward, {ctx.grad, ctx.arg(0)}, attrs)};
 }
 
 // The attrs of an avg_pool2d-family call.
@@ -1149,13 +1149,13 @@ KwAttrs avg_pool_attrs(const VJPContext& ctx) {
 
 // avg_pool2d: avg_pool2d_backward(g, x)
 std::vector<Expr> avg_pool2d_vjp(VJPContext& ctx) {
-  return {ctx.make("avg_pool2d_backward", {ctx.grad, ctx.arg(0)}, avg_pool_attrs(ctx))};
+  return {ctx.make(ops::avg_pool2d_backward, {ctx.grad, ctx.arg(0)}, avg_pool_attrs(ctx))};
 }
 
 // avg_pool2d_backward is linear in output_grad and reads only x's shape:
 // (avg_pool2d(g), none)
 std::vector<Expr> avg_pool2d_backward_vjp(VJPContext& ctx) {
-  return {ctx.make("avg_pool2d", {ctx.grad}, avg_pool_attrs(ctx)), nullptr};
+  return {ctx.make(ops::avg_pool2d, {ctx.grad}, avg_pool_attrs(ctx)), nullptr};
 }
 
 // The attrs shared by conv2d and the pools, after their required ones.

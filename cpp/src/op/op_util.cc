@@ -185,8 +185,8 @@ std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& perm) {
 Expr count_fraction(VJPContext& ctx, double numerator, const Shape& dims, DType dtype) {
   Dim count = num_elements(dims);
   if (count.is_const()) return ctx.scalar(numerator / static_cast<double>(count.value()), dtype);
-  Expr n = ctx.make("sum", {ctx.make("ones", {}, {{"shape", dims}, {"dtype", dtype}})});
-  return ctx.make("divide", {ctx.scalar(numerator, dtype), n});
+  Expr n = ctx.make(ops::sum, {ctx.make(ops::ones, {}, {{"shape", dims}, {"dtype", dtype}})});
+  return ctx.make(ops::divide, {ctx.scalar(numerator, dtype), n});
 }
 
 KwAttrs forward_attrs(const VJPContext& ctx, std::initializer_list<const char*> names) {

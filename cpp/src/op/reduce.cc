@@ -216,36 +216,36 @@ Expr unreduce(VJPContext& ctx, const Expr& e) {
   if (ctx.attr_bool("keepdims") || leading) return e;
   Shape keep = ctx.arg_type(0).shape();
   for (auto a : axes) keep[a] = Dim(1);
-  return ctx.make("reshape", {e}, {{"shape", keep}});
+  return ctx.make(ops::reshape, {e}, {{"shape", keep}});
 }
 
 // sum: g broadcast back to x's shape
 std::vector<Expr> sum_vjp(VJPContext& ctx) {
-  return {ctx.make("broadcast_to", {unreduce(ctx, ctx.grad)}, {{"shape", ctx.arg_type(0).shape()}})};
+  return {ctx.make(ops::broadcast_to, {unreduce(ctx, ctx.grad)}, {{"shape", ctx.arg_type(0).shape()}})};
 }
 
 // mean: g / count broadcast back to x's shape
 std::vector<Expr> mean_vjp(VJPContext& ctx) {
   const TypeNode& x = ctx.arg_type(0);
-  Expr scaled = ctx.make("multiply", {ctx.grad, count_fraction(ctx, 1.0, reduced_shape(ctx), x.dtype())});
-  return {ctx.make("broadcast_to", {unreduce(ctx, scaled)}, {{"shape", x.shape()}})};
+  Expr scaled = ctx.make(ops::multiply, {ctx.grad, count_fraction(ctx, 1.0, reduced_shape(ctx), x.dtype())});
+  return {ctx.make(ops::broadcast_to, {unreduce(ctx, scaled)}, {{"shape", x.shape()}})};
 }
 
 // max, min: g split evenly among the elements equal to the result:
 // mask * g / sum(mask), mask = (x == result)
 std::vector<Expr> extremum_vjp(VJPContext& ctx) {
   DType dtype = ctx.arg_type(0).dtype();
-  Var mask = ctx.emit("astype", {ctx.make("equal", {ctx.arg(0), unreduce(ctx, ctx.result)})}, {{"dtype", dtype}});
-  Expr ties = ctx.make("sum", {mask}, {{"axis", ctx.attr("axis")}, {"keepdims", true}});
-  return {ctx.make("multiply", {mask, ctx.make("divide", {unreduce(ctx, ctx.grad), ties})})};
+  Var mask = ctx.emit(ops::astype, {ctx.make(ops::equal, {ctx.arg(0), unreduce(ctx, ctx.result)})}, {{"dtype", dtype}});
+  Expr ties = ctx.make(ops::sum, {mask}, {{"axis", ctx.attr("axis")}, {"keepdims", true}});
+  return {ctx.make(ops::multiply, {mask, ctx.make(ops::divide, {unreduce(ctx, ctx.grad), ties})})};
 }
 
 // variance: 2 (x - mean(x)) / count * g
 std::vector<Expr> variance_vjp(VJPContext& ctx) {
   DType dtype = ctx.arg_type(0).dtype();
-  Expr mean = ctx.make("mean", {ctx.arg(0)}, {{"axis", ctx.attr("axis")}, {"keepdims", true}});
-  Expr scaled = ctx.make("multiply", {ctx.grad, count_fraction(ctx, 2.0, reduced_shape(ctx), dtype)});
-  return {ctx.make("multiply", {ctx.make("subtract", {ctx.arg(0), mean}), unreduce(ctx, scaled)})};
+  Expr mean = ctx.make(ops::mean, {ctx.arg(0)}, {{"axis", ctx.attr("axis")}, {"keepdims", true}});
+  Expr scaled = ctx.make(ops::multiply, {ctx.grad, count_fraction(ctx, 2.0, reduced_shape(ctx), dtype)});
+  return {ctx.make(ops::multiply, {ctx.make(ops::subtract, {ctx.arg(0), mean}), unreduce(ctx, scaled)})};
 }
 
 void define_reduce(OpRegistry& reg, const char* name, TypeRule rule, FlopRule flops, Kernel kernel,

@@ -1,6 +1,8 @@
 // The op registry, the type-rule context helpers, and attr checking.
 #include "adjoint/op/registry.h"
 
+#include <optional>
+
 #include "families.h"
 
 namespace aj {
@@ -22,7 +24,36 @@ const char* attr_kind_name(AttrKind kind) {
   return "?";
 }
 
-OpRegistry::OpRegistry() {
+namespace {
+
+constexpr const char* kOpNames[] = {
+#define AJ_OP(family, name) #name,
+#include "adjoint/op/op_list.def"
+#undef AJ_OP
+};
+
+std::optional<OpId> listed_op(const std::string& name) {
+  for (size_t i = 0; i < kNumOps; ++i)
+    if (name == kOpNames[i]) return static_cast<OpId>(i);
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* op_name(OpId id) { return kOpNames[static_cast<size_t>(id)]; }
+
+const OpDef& OpHandle::def() const { return OpRegistry::global().get(id_); }
+
+Call OpHandle::operator()(std::vector<Expr> args, const KwAttrs& attrs) const {
+  const OpDef& op = def();
+  return make_call(op, std::move(args), resolve_attrs(op, {}, attrs));
+}
+
+bool operator==(const OpDef& def, OpHandle op) { return def.id == op.id(); }
+
+bool is_call_of(const CallNode* c, OpHandle op) { return c && c->op().id == op.id(); }
+
+OpRegistry::OpRegistry() : by_id_(kNumOps, nullptr) {
   register_binary_ops(*this);
   register_unary_ops(*this);
   register_linalg_ops(*this);
@@ -30,6 +61,8 @@ OpRegistry::OpRegistry() {
   register_reduce_ops(*this);
   register_create_ops(*this);
   register_nn_ops(*this);
+  for (size_t i = 0; i < kNumOps; ++i)
+    if (!by_id_[i]) throw Error(str("op '", kOpNames[i], "' is listed in op_list.def but no family defines it"));
 }
 
 OpRegistry& OpRegistry::global() {
@@ -38,11 +71,15 @@ OpRegistry& OpRegistry::global() {
 }
 
 OpDef& OpRegistry::define(const std::string& name) {
+  std::optional<OpId> id = listed_op(name);
+  if (!id) throw Error(str("op '", name, "' is not listed in op_list.def"));
   auto def = std::make_unique<OpDef>();
   def->name = name;
+  def->id = *id;
   OpDef* raw = def.get();
   if (!ops_.emplace(name, std::move(def)).second) throw Error(str("op '", name, "' defined twice"));
   order_.push_back(raw);
+  by_id_[static_cast<size_t>(*id)] = raw;
   return *raw;
 }
 

@@ -176,67 +176,67 @@ void astype_kernel(KernelContext& ctx) {
 
 // ---- VJPs: g is the adjoint of y = op(x) ----
 
-Expr times(VJPContext& ctx, Expr a, Expr b) { return ctx.make("multiply", {std::move(a), std::move(b)}); }
+Expr times(VJPContext& ctx, Expr a, Expr b) { return ctx.make(ops::multiply, {std::move(a), std::move(b)}); }
 Expr scalar_of(VJPContext& ctx, double v) { return ctx.scalar(v, ctx.arg_type(0).dtype()); }
 
 // negative: -g
-std::vector<Expr> negative_vjp(VJPContext& ctx) { return {ctx.make("negative", {ctx.grad})}; }
+std::vector<Expr> negative_vjp(VJPContext& ctx) { return {ctx.make(ops::negative, {ctx.grad})}; }
 // exp: g * y
 std::vector<Expr> exp_vjp(VJPContext& ctx) { return {times(ctx, ctx.grad, ctx.result)}; }
 // log: g / x
-std::vector<Expr> log_vjp(VJPContext& ctx) { return {ctx.make("divide", {ctx.grad, ctx.arg(0)})}; }
+std::vector<Expr> log_vjp(VJPContext& ctx) { return {ctx.make(ops::divide, {ctx.grad, ctx.arg(0)})}; }
 // sqrt: g / (2 y)
 std::vector<Expr> sqrt_vjp(VJPContext& ctx) {
-  return {ctx.make("divide", {ctx.grad, times(ctx, ctx.result, scalar_of(ctx, 2.0))})};
+  return {ctx.make(ops::divide, {ctx.grad, times(ctx, ctx.result, scalar_of(ctx, 2.0))})};
 }
 // rsqrt: -g y / (2 x)
 std::vector<Expr> rsqrt_vjp(VJPContext& ctx) {
-  return {ctx.make("divide", {times(ctx, ctx.grad, ctx.result), times(ctx, ctx.arg(0), scalar_of(ctx, -2.0))})};
+  return {ctx.make(ops::divide, {times(ctx, ctx.grad, ctx.result), times(ctx, ctx.arg(0), scalar_of(ctx, -2.0))})};
 }
 // sin: g cos(x)
-std::vector<Expr> sin_vjp(VJPContext& ctx) { return {times(ctx, ctx.grad, ctx.make("cos", {ctx.arg(0)}))}; }
+std::vector<Expr> sin_vjp(VJPContext& ctx) { return {times(ctx, ctx.grad, ctx.make(ops::cos, {ctx.arg(0)}))}; }
 // cos: -g sin(x)
 std::vector<Expr> cos_vjp(VJPContext& ctx) {
-  return {times(ctx, ctx.grad, ctx.make("negative", {ctx.make("sin", {ctx.arg(0)})}))};
+  return {times(ctx, ctx.grad, ctx.make(ops::negative, {ctx.make(ops::sin, {ctx.arg(0)})}))};
 }
 // tanh: g (1 - y^2)
 std::vector<Expr> tanh_vjp(VJPContext& ctx) {
-  return {times(ctx, ctx.grad, ctx.make("subtract", {scalar_of(ctx, 1.0), ctx.make("square", {ctx.result})}))};
+  return {times(ctx, ctx.grad, ctx.make(ops::subtract, {scalar_of(ctx, 1.0), ctx.make(ops::square, {ctx.result})}))};
 }
 // sigmoid: g y (1 - y)
 std::vector<Expr> sigmoid_vjp(VJPContext& ctx) {
-  Expr one_minus = ctx.make("subtract", {scalar_of(ctx, 1.0), ctx.result});
+  Expr one_minus = ctx.make(ops::subtract, {scalar_of(ctx, 1.0), ctx.result});
   return {times(ctx, ctx.grad, times(ctx, ctx.result, one_minus))};
 }
 // relu: g where x > 0, else 0
 std::vector<Expr> relu_vjp(VJPContext& ctx) {
-  Expr positive = ctx.make("greater", {ctx.arg(0), scalar_of(ctx, 0.0)});
-  return {ctx.make("where", {positive, ctx.grad, ctx.make("zeros_like", {ctx.grad})})};
+  Expr positive = ctx.make(ops::greater, {ctx.arg(0), scalar_of(ctx, 0.0)});
+  return {ctx.make(ops::where, {positive, ctx.grad, ctx.make(ops::zeros_like, {ctx.grad})})};
 }
 // erf: g 2 / sqrt(pi) exp(-x^2)
 std::vector<Expr> erf_vjp(VJPContext& ctx) {
-  Expr e = ctx.make("exp", {ctx.make("negative", {ctx.make("square", {ctx.arg(0)})})});
+  Expr e = ctx.make(ops::exp, {ctx.make(ops::negative, {ctx.make(ops::square, {ctx.arg(0)})})});
   return {times(ctx, ctx.grad, times(ctx, e, scalar_of(ctx, 1.1283791670955126)))};
 }
 // gelu: g (Phi(x) + x phi(x)), Phi(x) = (1 + erf(x / sqrt(2))) / 2, phi(x) = exp(-x^2 / 2) / sqrt(2 pi)
 std::vector<Expr> gelu_vjp(VJPContext& ctx) {
   const Expr& x = ctx.arg(0);
-  Expr erf = ctx.make("erf", {times(ctx, x, scalar_of(ctx, kSqrtHalf))});
-  Expr cdf = times(ctx, ctx.make("add", {erf, scalar_of(ctx, 1.0)}), scalar_of(ctx, 0.5));
-  Expr pdf = times(ctx, ctx.make("exp", {times(ctx, ctx.make("square", {x}), scalar_of(ctx, -0.5))}),
+  Expr erf = ctx.make(ops::erf, {times(ctx, x, scalar_of(ctx, kSqrtHalf))});
+  Expr cdf = times(ctx, ctx.make(ops::add, {erf, scalar_of(ctx, 1.0)}), scalar_of(ctx, 0.5));
+  Expr pdf = times(ctx, ctx.make(ops::exp, {times(ctx, ctx.make(ops::square, {x}), scalar_of(ctx, -0.5))}),
                    scalar_of(ctx, 0.3989422804014327));
-  return {times(ctx, ctx.grad, ctx.make("add", {cdf, times(ctx, x, pdf)}))};
+  return {times(ctx, ctx.grad, ctx.make(ops::add, {cdf, times(ctx, x, pdf)}))};
 }
 // silu: g s (1 + x (1 - s)), s = sigmoid(x)
 std::vector<Expr> silu_vjp(VJPContext& ctx) {
-  Var s = ctx.emit("sigmoid", {ctx.arg(0)});
-  Expr inner = ctx.make("add", {scalar_of(ctx, 1.0), times(ctx, ctx.arg(0), ctx.make("subtract", {scalar_of(ctx, 1.0), s}))});
+  Var s = ctx.emit(ops::sigmoid, {ctx.arg(0)});
+  Expr inner = ctx.make(ops::add, {scalar_of(ctx, 1.0), times(ctx, ctx.arg(0), ctx.make(ops::subtract, {scalar_of(ctx, 1.0), s}))});
   return {times(ctx, ctx.grad, times(ctx, s, inner))};
 }
 // abs: -g where x < 0, else g
 std::vector<Expr> abs_vjp(VJPContext& ctx) {
-  Expr negative = ctx.make("less", {ctx.arg(0), scalar_of(ctx, 0.0)});
-  return {ctx.make("where", {negative, ctx.make("negative", {ctx.grad}), ctx.grad})};
+  Expr negative = ctx.make(ops::less, {ctx.arg(0), scalar_of(ctx, 0.0)});
+  return {ctx.make(ops::where, {negative, ctx.make(ops::negative, {ctx.grad}), ctx.grad})};
 }
 // square: 2 x g
 std::vector<Expr> square_vjp(VJPContext& ctx) {
@@ -246,7 +246,7 @@ std::vector<Expr> square_vjp(VJPContext& ctx) {
 std::vector<Expr> astype_vjp(VJPContext& ctx) {
   DType from = ctx.arg_type(0).dtype();
   if (!is_float(from)) return {nullptr};
-  return {ctx.make("astype", {ctx.grad}, {{"dtype", from}})};
+  return {ctx.make(ops::astype, {ctx.grad}, {{"dtype", from}})};
 }
 
 struct UnaryOp {

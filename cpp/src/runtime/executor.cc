@@ -34,7 +34,7 @@ void flatten_types(const Type& t, std::vector<Type>& out) {
 
 // permute_dims that swaps exactly the last two axes (for rank 2 also axes=None).
 bool swaps_last_two(const CallNode& call) {
-  if (call.op().name != "permute_dims") return false;
+  if (call.op() != ops::permute_dims) return false;
   size_t n = call.args()[0]->type()->ndim();
   if (n < 2) return false;
   const auto& axes = call.attrs()[0];
@@ -63,7 +63,7 @@ std::unordered_map<const VarNode*, bool> matmul_only_uses(const FunctionNode& fn
   };
   for (const auto& b : fn.bindings()) {
     if (auto* c = as<CallNode>(b.value)) {
-      bool mm = c->op().name == "matmul";
+      bool mm = c->op() == ops::matmul;
       for (const auto& a : c->args()) {
         if (mm) note(a, true);
         else note_other(a);

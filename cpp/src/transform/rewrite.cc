@@ -18,15 +18,13 @@ const CallNode* RewriteContext::bound_call(const Expr& e) const {
   return r ? r->call : nullptr;
 }
 
-const CallNode* RewriteContext::bound_call(const Expr& e, const char* op) const {
+const CallNode* RewriteContext::bound_call(const Expr& e, OpHandle op) const {
   const CallNode* c = bound_call(e);
-  return c && c->op().name == op ? c : nullptr;
+  return is_call_of(c, op) ? c : nullptr;
 }
 
-Expr RewriteContext::make(const std::string& op, std::vector<Expr> args,
-                          const std::vector<std::pair<std::string, AttrValue>>& attrs) const {
-  const OpDef& def = OpRegistry::global().get(op);
-  return make_call(def, std::move(args), resolve_attrs(def, {}, attrs));
+Expr RewriteContext::make(OpHandle op, std::vector<Expr> args, const KwAttrs& attrs) const {
+  return op(std::move(args), attrs);
 }
 
 namespace {

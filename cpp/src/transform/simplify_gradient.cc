@@ -57,17 +57,17 @@ bool swaps_last_two(const std::vector<int64_t>& p) {
   return p[n - 2] == static_cast<int64_t>(n - 1) && p[n - 1] == static_cast<int64_t>(n - 2);
 }
 
-bool is_transpose(const CallNode* c) { return c && c->op().name == "permute_dims" && swaps_last_two(permutation(*c)); }
+bool is_transpose(const CallNode* c) { return c && c->op() == ops::permute_dims && swaps_last_two(permutation(*c)); }
 
 // permute_dims(x, p) in canonical form: no axes for a full reversal of rank 2.
 Expr permute(const RewriteContext& ctx, const Expr& x, const std::vector<int64_t>& p) {
-  if (p.size() == 2 && p[0] == 1 && p[1] == 0) return ctx.make("permute_dims", {x});
-  return ctx.make("permute_dims", {x}, {{"axes", p}});
+  if (p.size() == 2 && p[0] == 1 && p[1] == 0) return ctx.make(ops::permute_dims, {x});
+  return ctx.make(ops::permute_dims, {x}, {{"axes", p}});
 }
 
 // T(x), or y when x is bound to T(y).
 Expr transpose(const RewriteContext& ctx, const Expr& x) {
-  const CallNode* c = ctx.bound_call(x, "permute_dims");
+  const CallNode* c = ctx.bound_call(x, ops::permute_dims);
   if (is_transpose(c)) return c->args()[0];
   std::vector<int64_t> p(x->type()->ndim());
   std::iota(p.begin(), p.end(), 0);
@@ -77,8 +77,8 @@ Expr transpose(const RewriteContext& ctx, const Expr& x) {
 
 // permute_dims(permute_dims(x, p), q) -> permute_dims(x, p.q), or x
 Expr fold_permutes(const CallNode& call, const RewriteContext& ctx) {
-  if (call.op().name != "permute_dims") return nullptr;
-  const CallNode* inner = ctx.bound_call(call.args()[0], "permute_dims");
+  if (call.op() != ops::permute_dims) return nullptr;
+  const CallNode* inner = ctx.bound_call(call.args()[0], ops::permute_dims);
   if (!inner) return nullptr;
   std::vector<int64_t> p = permutation(*inner), q = permutation(call), pq(q.size());
   for (size_t i = 0; i < q.size(); ++i) pq[i] = p[q[i]];
@@ -88,24 +88,24 @@ Expr fold_permutes(const CallNode& call, const RewriteContext& ctx) {
 
 // permute_dims(x, identity) -> x
 Expr drop_identity_permute(const CallNode& call, const RewriteContext&) {
-  if (call.op().name != "permute_dims" || !is_identity(permutation(call))) return nullptr;
+  if (call.op() != ops::permute_dims || !is_identity(permutation(call))) return nullptr;
   return call.args()[0];
 }
 
 // T(matmul(a, b)) -> matmul(T(b), T(a)), for operands of rank >= 2
 Expr transpose_of_matmul(const CallNode& call, const RewriteContext& ctx) {
   if (!is_transpose(&call)) return nullptr;
-  const CallNode* mm = ctx.bound_call(call.args()[0], "matmul");
+  const CallNode* mm = ctx.bound_call(call.args()[0], ops::matmul);
   if (!mm || mm->args()[0]->type()->ndim() < 2 || mm->args()[1]->type()->ndim() < 2) return nullptr;
   const AttrValue& out_dtype = mm->attrs()[0];
   Expr tb = transpose(ctx, mm->args()[1]), ta = transpose(ctx, mm->args()[0]);
-  return ctx.make("matmul", {tb, ta}, {{"out_dtype", out_dtype}});
+  return ctx.make(ops::matmul, {tb, ta}, {{"out_dtype", out_dtype}});
 }
 
 // An op whose result equals its input when shapes (or dtypes) already match.
-template <const char* Op>
+template <OpId Op>
 Expr drop_identity(const CallNode& call, const RewriteContext&) {
-  if (call.op().name != Op) return nullptr;
+  if (call.op().id != Op) return nullptr;
   const Expr& x = call.args()[0];
   return type_equal(x->type(), call.type()) ? x : nullptr;
 }
@@ -124,8 +124,8 @@ bool all_unit_dims(const Type& t) {
 // s of one element, or to a permutation of such a broadcast.
 Expr broadcast_scalar(const RewriteContext& ctx, const Expr& e) {
   const CallNode* c = ctx.bound_call(e);
-  if (c && c->op().name == "permute_dims") c = ctx.bound_call(c->args()[0]);
-  if (!c || c->op().name != "broadcast_to" || !all_unit_dims(c->args()[0]->type())) return nullptr;
+  if (c && c->op() == ops::permute_dims) c = ctx.bound_call(c->args()[0]);
+  if (!c || c->op() != ops::broadcast_to || !all_unit_dims(c->args()[0]->type())) return nullptr;
   return c->args()[0];
 }
 
@@ -142,9 +142,9 @@ Shape swapped_shape(const Expr& x) {
 Expr transpose_of_vector(const RewriteContext& ctx, const Expr& x) {
   Shape shape = swapped_shape(x);
   if (shape == x->type()->shape()) return x;
-  const CallNode* r = ctx.bound_call(x, "reshape");
+  const CallNode* r = ctx.bound_call(x, ops::reshape);
   if (r && r->args()[0]->type()->shape() == shape) return r->args()[0];
-  return ctx.make("reshape", {x}, {{"shape", shape}});
+  return ctx.make(ops::reshape, {x}, {{"shape", shape}});
 }
 
 bool has_unit_matrix_dim(const Expr& x) {
@@ -159,11 +159,11 @@ bool has_unit_matrix_dim(const Expr& x) {
 // moves no data).
 Expr transpose_of_broadcast(const CallNode& call, const RewriteContext& ctx) {
   if (!is_transpose(&call)) return nullptr;
-  const CallNode* bc = ctx.bound_call(call.args()[0], "broadcast_to");
+  const CallNode* bc = ctx.bound_call(call.args()[0], ops::broadcast_to);
   if (!bc) return nullptr;
   const Expr& x = bc->args()[0];
   if (x->type()->ndim() != call.type()->ndim() || !has_unit_matrix_dim(x)) return nullptr;
-  return ctx.make("broadcast_to", {transpose_of_vector(ctx, x)}, {{"shape", call.type()->shape()}});
+  return ctx.make(ops::broadcast_to, {transpose_of_vector(ctx, x)}, {{"shape", call.type()->shape()}});
 }
 
 // s * sum(x, axis=[axis], keepdims=True) for axis -1 or -2 (no multiply when
@@ -171,12 +171,12 @@ Expr transpose_of_broadcast(const CallNode& call, const RewriteContext& ctx) {
 // axis instead (no transpose runs) and the result moved into place by
 // transpose_of_vector.
 Expr scaled_sum(const RewriteContext& ctx, const Expr& x, int64_t axis, const Expr& s) {
-  const CallNode* t = ctx.bound_call(x, "permute_dims");
+  const CallNode* t = ctx.bound_call(x, ops::permute_dims);
   bool transposed = is_transpose(t);
   Expr source = transposed ? t->args()[0] : x;
   int64_t source_axis = transposed ? -3 - axis : axis;  // -1 <-> -2
-  Expr sum = ctx.make("sum", {source}, {{"axis", std::vector<int64_t>{source_axis}}, {"keepdims", true}});
-  if (!ctx.bound_call(s, "ones")) sum = ctx.make("multiply", {sum, s});
+  Expr sum = ctx.make(ops::sum, {source}, {{"axis", std::vector<int64_t>{source_axis}}, {"keepdims", true}});
+  if (!ctx.bound_call(s, ops::ones)) sum = ctx.make(ops::multiply, {sum, s});
   return transposed ? transpose_of_vector(ctx, sum) : sum;
 }
 
@@ -186,7 +186,7 @@ Expr scaled_sum(const RewriteContext& ctx, const Expr& x, int64_t axis, const Ex
 // for float operands of rank >= 2, no out_dtype cast, static shapes, at
 // least kMinMatmulFlops.
 Expr matmul_of_broadcast_scalar(const CallNode& call, const RewriteContext& ctx) {
-  if (call.op().name != "matmul") return nullptr;
+  if (call.op() != ops::matmul) return nullptr;
   const Expr& a = call.args()[0];
   const Expr& b = call.args()[1];
   DType dtype = a->type()->dtype();
@@ -201,23 +201,19 @@ Expr matmul_of_broadcast_scalar(const CallNode& call, const RewriteContext& ctx)
   } else {
     return nullptr;
   }
-  return ctx.make("broadcast_to", {sums}, {{"shape", call.type()->shape()}});
+  return ctx.make(ops::broadcast_to, {sums}, {{"shape", call.type()->shape()}});
 }
 
-constexpr char kBroadcastTo[] = "broadcast_to";
-constexpr char kReshape[] = "reshape";
-constexpr char kCollapseSumTo[] = "collapse_sum_to";
-constexpr char kAsType[] = "astype";
 
 const std::vector<RewriteRule>& simplify_gradient_rules() {
   static const std::vector<RewriteRule> rules = {
       {"fold_permutes", "permute_dims(permute_dims(x, p), q) -> permute_dims(x, p.q) | x", fold_permutes},
       {"drop_identity_permute", "permute_dims(x, identity) -> x", drop_identity_permute},
       {"transpose_of_matmul", "T(matmul(a, b)) -> matmul(T(b), T(a))", transpose_of_matmul},
-      {"drop_identity_broadcast_to", "broadcast_to(x, shape of x) -> x", drop_identity<kBroadcastTo>},
-      {"drop_identity_reshape", "reshape(x, shape of x) -> x", drop_identity<kReshape>},
-      {"drop_identity_collapse_sum_to", "collapse_sum_to(x, shape of x) -> x", drop_identity<kCollapseSumTo>},
-      {"drop_identity_astype", "astype(x, dtype of x) -> x", drop_identity<kAsType>},
+      {"drop_identity_broadcast_to", "broadcast_to(x, shape of x) -> x", drop_identity<OpId::broadcast_to>},
+      {"drop_identity_reshape", "reshape(x, shape of x) -> x", drop_identity<OpId::reshape>},
+      {"drop_identity_collapse_sum_to", "collapse_sum_to(x, shape of x) -> x", drop_identity<OpId::collapse_sum_to>},
+      {"drop_identity_astype", "astype(x, dtype of x) -> x", drop_identity<OpId::astype>},
       {"matmul_of_broadcast_scalar", "matmul(broadcast s, b) -> broadcast_to(s * sum(b, axis=-2)), and mirrored",
        matmul_of_broadcast_scalar},
       {"transpose_of_broadcast", "T(broadcast_to(x, shape)) -> broadcast_to(T(x), T(shape)), x a row or column",

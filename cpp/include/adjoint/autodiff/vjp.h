@@ -17,8 +17,6 @@
 
 namespace aj {
 
-using KwAttrs = std::vector<std::pair<std::string, AttrValue>>;
-
 struct VJPContext : AttrReader<VJPContext> {
   FunctionBuilder& bb;
   const CallNode& call;
@@ -34,9 +32,9 @@ struct VJPContext : AttrReader<VJPContext> {
   const TypeNode& arg_type(size_t i) const { return *call.args()[i]->type(); }
 
   // op(args, attrs) as an unbound call (defaults filled, type inferred).
-  Expr make(const std::string& op, std::vector<Expr> args, const KwAttrs& attrs = {}) const;
+  Expr make(OpHandle op, std::vector<Expr> args, const KwAttrs& attrs = {}) const;
   // Binds op(args, attrs) now and returns its var (for values used twice).
-  Var emit(const std::string& op, std::vector<Expr> args, const KwAttrs& attrs = {});
+  Var emit(OpHandle op, std::vector<Expr> args, const KwAttrs& attrs = {});
   // g summed down to `shape` when broadcasting made it larger; g itself otherwise.
   Expr collapse_to(const Expr& g, const Shape& shape) const;
   // x with its last two axes swapped (permute_dims(x) for rank 2).

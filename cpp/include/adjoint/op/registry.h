@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "adjoint/ir/expr.h"
+#include "adjoint/op/ops.h"
 #include "adjoint/support/error.h"
 
 namespace aj {
@@ -104,6 +105,7 @@ using Kernel = std::function<void(KernelContext& ctx)>;
 
 struct OpDef {
   std::string name;
+  OpId id{};  // its line in op_list.def
   std::string family;
   std::vector<std::string> arg_names;
   std::vector<AttrSpec> attrs;
@@ -139,15 +141,19 @@ struct OpDef {
 class OpRegistry {
  public:
   static OpRegistry& global();
-  OpDef& define(const std::string& name);  // throws if already defined
+  // Defines an op of op_list.def; throws if it is not listed there or is
+  // already defined.
+  OpDef& define(const std::string& name);
   const OpDef* find(const std::string& name) const;  // nullptr when unknown
   const OpDef& get(const std::string& name) const;   // throws aj::Error when unknown
+  const OpDef& get(OpId id) const { return *by_id_[static_cast<size_t>(id)]; }
   const std::vector<const OpDef*>& all() const { return order_; }
 
  private:
   OpRegistry();
   std::unordered_map<std::string, std::unique_ptr<OpDef>> ops_;
   std::vector<const OpDef*> order_;
+  std::vector<const OpDef*> by_id_;  // indexed by OpId
 };
 
 // Checks `raw` against the spec's kind and returns it normalized (an int to a

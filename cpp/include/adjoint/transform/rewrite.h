@@ -29,10 +29,9 @@ class RewriteContext {
   // The call bound to e when e is a var bound to a call, else nullptr.
   const CallNode* bound_call(const Expr& e) const;
   // The call bound to e when it is a call of `op`, else nullptr.
-  const CallNode* bound_call(const Expr& e, const char* op) const;
+  const CallNode* bound_call(const Expr& e, OpHandle op) const;
   // op(args, attrs) as an unbound call (defaults filled, type inferred).
-  Expr make(const std::string& op, std::vector<Expr> args,
-            const std::vector<std::pair<std::string, AttrValue>>& attrs = {}) const;
+  Expr make(OpHandle op, std::vector<Expr> args, const KwAttrs& attrs = {}) const;
 
  private:
   const VarTable<RewriteVar>& vars_;
