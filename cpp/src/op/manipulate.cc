@@ -17,6 +17,7 @@
 #include "adjoint/autodiff/vjp.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
+#include "adjoint/op/manipulate.h"
 #include "families.h"
 #include "op_util.h"
 
@@ -887,6 +888,43 @@ std::vector<Expr> cumsum_vjp(VJPContext& ctx) {
 std::vector<Expr> triu_vjp(VJPContext& ctx) { return {ctx.make(ops::triu, {ctx.grad}, {{"k", ctx.attr_int("k")}})}; }
 
 }  // namespace
+
+std::vector<int64_t> permute_dims_permutation(const CallNode& call) {
+  int64_t n = static_cast<int64_t>(call.args()[0]->type()->ndim());
+  const AttrValue& axes = lookup_attr(call.op(), call.attrs(), "axes");
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::holds_alternative<NoneValue>(axes)) {
+      p[static_cast<size_t>(i)] = n - 1 - i;
+    } else {
+      int64_t a = std::get<std::vector<int64_t>>(axes)[static_cast<size_t>(i)];
+      p[static_cast<size_t>(i)] = a < 0 ? a + n : a;
+    }
+  }
+  return p;
+}
+
+bool is_identity_permutation(const std::vector<int64_t>& p) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] != static_cast<int64_t>(i)) return false;
+  return true;
+}
+
+bool swaps_last_two(const std::vector<int64_t>& p) {
+  size_t n = p.size();
+  return n >= 2 && p == transpose_permutation(n);
+}
+
+bool is_transpose(const CallNode* c) {
+  return is_call_of(c, ops::permute_dims) && swaps_last_two(permute_dims_permutation(*c));
+}
+
+std::vector<int64_t> transpose_permutation(size_t n) {
+  std::vector<int64_t> p(n);
+  for (size_t i = 0; i < n; ++i) p[i] = static_cast<int64_t>(i);
+  std::swap(p[n - 1], p[n - 2]);
+  return p;
+}
 
 void register_manipulate_ops(OpRegistry& reg) {
   reg.define("permute_dims").set_family("manipulate").set_args({"x"})
