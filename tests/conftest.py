@@ -19,6 +19,38 @@ settings.register_profile("long", settings.get_profile("ci"), max_examples=20_00
 settings.register_profile("dev", deadline=None, max_examples=50)
 settings.load_profile(os.environ.get("ADJOINT_HYPOTHESIS_PROFILE") or os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+
+
+def pytest_addoption(parser):
+    parser.addoption("--no-verify-passes", action="store_true",
+                     help="do not verify the output of every pass the tests call (verified by default)")
+
+
+def pytest_configure(config):
+    if not config.getoption("--no-verify-passes", default=False):
+        verify_every_pass_output()
+
+
+def verify_every_pass_output():
+    """Makes every aj.transform.Pass verify the module it returns, so that a
+    pass producing malformed IR fails the test that called it (with the pass
+    named) instead of a later, unrelated step."""
+    call = aj.transform.Pass.__call__
+    if getattr(call, "verifies_output", False):
+        return
+
+    def verified_call(self, mod):
+        out = call(self, mod)
+        try:
+            aj.analysis.verify(out)
+        except aj.VerifyError as e:
+            raise aj.VerifyError(f"the output of {self!r} is malformed: {e}") from e
+        return out
+
+    verified_call.verifies_output = True
+    aj.transform.Pass.__call__ = verified_call
+
+
 # Ops that map two (4, 4) tensors, or one, to a (4, 4) tensor.
 BINARY = ["add", "subtract", "multiply", "maximum", "minimum", "divide", "matmul"]
 UNARY_SQUARE = ["permute_dims", "row_sum", "col_sum"]
