@@ -1,0 +1,117 @@
+"""The one grammar of dim strings (cpp/src/ir/dim_parse.cc), shared by aj.Dim,
+shapes given from Python and the text format: Python's precedence
+(-n**2 is -(n**2)), an error naming the string and the problem for what is not
+an integer polynomial, and canonical text that parses back to the same dim."""
+
+import pytest
+
+import adjoint as aj
+from adjoint import Dim
+
+ENVS = [{"n": 0, "m": 1, "k": 2}, {"n": 3, "m": 2, "k": 5}, {"n": 7, "m": 4, "k": 1}]
+
+# (dim string, its canonical text); Python evaluates each string to the same values.
+PRECEDENCE = [
+    ("2*n - n**2", "-n**2 + 2*n"),  # the case of issue 11
+    ("-n**2", "-n**2"),  # unary minus binds looser than **
+    ("-n**2 + 2*n", "-n**2 + 2*n"),
+    ("(-n)**2", "n**2"),
+    ("-n*m", "-m*n"),
+    ("2*-n", "-2*n"),
+    ("-2*n", "-2*n"),
+    ("-1*n", "-n"),
+    ("--n", "n"),
+    ("n - -m", "m + n"),
+    ("n - m - k", "-k - m + n"),  # left to right
+    ("n - (m - k)", "k - m + n"),
+    ("1 + 2*3", "7"),  # * over +
+    ("(1 + 2)*3", "9"),
+    ("2*n**3", "2*n**3"),  # ** over *
+    ("2**3*n", "8*n"),
+    ("(2*n)**3", "8*n**3"),
+    ("(n + 1)**2", "n**2 + 2*n + 1"),
+    ("n**0 + k**1", "k + 1"),
+    ("n*m*k - 3*k*m*n + 4", "-2*k*m*n + 4"),
+    ("-n**3*m + n*m**2 - 5", "-m*n**3 + m**2*n - 5"),
+    ("\tn  +m ", "m + n"),
+]
+
+
+@pytest.mark.parametrize(("text", "canonical"), PRECEDENCE)
+def test_dim_strings_follow_python_precedence(text, canonical):
+    d = Dim(text)
+    assert str(d) == canonical
+    for env in ENVS:
+        assert d.evaluate(env) == eval(text, {"__builtins__": {}}, dict(env))  # noqa: S307
+
+
+@pytest.mark.parametrize(("text", "canonical"), PRECEDENCE)
+def test_canonical_text_parses_back(text, canonical):
+    assert Dim(canonical) == Dim(text)
+    assert str(Dim(canonical)) == canonical
+
+
+# (dim string, what the error says is wrong)
+BAD = [
+    ("n / 2", "'/': a dim is an integer polynomial, with no division"),
+    ("n // 2", "no division"),
+    ("n % 2", "no division"),
+    ("2.5*n", "at offset 1: a float: a dim is an integer polynomial, with no floats"),
+    (".5*n", "'.': a dim is an integer polynomial, with no floats"),
+    ("n*1e3", "a float: a dim is an integer polynomial, with no floats"),
+    ("1e-3*n", "with no floats"),
+    ("2e*n", "expected an operator after 2, got 'e'"),
+    ("n**-1", "negative exponent"),
+    ("n**2**3", "chained '**'"),
+    ("n**m", "'**' needs a non-negative integer exponent"),
+    ("n**(2)", "'**' needs a non-negative integer exponent"),
+    ("n**65", "exponent 65 is above 64"),
+    ("3n", "expected an operator after 3, got 'n'"),
+    ("n m", "unexpected 'm'"),
+    ("n $ m", "unexpected '$'"),
+    ("+n", "unexpected '+'"),
+    ("n)", "unexpected ')'"),
+    ("(n", "expected ')'"),
+    ("n +", "unexpected end"),
+    ("", "unexpected end"),
+    ("n\n+ 1", "unexpected '\\x0a'"),
+    ("n\u00e9", "unexpected '\\xc3'"),
+    ("99999999999999999999*n", "integer 99999999999999999999... is above 2**63 - 1"),
+    ("4611686018427387904*n*4", "too large"),
+    ("(n**2)**33", "too large"),
+    ("(" * 65 + "n" + ")" * 65, "nested deeper than 64 levels"),
+    ("-" * 65 + "n", "nested deeper than 64 levels"),
+]
+
+
+def shown(text):
+    """The dim string as an error message shows it."""
+    return "".join(c if " " <= c <= "~" else "".join(f"\\x{b:02x}" for b in c.encode()) for c in text)
+
+
+@pytest.mark.parametrize(("text", "why"), BAD)
+def test_bad_dim_string_names_the_string_and_the_problem(text, why):
+    with pytest.raises(aj.TypeInferenceError) as info:
+        Dim(text)
+    message = str(info.value)
+    assert f'bad symbolic dim "{shown(text)}"' in message
+    assert why in message
+
+
+def test_bad_dim_in_a_python_shape_names_the_shape():
+    with pytest.raises(aj.TypeInferenceError, match=r'TensorType.*bad symbolic dim "n / 2".*division'):
+        aj.TensorType(("n / 2", 3), "float32")
+
+
+def test_limits_allow_what_they_promise():
+    assert Dim("(n + m)**64").symbols == ["m", "n"]
+    assert Dim("(" * 64 + "n" + ")" * 64) == Dim("n")
+    assert Dim("-" * 64 + "n") == Dim("n")
+    assert str(Dim("-9223372036854775807*n")) == "-9223372036854775807*n"
+
+
+def test_arithmetic_beyond_the_limits_is_a_type_error():
+    with pytest.raises(aj.TypeInferenceError, match="degree 65, above 64"):
+        Dim("n**64") * Dim("n")
+    with pytest.raises(aj.TypeInferenceError, match="overflows"):
+        Dim("-9223372036854775807*n") - Dim("n")  # a coefficient of -2**63 could not print back
