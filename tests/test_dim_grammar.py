@@ -3,6 +3,8 @@ shapes given from Python and the text format: Python's precedence
 (-n**2 is -(n**2)), an error naming the string and the problem for what is not
 an integer polynomial, and canonical text that parses back to the same dim."""
 
+import re
+
 import pytest
 
 import adjoint as aj
@@ -115,3 +117,62 @@ def test_arithmetic_beyond_the_limits_is_a_type_error():
         Dim("n**64") * Dim("n")
     with pytest.raises(aj.TypeInferenceError, match="overflows"):
         Dim("-9223372036854775807*n") - Dim("n")  # a coefficient of -2**63 could not print back
+
+
+# ---- the text format reads dim strings with the same grammar ----
+
+
+def module_text(dim):
+    """A module whose param, binding annotation and return type carry `dim`."""
+    t = f'Tensor(("{dim}", 3), "float32")'
+    return f"@function\ndef main(x: {t}) -> {t}:\n    y: {t} = exp(x)\n    return y\n"
+
+
+def param_dim(mod):
+    return Dim(mod["main"].params[0].type.shape[0])
+
+
+def test_issue_11_negative_leading_term_round_trips():
+    mod = aj.parse(module_text("2*n - n**2"))
+    printed = str(mod)
+    assert '"-n**2 + 2*n"' in printed
+    again = aj.parse(printed)
+    assert param_dim(again) == Dim("2*n - n**2") != Dim("n**2 + 2*n")
+    aj.assert_structural_equal(again, mod)
+    assert str(again) == printed
+
+
+@pytest.mark.parametrize(("text", "canonical"), PRECEDENCE)
+def test_text_and_python_read_dim_strings_alike(text, canonical):
+    mod = aj.parse(module_text(text.replace("\t", "\\t")))
+    assert param_dim(mod) == Dim(text)
+    printed = canonical if canonical.isdigit() else f'"{canonical}"'
+    assert f"def main(x: Tensor(({printed}, 3)" in str(mod)
+
+
+@pytest.mark.parametrize(("text", "why"), [b for b in BAD if "\n" not in b[0]])
+def test_text_reports_the_same_error_at_the_offending_byte(text, why):
+    source = module_text(text)
+    with pytest.raises(aj.TypeInferenceError) as expected:
+        Dim(text)
+    with pytest.raises(aj.ParseError) as info:
+        aj.parse(source)
+    err = info.value
+    assert str(expected.value) in str(err) and why in str(err)
+    line = source.splitlines()[1]
+    assert err.line == 2 and err.source_line == line
+    offset = int(re.search(r" at offset (\d+):", str(expected.value)).group(1))
+    first = line.index('("') + 2  # 0-based index of the string's first byte
+    assert err.column == first + offset + 1
+
+
+def test_text_error_in_a_string_with_escapes_points_at_the_string():
+    source = module_text("n \\x2f 2")  # "n / 2" written with an escape
+    with pytest.raises(aj.ParseError, match=r'bad symbolic dim "n / 2" at offset 2: .*division') as info:
+        aj.parse(source)
+    assert info.value.column == source.splitlines()[1].index('("') + 2
+
+
+def test_text_keeps_negative_constant_dims_out_of_types():
+    with pytest.raises(aj.ParseError, match="dims must be non-negative, got -1"):
+        aj.parse(module_text("n - n - 1"))
