@@ -6,6 +6,8 @@ an integer polynomial, and canonical text that parses back to the same dim."""
 import re
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 import adjoint as aj
 from adjoint import Dim
@@ -176,3 +178,89 @@ def test_text_error_in_a_string_with_escapes_points_at_the_string():
 def test_text_keeps_negative_constant_dims_out_of_types():
     with pytest.raises(aj.ParseError, match="dims must be non-negative, got -1"):
         aj.parse(module_text("n - n - 1"))
+
+
+# ---- properties: random integer polynomials, written out, parsed and printed back ----
+
+SYMBOLS = ["n", "m", "seq_len"]
+
+
+def power_text(draw, name, p):
+    """name**p written one of the ways Python reads as the same value."""
+    ways = [f"{name}**{p}", f"({name})**{p}", f"{name} ** {p}"]
+    if p <= 3:
+        ways.append("*".join([name] * p))
+    return draw(st.sampled_from(ways))
+
+
+def term_text(draw, powers, magnitude):
+    """|coefficient| times the symbols' powers, factors in a random order."""
+    factors = [power_text(draw, name, p) for name, p in zip(SYMBOLS, powers) if p]
+    if magnitude != 1 or not factors or draw(st.booleans()):
+        factors.append(str(magnitude))
+    return "*".join(draw(st.permutations(factors)))
+
+
+def signed(draw, body, negative, first):
+    """A term's text with its sign, as the first term or one after it."""
+    if first:
+        ways = [f"-{body}", f"-({body})", f"0 - {body}"] if negative else [body, f"({body})"]
+    else:
+        ways = [f" - {body}", f" + -{body}", f" + (-{body})"] if negative else [f" + {body}", f" - -{body}"]
+    return draw(st.sampled_from(ways))
+
+
+def expected_dim(terms):
+    """The polynomial of {powers: coefficient}, by Dim arithmetic."""
+    total = Dim(0)
+    for powers, coeff in terms.items():
+        term = Dim(abs(coeff))  # Dim(int) takes no negative ints
+        for name, p in zip(SYMBOLS, powers):
+            for _ in range(p):
+                term = term * Dim(name)
+        total = total - term if coeff < 0 else total + term
+    return total
+
+
+@st.composite
+def written_polys(draw, coeffs):
+    """(text, Dim): a random integer polynomial over SYMBOLS (powers up to 3,
+    up to 6 terms) written with Python syntax, and the dim it denotes."""
+    monomials = st.tuples(*[st.integers(0, 3)] * len(SYMBOLS))
+    terms = draw(st.dictionaries(monomials, coeffs, min_size=1, max_size=6))
+    text = "".join(
+        signed(draw, term_text(draw, powers, abs(c)), c < 0, i == 0) for i, (powers, c) in enumerate(terms.items())
+    )
+    return text, expected_dim(terms)
+
+
+def built_module(dim):
+    """module_text(dim)'s module, made with the builder from Python."""
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (dim, 3), "float32")
+    return bb.finish(aj.op.exp(x, name="y"))
+
+
+envs = st.fixed_dictionaries({name: st.integers(0, 4) for name in SYMBOLS})
+
+
+@given(written_polys(st.integers(-50, 50)), envs)
+def test_dim_strings_denote_what_python_computes(poly, env):
+    text, expected = poly
+    d = Dim(text)
+    assert d == expected
+    assert d.evaluate(env) == eval(text, {"__builtins__": {}}, dict(env))  # noqa: S307
+
+
+@given(written_polys(st.one_of(st.integers(-50, 50), st.integers(-(2**63) + 1, 2**63 - 1))))
+def test_polynomial_dims_round_trip_through_module_text(poly):
+    text, expected = poly
+    assume(not expected.is_const or expected.value >= 0)  # a type holds no negative constant dim
+    mod = aj.parse(module_text(text))
+    assert param_dim(mod) == expected
+    aj.assert_structural_equal(built_module(text), mod)
+    printed = str(mod)
+    again = aj.parse(printed)
+    aj.assert_structural_equal(again, mod)
+    assert str(again) == printed
+    assert Dim(str(expected)) == expected
