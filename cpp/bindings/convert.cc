@@ -12,6 +12,16 @@
 namespace aj::bindings {
 namespace {
 
+// A dim string read by Dim::parse; a bad one's error also names `what`.
+Dim dim_from_str(const py::handle& s, const std::string& what) {
+  std::string text = string_arg(s, what);
+  try {
+    return Dim::parse(text);
+  } catch (const DimSyntaxError& e) {
+    throw DimSyntaxError(str(what, ": ", e.what()), e.offset());
+  }
+}
+
 // Dims from a tuple or list of ints and dim strings; negative ints are an
 // error unless `allow_negative` (attrs, whose op checks them).
 Shape dims_from_py(const py::handle& obj, const std::string& what, bool allow_negative) {
@@ -21,7 +31,7 @@ Shape dims_from_py(const py::handle& obj, const std::string& what, bool allow_ne
   Shape out;
   for (const auto& d : obj) {
     if (py::isinstance<py::str>(d)) {
-      out.push_back(Dim::parse(string_arg(d, what)));
+      out.push_back(dim_from_str(d, what));
     } else if (is_int_like(d)) {
       int64_t v = to_int64(d, what);
       if (v < 0 && !allow_negative) throw Error(str(what, ": negative dim ", v));

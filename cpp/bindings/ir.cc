@@ -196,7 +196,13 @@ Dim dim_in(const py::handle& o) {
 }
 
 void bind_dims(py::module_& m) {
-  py::class_<Dim>(m, "Dim", "A dim: an int or a polynomial over named symbols, in canonical form.")
+  py::class_<Dim>(m, "Dim",
+                  "A dim: an int or a polynomial over named symbols, in canonical form.\n\n"
+                  "A dim string, here, in a shape or in text, is an integer polynomial in Python\n"
+                  "syntax: ints, names, + - * and ** with an int exponent from 0 to 64, and\n"
+                  "parentheses, with Python's precedence (-n**2 is -(n**2)). Division, floats,\n"
+                  "negative exponents and other characters are a TypeInferenceError (a ParseError\n"
+                  "in text) naming the string and the problem.")
       .def(py::init([](const py::handle& v) { return dim_in(v); }), py::arg("value"))
       .def_property_readonly("is_const", &Dim::is_const)
       .def_property_readonly("value", [](const Dim& d) -> py::object {

@@ -1,9 +1,8 @@
-// Symbolic dim arithmetic: canonical polynomials over named symbols, and the
-// small expression parser for dim strings ("2*n + m").
+// Symbolic dim arithmetic: canonical polynomials over named symbols, checked
+// against the limits in dim.h. The grammar of dim strings is in dim_parse.cc.
 #include "adjoint/ir/dim.h"
 
 #include <algorithm>
-#include <cctype>
 #include <functional>
 
 #include "adjoint/support/error.h"
@@ -11,7 +10,7 @@
 namespace aj {
 namespace {
 
-int degree(const Monomial& m) {
+int monomial_degree(const Monomial& m) {
   int d = 0;
   for (const auto& f : m) d += f.second;
   return d;
@@ -19,7 +18,7 @@ int degree(const Monomial& m) {
 
 // Canonical order of terms: higher degree first, then by monomial text.
 bool term_before(const DimTerm& a, const DimTerm& b) {
-  int da = degree(a.monomial), db = degree(b.monomial);
+  int da = monomial_degree(a.monomial), db = monomial_degree(b.monomial);
   if (da != db) return da > db;
   return a.monomial < b.monomial;
 }
@@ -45,8 +44,6 @@ int64_t checked_mul(int64_t a, int64_t b) {
   return r;
 }
 
-constexpr size_t kMaxTerms = 256;  // a polynomial larger than this is not a plausible dim
-
 }  // namespace
 
 Dim Dim::symbol(const std::string& name) {
@@ -66,9 +63,12 @@ Dim Dim::from_terms(std::vector<DimTerm> terms) {
   merged.erase(std::remove_if(merged.begin(), merged.end(),
                               [](const DimTerm& t) { return t.coeff == 0; }),
                merged.end());
-  if (merged.size() > kMaxTerms) throw Error(str("symbolic dim has more than ", kMaxTerms, " terms"));
+  if (merged.size() > kMaxTerms)
+    throw SizeOverflowError(str("symbolic dim has more than ", kMaxTerms, " terms"));
   if (merged.empty()) return Dim(0);
   if (merged.size() == 1 && merged[0].monomial.empty()) return Dim(merged[0].coeff);
+  for (const auto& t : merged)  // keeps -coeff defined, so the text of every term parses back
+    if (t.coeff == INT64_MIN) throw SizeOverflowError("dim arithmetic overflows: a coefficient of -2**63");
   Dim d;
   d.value_ = 0;
   d.terms_ = std::make_shared<const std::vector<DimTerm>>(std::move(merged));
@@ -89,6 +89,10 @@ std::vector<std::string> Dim::symbols() const {
       if (std::find(out.begin(), out.end(), f.first) == out.end()) out.push_back(f.first);
   std::sort(out.begin(), out.end());
   return out;
+}
+
+int Dim::degree() const {
+  return terms_ ? monomial_degree(terms_->front().monomial) : 0;
 }
 
 std::optional<int64_t> Dim::evaluate(const std::map<std::string, int64_t>& env) const {
@@ -130,8 +134,12 @@ Dim Dim::operator-(const Dim& o) const {
 
 Dim Dim::operator*(const Dim& o) const {
   if (is_const() && o.is_const()) return Dim(checked_mul(value_, o.value_));
+  if (degree() + o.degree() > kMaxDegree)
+    throw SizeOverflowError(str("symbolic dim product has degree ", degree() + o.degree(),
+                                ", above ", kMaxDegree));
   auto ta = as_terms(*this), tb = as_terms(o);
-  if (ta.size() * tb.size() > kMaxTerms * 4) throw Error(str("symbolic dim product is too large"));
+  if (ta.size() * tb.size() > kMaxTerms * 4)
+    throw SizeOverflowError(str("symbolic dim product has ", ta.size() * tb.size(), " terms before merging"));
   std::vector<DimTerm> out;
   for (const auto& a : ta)
     for (const auto& b : tb)
@@ -196,122 +204,6 @@ std::string Dim::to_string() const {
   }
   return out;
 }
-
-// Recursive descent over: expr := term (('+'|'-') term)*; term := factor ('*' factor)*;
-// factor := '-' factor | power; power := atom ('**' int)?; atom := int | name | '(' expr ')'.
-// As in Python, -n**2 is -(n**2). Nesting is limited to kMaxDepth.
-namespace {
-class DimParser {
- public:
-  explicit DimParser(const std::string& s) : s_(s) {}
-
-  Dim parse() {
-    Dim d = expr();
-    skip_ws();
-    if (pos_ != s_.size()) fail("unexpected '" + std::string(1, s_[pos_]) + "'");
-    return d;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& why) {
-    throw Error(str("bad symbolic dim \"", s_, "\": ", why, " at offset ", pos_));
-  }
-  void skip_ws() {
-    while (pos_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[pos_]))) ++pos_;
-  }
-  bool eat(const char* tok) {
-    skip_ws();
-    size_t n = std::char_traits<char>::length(tok);
-    if (s_.compare(pos_, n, tok) == 0) {
-      pos_ += n;
-      return true;
-    }
-    return false;
-  }
-  Dim expr() {
-    Dim d = term();
-    while (true) {
-      if (eat("+")) d = d + term();
-      else if (eat("-")) d = d - term();
-      else return d;
-    }
-  }
-  Dim term() {
-    Dim d = factor();
-    while (true) {
-      skip_ws();
-      if (s_.compare(pos_, 2, "**") == 0) fail("misplaced '**'");
-      if (!eat("*")) return d;
-      d = d * factor();
-    }
-  }
-  Dim factor() {
-    skip_ws();
-    if (pos_ < s_.size() && s_[pos_] == '-') {
-      ++pos_;
-      Depth guard(this);
-      return Dim(0) - factor();
-    }
-    return power();
-  }
-  Dim power() {
-    Dim base = atom();
-    if (!eat("**")) return base;
-    skip_ws();
-    int64_t e = integer();
-    if (e < 0 || e > 16) fail("exponent must be an integer from 0 to 16");
-    Dim out(1);
-    for (int64_t i = 0; i < e; ++i) out = out * base;
-    return out;
-  }
-  int64_t integer() {
-    size_t start = pos_;
-    int64_t v = 0;
-    while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_]))) {
-      if (v > (INT64_MAX - 9) / 10) fail("integer too large");
-      v = v * 10 + (s_[pos_++] - '0');
-    }
-    if (pos_ == start) fail("expected an integer");
-    return v;
-  }
-  Dim atom() {
-    skip_ws();
-    if (pos_ >= s_.size()) fail("unexpected end");
-    char c = s_[pos_];
-    if (c == '(') {
-      ++pos_;
-      Depth guard(this);
-      Dim d = expr();
-      if (!eat(")")) fail("expected ')'");
-      return d;
-    }
-    if (std::isdigit(static_cast<unsigned char>(c))) return Dim(integer());
-    if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
-      size_t start = pos_;
-      while (pos_ < s_.size() &&
-             (std::isalnum(static_cast<unsigned char>(s_[pos_])) || s_[pos_] == '_'))
-        ++pos_;
-      return Dim::symbol(s_.substr(start, pos_ - start));
-    }
-    fail("unexpected '" + std::string(1, c) + "'");
-  }
-
-  static constexpr int kMaxDepth = 64;
-  struct Depth {
-    explicit Depth(DimParser* p) : p_(p) {
-      if (++p_->depth_ > kMaxDepth) p_->fail("nested too deeply");
-    }
-    ~Depth() { --p_->depth_; }
-    DimParser* p_;
-  };
-
-  const std::string& s_;
-  size_t pos_ = 0;
-  int depth_ = 0;
-};
-}  // namespace
-
-Dim Dim::parse(const std::string& text) { return DimParser(text).parse(); }
 
 std::string shape_to_string(const Shape& shape) {
   std::string out = "(";

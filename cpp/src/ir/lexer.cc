@@ -74,22 +74,6 @@ int hex_value(char c) {
   return -1;
 }
 
-std::string escape(std::string_view s) {
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  for (char ch : s) {
-    unsigned char c = static_cast<unsigned char>(ch);
-    if (c >= 0x20 && c < 0x7f) {
-      out += ch;
-    } else {
-      out += "\\x";
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
-}
-
 std::string quote(std::string_view s) { return "'" + escape(s) + "'"; }
 
 // ---- Source ----

@@ -58,8 +58,7 @@ class Source {
   std::string_view text_;
 };
 
-// Text safe to show in a message: printable ASCII kept, other bytes as \xNN.
-std::string escape(std::string_view s);
+using aj::escape;  // text safe to show in a message (support/error.h)
 // The value of a hex digit (0-9, a-f, A-F), or -1.
 int hex_value(char c);
 // A token or string quoted for a message: 'lv1'.

@@ -28,11 +28,6 @@ std::string node_text(const Node& n) {
   return "?";
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' || is_digit(c);
-}
-
 // A decimal or 0x-prefixed hex int.
 bool parse_u64(std::string_view digits, uint64_t& out) {
   int base = 10;
@@ -144,132 +139,14 @@ Shape shape_from_node(const Source& src, const Node& n, bool allow_negative) {
 
 // ---- symbolic dim strings ----
 
-// Recursive descent over the grammar of Dim::parse:
-//   sum := product (('+' | '-') product)*    product := power ('*' power)*
-//   power := atom ['**' int]                  atom := int | name | '(' sum ')' | '-' atom
-// Each operation is checked first, so results stay small and exact.
-class DimText {
- public:
-  DimText(const Source& src, std::string_view s, size_t off) : src_(src), s_(s), off_(off) {}
-
-  Dim parse() {
-    Dim d = sum();
-    skip_ws();
-    if (pos_ != s_.size()) fail(str("unexpected ", quote(s_.substr(pos_, 1))));
-    return d;
-  }
-
- private:
-  static constexpr uint64_t kMaxCoeff = uint64_t{1} << 62;
-  static constexpr size_t kMaxTerms = 1024;
-  static constexpr int kMaxDegree = 64;
-  static constexpr int kMaxDepth = 64;
-
-  struct Size {
-    size_t terms = 0;
-    int degree = 0;
-    uint64_t coeffs = 0;  // sum of |coefficient|
-  };
-
-  [[noreturn]] void fail(std::string_view why) const {
-    src_.fail(off_, str("bad symbolic dim \"", escape(s_), "\": ", why));
-  }
-  static Size size_of(const Dim& d) {
-    Size z;
-    for (const auto& t : d.terms()) {
-      int degree = 0;
-      for (const auto& f : t.monomial) degree += f.second;
-      z.terms += 1;
-      z.degree = std::max(z.degree, degree);
-      z.coeffs += t.coeff < 0 ? 0 - static_cast<uint64_t>(t.coeff) : static_cast<uint64_t>(t.coeff);
-    }
-    return z;
-  }
-  Dim add(const Dim& a, const Dim& b, bool subtract) const {
-    Size x = size_of(a), y = size_of(b);
-    if (x.coeffs + y.coeffs > kMaxCoeff || x.terms + y.terms > kMaxTerms) fail("too large");
-    return subtract ? a - b : a + b;
-  }
-  Dim mul(const Dim& a, const Dim& b) const {
-    Size x = size_of(a), y = size_of(b);
-    if (x.terms * y.terms > kMaxTerms || x.degree + y.degree > kMaxDegree ||
-        (y.coeffs != 0 && x.coeffs > kMaxCoeff / y.coeffs))
-      fail("too large");
-    return a * b;
-  }
-  void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t')) ++pos_;
-  }
-  bool eat(std::string_view tok) {
-    skip_ws();
-    if (s_.substr(pos_, tok.size()) != tok) return false;
-    pos_ += tok.size();
-    return true;
-  }
-  Dim sum() {
-    Dim d = product();
-    for (;;) {
-      if (eat("+")) d = add(d, product(), false);
-      else if (eat("-")) d = add(d, product(), true);
-      else return d;
-    }
-  }
-  Dim product() {
-    Dim d = power();
-    for (;;) {
-      skip_ws();
-      if (s_.substr(pos_, 2) == "**") fail("misplaced '**'");
-      if (!eat("*")) return d;
-      d = mul(d, power());
-    }
-  }
-  Dim power() {
-    Dim base = atom();
-    if (!eat("**")) return base;
-    skip_ws();
-    int64_t e = integer();
-    if (e > 16) fail("exponent must be at most 16");
-    Dim out(1);
-    for (int64_t i = 0; i < e; ++i) out = mul(out, base);
-    return out;
-  }
-  int64_t integer() {
-    size_t start = pos_;
-    uint64_t v = 0;
-    while (pos_ < s_.size() && is_digit(s_[pos_])) {
-      v = v * 10 + static_cast<uint64_t>(s_[pos_++] - '0');
-      if (v > kMaxCoeff) fail("integer too large");
-    }
-    if (pos_ == start) fail("expected an integer");
-    return static_cast<int64_t>(v);
-  }
-  Dim atom() {
-    skip_ws();
-    if (pos_ >= s_.size()) fail("unexpected end");
-    char c = s_[pos_];
-    if (c == '(' || c == '-') {
-      if (++depth_ > kMaxDepth) fail("nested too deeply");
-      ++pos_;
-      Dim d = c == '-' ? add(Dim(0), atom(), true) : sum();
-      if (c == '(' && !eat(")")) fail("expected ')'");
-      --depth_;
-      return d;
-    }
-    if (is_digit(c)) return Dim(integer());
-    if (is_name_char(c) && !is_digit(c)) {
-      size_t start = pos_;
-      while (pos_ < s_.size() && is_name_char(s_[pos_])) ++pos_;
-      return Dim::symbol(std::string(s_.substr(start, pos_ - start)));
-    }
-    fail(str("unexpected ", quote(s_.substr(pos_, 1))));
-  }
-
-  const Source& src_;
-  std::string_view s_;
-  size_t off_;
-  size_t pos_ = 0;
-  int depth_ = 0;
-};
+// The source offset of byte k of the string literal at `off` whose decoded
+// text is `text`: exact when the literal is written without escapes (its
+// bytes are the text's), else the literal's opening quote.
+size_t offset_in_literal(const Source& src, std::string_view text, size_t off, size_t k) {
+  std::string_view raw = src.text().substr(off + 1, text.size());
+  bool verbatim = raw == text && raw.find('\\') == std::string_view::npos;
+  return verbatim ? off + 1 + k : off;
+}
 
 // ---- constants ----
 
@@ -350,10 +227,11 @@ AttrValue attr_value(const Source& src, const Node& n) {
 }
 
 Dim parse_dim(const Source& src, std::string_view text, size_t off) {
-  bool name = !text.empty() && !is_digit(text[0]);
-  for (char c : text) name = name && is_name_char(c);
-  if (name) return Dim::symbol(std::string(text));
-  return DimText(src, text, off).parse();
+  try {
+    return Dim::parse(text);
+  } catch (const DimSyntaxError& e) {
+    src.fail(offset_in_literal(src, text, off, e.offset()), e.what());
+  }
 }
 
 DType dtype_from_node(const Source& src, const Node& n) {

@@ -14,10 +14,10 @@ namespace aj::text {
 // tuples -> shapes.
 AttrValue attr_value(const Source& src, const Node& n);
 
-// A dim string ("n", "2*n + m", "n**2 - 1"): the grammar of Dim::parse, read
-// with checked arithmetic, so that limits on nesting, terms, degree and
-// coefficients keep pathological strings ("(a+b)**16", huge products) from
-// exhausting the stack, time or memory, or overflowing. `off` locates errors.
+// A dim string ("n", "2*n + m", "-n**2 + 2*n") read by Dim::parse, the one
+// grammar of dims (dim_parse.cc). `off` is the string literal's offset; a
+// bad dim is a ParseError pointing at the offending byte inside the literal
+// (at its opening quote when the literal is written with escapes).
 Dim parse_dim(const Source& src, std::string_view text, size_t off);
 
 // Tensor(shape, dtype) or Tuple(...) from its call node.

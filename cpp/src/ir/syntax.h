@@ -21,7 +21,8 @@
 //   args      := [arg (',' arg)* [',']]          arg := [NAME '='] expr
 //   literal   := ['-'] (INT | FLOAT | 'inf' | 'nan') | STRING | True | False | None
 //   type      := 'Tensor' '(' shape ',' STRING ')' | 'Tuple' '(' [type (',' type)*] ')'
-//   shape     := '(' [(INT | STRING) (',' ...)*] ')'   (strings are symbolic dims)
+//   shape     := '(' [(INT | STRING) (',' ...)*] ')'   (strings are symbolic dims,
+//                read by Dim::parse: the grammar in dim_parse.cc)
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,10 @@
 // Dims: a non-negative integer or an integer polynomial over named symbols.
 // Polynomials are kept in a canonical form (sorted terms, no zero
 // coefficients), so equal polynomials compare equal and hash equal, and
-// n + n == 2*n. Constant dims take no allocation.
+// n + n == 2*n. Constant dims take no allocation. A symbolic dim has at most
+// kMaxTerms terms, total degree at most kMaxDegree and coefficients in
+// (INT64_MIN, INT64_MAX]: arithmetic beyond these throws SizeOverflowError, so
+// every symbolic dim's text parses back (dim_parse.cc holds the grammar).
 #pragma once
 
 #include <cstdint>
@@ -9,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,9 +30,14 @@ class Dim {
  public:
   Dim() : value_(0) {}
   Dim(int64_t value) : value_(value) {}  // NOLINT: ints are dims
+  static constexpr size_t kMaxTerms = 256;
+  static constexpr int kMaxDegree = 64;
+
   static Dim symbol(const std::string& name);
-  // Parses "n", "2*n + m", "n*(m + 1)", "n**2 - 1"; throws aj::Error on bad text.
-  static Dim parse(const std::string& text);
+  // Parses a dim string: "n", "2*n + m", "n*(m + 1)", "-n**2 + 2*n", with
+  // Python's precedence (grammar in dim_parse.cc). Throws DimSyntaxError
+  // naming the string, the offset and what is wrong.
+  static Dim parse(std::string_view text);
 
   bool is_const() const { return terms_ == nullptr; }
   int64_t value() const { return value_; }  // only when is_const()
@@ -38,6 +47,7 @@ class Dim {
   // The terms, highest degree first, then by symbol names; constant last.
   std::vector<DimTerm> terms() const;
   std::vector<std::string> symbols() const;
+  int degree() const;  // highest total degree of a term; 0 for constants
 
   // Evaluates with the given symbol values; nullopt if a symbol is unbound.
   std::optional<int64_t> evaluate(const std::map<std::string, int64_t>& env) const;
@@ -49,7 +59,7 @@ class Dim {
   bool operator!=(const Dim& o) const { return !(*this == o); }
   size_t hash() const;
 
-  // Canonical text: "3", "n", "2*n + m", "n**2 - 1".
+  // Canonical text: "3", "n", "2*n + m", "n**2 - 1", "-n**2 + 2*n".
   std::string to_string() const;
 
  private:

@@ -1,11 +1,13 @@
 // The exception types of adjoint's core. Each maps to a Python subclass of
 // aj.Error (see cpp/bindings/errors.cc); a location, when known, travels with
-// the exception so Python can expose line/column.
+// the exception so Python can expose line/column. Also the helpers that build
+// their messages (str, escape).
 #pragma once
 
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace aj {
@@ -50,6 +52,35 @@ class SizeOverflowError : public TypeInferenceError {
  public:
   using TypeInferenceError::TypeInferenceError;
 };
+
+// A dim string that is not an integer polynomial ("n / 2", "n**-1"). Python
+// sees a TypeInferenceError; offset() is the byte of the string where reading
+// stopped, so the text parser can point at it inside its string literal.
+class DimSyntaxError : public TypeInferenceError {
+ public:
+  DimSyntaxError(const std::string& msg, size_t offset) : TypeInferenceError(msg), offset_(offset) {}
+  size_t offset() const { return offset_; }
+
+ private:
+  size_t offset_;
+};
+
+// Text safe to show in a message: printable ASCII kept, other bytes as \xNN.
+inline std::string escape(std::string_view s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (char ch : s) {
+    unsigned char c = static_cast<unsigned char>(ch);
+    if (c >= 0x20 && c < 0x7f) {
+      out += ch;
+    } else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
 
 // Builds a message from streamable parts: throw TypeInferenceError(str("x: ", n)).
 template <typename... Parts>
