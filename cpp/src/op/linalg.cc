@@ -241,7 +241,7 @@ std::vector<Expr> matmul_vjp(VJPContext& ctx) {
 }  // namespace
 
 void register_linalg_ops(OpRegistry& reg) {
-  reg.define("matmul").set_family("linalg").set_args({"x1", "x2"})
+  reg.define(ops::matmul).set_args({"x1", "x2"})
       .add_attr("out_dtype", AttrKind::kOptDType, NoneValue{})
       .set_type_rule(matmul_type).set_flops(matmul_flops).set_kernel(matmul_kernel).set_vjp(matmul_vjp);
 }

@@ -927,57 +927,57 @@ std::vector<int64_t> transpose_permutation(size_t n) {
 }
 
 void register_manipulate_ops(OpRegistry& reg) {
-  reg.define("permute_dims").set_family("manipulate").set_args({"x"})
+  reg.define(ops::permute_dims).set_args({"x"})
       .add_attr("axes", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(permute_dims_type).set_flops(zero_flops)
       .set_kernel(permute_dims_kernel).set_vjp(permute_dims_vjp);
-  reg.define("reshape").set_family("manipulate").set_args({"x"})
+  reg.define(ops::reshape).set_args({"x"})
       .add_attr("shape", AttrKind::kReshapeShape)
       .set_type_rule(reshape_type).set_flops(zero_flops)
       .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
-  reg.define("broadcast_to").set_family("manipulate").set_args({"x"})
+  reg.define(ops::broadcast_to).set_args({"x"})
       .add_attr("shape", AttrKind::kShape)
       .set_type_rule(broadcast_to_type).set_flops(zero_flops)
       .set_kernel(broadcast_to_kernel).set_vjp(broadcast_to_vjp);
-  reg.define("collapse_sum_to").set_family("manipulate").set_args({"x"})
+  reg.define(ops::collapse_sum_to).set_args({"x"})
       .add_attr("shape", AttrKind::kShape)
       .set_type_rule(collapse_sum_to_type).set_flops(per_input_element_flops<1>)
       .set_kernel(collapse_sum_to_kernel).set_vjp(collapse_sum_to_vjp);
-  reg.define("expand_dims").set_family("manipulate").set_args({"x"})
+  reg.define(ops::expand_dims).set_args({"x"})
       .add_attr("axis", AttrKind::kIntList)
       .set_type_rule(expand_dims_type).set_flops(zero_flops)
       .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
-  reg.define("squeeze").set_family("manipulate").set_args({"x"})
+  reg.define(ops::squeeze).set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(squeeze_type).set_flops(zero_flops)
       .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
-  reg.define("concat").set_family("manipulate").set_args({"tensors"})
+  reg.define(ops::concat).set_args({"tensors"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(concat_type).set_flops(zero_flops)
       .set_kernel(concat_kernel).set_vjp(concat_vjp);
-  reg.define("split").set_family("manipulate").set_args({"x"})
+  reg.define(ops::split).set_args({"x"})
       .add_attr("indices_or_sections", AttrKind::kIntOrIntList)
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(split_type).set_flops(zero_flops)
       .set_kernel(split_kernel).set_vjp(split_vjp);
-  reg.define("take").set_family("manipulate").set_args({"x", "indices"})
+  reg.define(ops::take).set_args({"x", "indices"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(take_type).set_flops(zero_flops)
       .set_kernel(take_kernel).set_vjp(take_vjp);
   // index_add does one add per source element.
-  reg.define("index_add").set_family("manipulate").set_args({"x", "indices", "source"})
+  reg.define(ops::index_add).set_args({"x", "indices", "source"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(index_add_type).set_flops(index_add_flops)
       .set_kernel(index_add_kernel).set_vjp(index_add_vjp);
-  reg.define("where").set_family("manipulate").set_args({"condition", "x1", "x2"})
+  reg.define(ops::where).set_args({"condition", "x1", "x2"})
       .set_type_rule(where_type).set_flops(zero_flops)
       .set_kernel(where_kernel).set_vjp(where_vjp);
   // cumsum does one add per element.
-  reg.define("cumsum").set_family("manipulate").set_args({"x"})
+  reg.define(ops::cumsum).set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(cumsum_type).set_flops(elementwise_flops)
       .set_kernel(cumsum_kernel).set_vjp(cumsum_vjp);
-  reg.define("triu").set_family("manipulate").set_args({"x"})
+  reg.define(ops::triu).set_args({"x"})
       .add_attr("k", AttrKind::kInt, int64_t{0})
       .set_type_rule(triu_type).set_flops(zero_flops)
       .set_kernel(triu_kernel).set_vjp(triu_vjp);

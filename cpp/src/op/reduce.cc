@@ -248,9 +248,9 @@ std::vector<Expr> variance_vjp(VJPContext& ctx) {
   return {ctx.make(ops::multiply, {ctx.make(ops::subtract, {ctx.arg(0), mean}), unreduce(ctx, scaled)})};
 }
 
-void define_reduce(OpRegistry& reg, const char* name, TypeRule rule, FlopRule flops, Kernel kernel,
+void define_reduce(OpRegistry& reg, OpHandle op, TypeRule rule, FlopRule flops, Kernel kernel,
                    VJPRule vjp) {
-  reg.define(name).set_family("reduce").set_args({"x"})
+  reg.define(op).set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
       .add_attr("keepdims", AttrKind::kBool, false)
       .set_type_rule(rule).set_flops(flops).set_kernel(std::move(kernel)).set_vjp(std::move(vjp));
@@ -262,13 +262,13 @@ void define_reduce(OpRegistry& reg, const char* name, TypeRule rule, FlopRule fl
 // compare); mean two (the add, plus the final scaling rounded up to one per
 // element); variance three (subtract the mean, square, add).
 void register_reduce_ops(OpRegistry& reg) {
-  define_reduce(reg, "sum", reduce_type, per_input_element_flops<1>, sum_kernel, sum_vjp);
-  define_reduce(reg, "mean", float_reduce_type, per_input_element_flops<2>, mean_kernel, mean_vjp);
-  define_reduce(reg, "max", numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<true>,
+  define_reduce(reg, ops::sum, reduce_type, per_input_element_flops<1>, sum_kernel, sum_vjp);
+  define_reduce(reg, ops::mean, float_reduce_type, per_input_element_flops<2>, mean_kernel, mean_vjp);
+  define_reduce(reg, ops::max, numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<true>,
                 extremum_vjp);
-  define_reduce(reg, "min", numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<false>,
+  define_reduce(reg, ops::min, numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<false>,
                 extremum_vjp);
-  define_reduce(reg, "variance", float_reduce_type, per_input_element_flops<3>, variance_kernel,
+  define_reduce(reg, ops::variance, float_reduce_type, per_input_element_flops<3>, variance_kernel,
                 variance_vjp);
 }
 
