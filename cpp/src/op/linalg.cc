@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "adjoint/autodiff/vjp.h"
+#include "adjoint/op/manipulate.h"
 #include "adjoint/runtime/blas.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
@@ -229,8 +230,8 @@ std::vector<Expr> matmul_vjp(VJPContext& ctx) {
     b = ctx.emit(ops::expand_dims, {b}, {{"axis", std::vector<int64_t>{-1}}});
     g = ctx.emit(ops::expand_dims, {g}, {{"axis", std::vector<int64_t>{-1}}});
   }
-  Expr grad_a = ctx.make(ops::matmul, {g, ctx.transpose(b)});
-  Expr grad_b = ctx.make(ops::matmul, {ctx.transpose(a), g});
+  Expr grad_a = ctx.make(ops::matmul, {g, make_transpose(b)});
+  Expr grad_b = ctx.make(ops::matmul, {make_transpose(a), g});
   grad_a = ctx.collapse_to(grad_a, a->type()->shape());
   grad_b = ctx.collapse_to(grad_b, b->type()->shape());
   if (a_vec) grad_a = ctx.make(ops::reshape, {grad_a}, {{"shape", ta.shape()}});

@@ -29,6 +29,7 @@
 #include <utility>
 
 #include "adjoint/autodiff/vjp.h"
+#include "adjoint/op/manipulate.h"
 #include "adjoint/runtime/blas.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
@@ -1057,16 +1058,10 @@ NormLayout norm_layout(const VJPContext& ctx) {
   return l;
 }
 
-bool is_identity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
 // gamma made to broadcast against x: its dims put in x's order, then unit
 // dims added where kept axes lie between or after them.
 Expr broadcast_param(VJPContext& ctx, const NormLayout& l, const Expr& gamma) {
-  Expr e = is_identity(l.to_sorted) ? gamma : ctx.make(ops::permute_dims, {gamma}, {{"axes", l.to_sorted}});
+  Expr e = is_identity_permutation(l.to_sorted) ? gamma : make_permute_dims(gamma, l.to_sorted);
   const Shape& xs = ctx.arg_type(0).shape();
   int64_t first = l.norm.front();
   bool trailing = l.norm.back() - first + 1 == static_cast<int64_t>(l.norm.size()) &&
@@ -1081,8 +1076,8 @@ Expr broadcast_param(VJPContext& ctx, const NormLayout& l, const Expr& gamma) {
 // e (x's shape) summed over the kept axes into gamma's shape and dim order.
 Expr reduce_to_param(VJPContext& ctx, const NormLayout& l, const Expr& e) {
   Expr t = l.kept.empty() ? e : ctx.make(ops::sum, {e}, {{"axis", l.kept}});
-  if (is_identity(l.to_sorted)) return t;
-  return ctx.make(ops::permute_dims, {t}, {{"axes", inverse_permutation(l.to_sorted)}});
+  if (is_identity_permutation(l.to_sorted)) return t;
+  return make_permute_dims(t, inverse_permutation(l.to_sorted));
 }
 
 // layer_norm, with xhat = (x - mean) * rstd recomputed, gg = g * gamma and
