@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "adjoint/autodiff/vjp.h"
+#include "adjoint/op/linalg.h"
 #include "adjoint/op/manipulate.h"
 #include "adjoint/runtime/blas.h"
 #include "adjoint/runtime/kernel.h"
@@ -240,6 +241,12 @@ std::vector<Expr> matmul_vjp(VJPContext& ctx) {
 }
 
 }  // namespace
+
+std::optional<DType> matmul_out_dtype(const CallNode& call) {
+  const AttrValue& out_dtype = lookup_attr(call.op(), call.attrs(), "out_dtype");
+  if (std::holds_alternative<NoneValue>(out_dtype)) return std::nullopt;
+  return std::get<DType>(out_dtype);
+}
 
 void register_linalg_ops(OpRegistry& reg) {
   reg.define(ops::matmul).set_args({"x1", "x2"})
