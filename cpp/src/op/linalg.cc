@@ -89,21 +89,6 @@ GemmShape gemm_shape(const KernelContext& ctx) {
   return g;
 }
 
-template <typename T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T* c, int64_t ldc) {
-  using blas::Trans;
-  Trans fa = ta ? Trans::kYes : Trans::kNo, fb = tb ? Trans::kYes : Trans::kNo;
-  auto i = [](int64_t v) { return static_cast<int>(v); };
-  if constexpr (std::is_same_v<T, float>) {
-    blas::sgemm(fa, fb, i(m), i(n), i(k), 1.0f, a, i(std::max<int64_t>(lda, 1)), b,
-                i(std::max<int64_t>(ldb, 1)), 0.0f, c, i(std::max<int64_t>(ldc, 1)));
-  } else {
-    blas::dgemm(fa, fb, i(m), i(n), i(k), 1.0, a, i(std::max<int64_t>(lda, 1)), b,
-                i(std::max<int64_t>(ldb, 1)), 0.0, c, i(std::max<int64_t>(ldc, 1)));
-  }
-}
-
 // The batch as one run with a fixed stride per operand (in matrices), when
 // its dims merge into one for all three operands: (count, a, b, c strides).
 struct StridedBatch {
@@ -125,20 +110,6 @@ std::optional<StridedBatch> strided_batch(const GemmShape& g) {
     *run = {run->count * dim.count, dim.a, dim.b, dim.c};
   }
   return run;
-}
-
-template <typename T>
-void gemm_batch(const GemmShape& g, const StridedBatch& sb, const T* a, const T* b, T* c) {
-  using blas::Trans;
-  Trans fa = g.ta ? Trans::kYes : Trans::kNo, fb = g.tb ? Trans::kYes : Trans::kNo;
-  auto i = [](int64_t v) { return static_cast<int>(v); };
-  long sa = sb.a * g.m * g.k, sbb = sb.b * g.k * g.n, sc = sb.c * g.m * g.n;
-  if constexpr (std::is_same_v<T, float>)
-    blas::sgemm_batch_strided(fa, fb, i(g.m), i(g.n), i(g.k), a, i(std::max<int64_t>(g.lda, 1)), sa, b,
-                              i(std::max<int64_t>(g.ldb, 1)), sbb, c, i(std::max<int64_t>(g.n, 1)), sc, i(sb.count));
-  else
-    blas::dgemm_batch_strided(fa, fb, i(g.m), i(g.n), i(g.k), a, i(std::max<int64_t>(g.lda, 1)), sa, b,
-                              i(std::max<int64_t>(g.ldb, 1)), sbb, c, i(std::max<int64_t>(g.n, 1)), sc, i(sb.count));
 }
 
 // A naive product for integer and bool dtypes and for a differing out_dtype:
@@ -174,13 +145,14 @@ void matmul_typed(const KernelContext& ctx, const GemmShape& g) {
   bool a_dense = !g.ta && ctx.in(0).numel() == a_size * std::max<int64_t>(1, ctx.out().numel() / c_size);
   if constexpr (use_blas) {
     if (b_shared && a_dense) {  // (batch, m, k) x (k, n): one GEMM with M = batch * m
-      gemm<T>(false, g.tb, ctx.out().numel() / g.n, g.n, g.k, a, g.lda, b, g.ldb, c, g.n);
+      blas::gemm(false, g.tb, ctx.out().numel() / g.n, g.n, g.k, a, g.lda, b, g.ldb, T(0), c, g.n);
       return;
     }
     auto sb = strided_batch(g);  // many small GEMMs with fixed strides: one batched call
     if (sb && sb->count > 1 && ctx.out().numel() < (int64_t{1} << 31) && ctx.in(0).numel() < (int64_t{1} << 31) &&
         ctx.in(1).numel() < (int64_t{1} << 31)) {
-      gemm_batch<T>(g, *sb, a, b, c);
+      blas::gemm_batch_strided(g.ta, g.tb, g.m, g.n, g.k, a, g.lda, sb->a * a_size, b, g.ldb, sb->b * b_size, c, g.n,
+                               sb->c * c_size, sb->count);
       return;
     }
   }
@@ -191,7 +163,7 @@ void matmul_typed(const KernelContext& ctx, const GemmShape& g) {
                       const T* pb = b + (off[2] + r * s[2]) * b_size;
                       O* pc = c + (off[0] + r * s[0]) * c_size;
                       if constexpr (use_blas) {
-                        gemm<T>(g.ta, g.tb, g.m, g.n, g.k, pa, g.lda, pb, g.ldb, pc, g.n);
+                        blas::gemm(g.ta, g.tb, g.m, g.n, g.k, pa, g.lda, pb, g.ldb, T(0), pc, g.n);
                       } else {
                         using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
                         naive_matmul<T, O, Acc>(g, pa, pb, pc);

@@ -771,22 +771,6 @@ void col2im(const T* col, int64_t cg, int64_t h, int64_t w, const Window2d& win,
       }
 }
 
-// Row-major c (m, n) = op(a) (m, k) * op(b) (k, n) + beta * c, all
-// contiguous: op(a) is a, or with ta the transpose of a stored (k, m); the
-// same for b with tb.
-template <typename T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T beta, T* c) {
-  using blas::Trans;
-  auto i = [](int64_t v) { return static_cast<int>(v); };
-  auto ld = [](int64_t v) { return static_cast<int>(std::max<int64_t>(v, 1)); };
-  Trans fa = ta ? Trans::kYes : Trans::kNo, fb = tb ? Trans::kYes : Trans::kNo;
-  int lda = ld(ta ? m : k), ldb = ld(tb ? k : n);
-  if constexpr (std::is_same_v<T, float>)
-    blas::sgemm(fa, fb, i(m), i(n), i(k), 1.0f, a, lda, b, ldb, beta, c, ld(n));
-  else
-    blas::dgemm(fa, fb, i(m), i(n), i(k), 1.0, a, lda, b, ldb, beta, c, ld(n));
-}
-
 // conv2d's sizes from its data (N, C, H, W) and output (N, O, OH, OW)
 // shapes: per group, cg input and og output channels and k = cg * KH * KW
 // rows of im2col.
@@ -825,8 +809,8 @@ void conv2d_typed(const KernelContext& ctx, const Window2d& win) {
     for (int64_t g = 0; g < c.groups; ++g) {
       const T* image = data + (n * c.groups + g) * c.cg * c.plane;
       if (!c.direct) im2col(image, c.cg, c.h, c.w, win, c.oh, c.ow, col.data());
-      gemm<T>(false, false, c.og, c.pixels, c.k, weight + g * c.og * c.k, c.direct ? image : col.data(),
-              T(0), out + (n * c.groups + g) * c.og * c.pixels);
+      blas::gemm(false, false, c.og, c.pixels, c.k, weight + g * c.og * c.k, c.k, c.direct ? image : col.data(),
+                 c.pixels, T(0), out + (n * c.groups + g) * c.og * c.pixels, c.pixels);
     }
 }
 
@@ -844,8 +828,8 @@ void conv2d_backward_data_typed(const KernelContext& ctx, const Window2d& win) {
   for (int64_t n = 0; n < c.batch; ++n)
     for (int64_t g = 0; g < c.groups; ++g) {
       T* image = out + (n * c.groups + g) * c.cg * c.plane;
-      gemm<T>(true, false, c.k, c.pixels, c.og, weight + g * c.og * c.k,
-              grad + (n * c.groups + g) * c.og * c.pixels, T(0), c.direct ? image : col.data());
+      blas::gemm(true, false, c.k, c.pixels, c.og, weight + g * c.og * c.k, c.k,
+                 grad + (n * c.groups + g) * c.og * c.pixels, c.pixels, T(0), c.direct ? image : col.data(), c.pixels);
       if (!c.direct) col2im(col.data(), c.cg, c.h, c.w, win, c.oh, c.ow, image);
     }
 }
@@ -865,8 +849,8 @@ void conv2d_backward_weight_typed(const KernelContext& ctx, const Window2d& win)
     for (int64_t g = 0; g < c.groups; ++g) {
       const T* image = data + (n * c.groups + g) * c.cg * c.plane;
       if (!c.direct) im2col(image, c.cg, c.h, c.w, win, c.oh, c.ow, col.data());
-      gemm<T>(false, true, c.og, c.k, c.pixels, grad + (n * c.groups + g) * c.og * c.pixels,
-              c.direct ? image : col.data(), T(1), out + g * c.og * c.k);
+      blas::gemm(false, true, c.og, c.k, c.pixels, grad + (n * c.groups + g) * c.og * c.pixels, c.pixels,
+                 c.direct ? image : col.data(), c.pixels, T(1), out + g * c.og * c.k, c.k);
     }
 }
 
