@@ -51,8 +51,6 @@ Type float_reduce_type(const TypeContext& ctx) {
   return reduce_type(ctx);
 }
 
-// ---- kernels ----
-
 // Which dims of x a reduce call reduces (axis=None: all): the one reading
 // of the axis attr once the type rule has checked it.
 std::vector<bool> reduced_dims(const CallNode& call) {
@@ -64,6 +62,8 @@ std::vector<bool> reduced_dims(const CallNode& call) {
     for (auto a : *axes) reduced[wrap_axis(a, ndim)] = true;
   return reduced;
 }
+
+// ---- kernels ----
 
 // How many input elements reduce into each output element.
 int64_t reduced_count(const KernelContext& ctx, const std::vector<bool>& reduced) {
