@@ -30,8 +30,7 @@ py::array_t<double> blas_smoke_matmul(
   py::array_t<double> c({m, n});
   {
     py::gil_scoped_release nogil;
-    blas::dgemm(blas::Trans::kNo, blas::Trans::kNo, m, n, k, 1.0, a.data(), k, b.data(), n, 0.0,
-                c.mutable_data(), n);
+    blas::gemm(false, false, m, n, k, a.data(), k, b.data(), n, 0.0, c.mutable_data(), n);
   }
   return c;
 }
@@ -46,16 +45,16 @@ void gemm_into(const py::array& a, const py::array& b, py::array& out) {
   std::string dt = py::str(a.dtype().attr("name"));
   if (dt != py::str(b.dtype().attr("name")).cast<std::string>() || dt != py::str(out.dtype().attr("name")).cast<std::string>())
     throw Error("gemm needs a, b and out of one dtype");
+  if (dt != "float32" && dt != "float64") throw Error("gemm supports float32 and float64");
   void* c = out.mutable_data();
+  auto run = [&](auto zero) {
+    using T = decltype(zero);
+    blas::gemm(false, false, m, n, k, static_cast<const T*>(a.data()), k, static_cast<const T*>(b.data()), n, zero,
+               static_cast<T*>(c), n);
+  };
   py::gil_scoped_release nogil;
-  if (dt == "float32")
-    blas::sgemm(blas::Trans::kNo, blas::Trans::kNo, m, n, k, 1.0f, static_cast<const float*>(a.data()), k,
-                static_cast<const float*>(b.data()), n, 0.0f, static_cast<float*>(c), n);
-  else if (dt == "float64")
-    blas::dgemm(blas::Trans::kNo, blas::Trans::kNo, m, n, k, 1.0, static_cast<const double*>(a.data()), k,
-                static_cast<const double*>(b.data()), n, 0.0, static_cast<double*>(c), n);
-  else
-    throw Error("gemm supports float32 and float64");
+  if (dt == "float32") run(0.0f);
+  else run(0.0);
 }
 
 // Whether the executor can read a NumPy array in place: C-contiguous,

@@ -18,16 +18,6 @@ Expr VJPContext::collapse_to(const Expr& g, const Shape& shape) const {
   return make(ops::collapse_sum_to, {g}, {{"shape", shape}});
 }
 
-Expr VJPContext::transpose(const Expr& x) const {
-  size_t n = x->type()->ndim();
-  if (n == 2) return make(ops::permute_dims, {x});
-  std::vector<int64_t> axes;
-  for (size_t i = 0; i + 2 < n; ++i) axes.push_back(static_cast<int64_t>(i));
-  axes.push_back(static_cast<int64_t>(n - 1));
-  axes.push_back(static_cast<int64_t>(n - 2));
-  return make(ops::permute_dims, {x}, {{"axes", axes}});
-}
-
 Expr VJPContext::scalar(double value, DType dtype) {
   NDArray a({}, dtype);
   if (dtype == DType::kFloat32) *a.data_as<float>() = static_cast<float>(value);

@@ -173,28 +173,28 @@ VJPRule select_vjp(OpHandle x1_lost) {
 
 void register_binary_ops(OpRegistry& reg) {
   struct Arithmetic {
-    const char* name;
+    OpHandle op;
     Kernel kernel;
     VJPRule vjp;
   };
   const Arithmetic arithmetic[] = {
-      {"add", arithmetic_kernel<Add>, add_vjp},
-      {"subtract", arithmetic_kernel<Subtract>, subtract_vjp},
-      {"multiply", arithmetic_kernel<Multiply>, multiply_vjp},
-      {"divide", arithmetic_kernel<Divide>, divide_vjp},
-      {"power", arithmetic_kernel<Power>, power_vjp},
-      {"maximum", arithmetic_kernel<Maximum>, select_vjp(ops::less)},
-      {"minimum", arithmetic_kernel<Minimum>, select_vjp(ops::greater)},
+      {ops::add, arithmetic_kernel<Add>, add_vjp},
+      {ops::subtract, arithmetic_kernel<Subtract>, subtract_vjp},
+      {ops::multiply, arithmetic_kernel<Multiply>, multiply_vjp},
+      {ops::divide, arithmetic_kernel<Divide>, divide_vjp},
+      {ops::power, arithmetic_kernel<Power>, power_vjp},
+      {ops::maximum, arithmetic_kernel<Maximum>, select_vjp(ops::less)},
+      {ops::minimum, arithmetic_kernel<Minimum>, select_vjp(ops::greater)},
   };
-  for (const auto& op : arithmetic)
-    reg.define(op.name).set_family("binary").set_args({"x1", "x2"}).set_type_rule(arithmetic_type)
-        .set_flops(elementwise_flops).set_kernel(op.kernel).set_vjp(op.vjp).set_inplace_ok(true);
-  const std::pair<const char*, Kernel> comparisons[] = {
-      {"equal", comparison_kernel<Equal>}, {"less", comparison_kernel<Less>},
-      {"greater", comparison_kernel<Greater>},
+  for (const auto& [op, kernel, vjp] : arithmetic)
+    reg.define(op).set_args({"x1", "x2"}).set_type_rule(arithmetic_type)
+        .set_flops(elementwise_flops).set_kernel(kernel).set_vjp(vjp).set_inplace_ok(true);
+  const std::pair<OpHandle, Kernel> comparisons[] = {
+      {ops::equal, comparison_kernel<Equal>}, {ops::less, comparison_kernel<Less>},
+      {ops::greater, comparison_kernel<Greater>},
   };
-  for (const auto& [name, kernel] : comparisons)
-    reg.define(name).set_family("binary").set_args({"x1", "x2"}).set_type_rule(comparison_type)
+  for (const auto& [op, kernel] : comparisons)
+    reg.define(op).set_args({"x1", "x2"}).set_type_rule(comparison_type)
         .set_flops(elementwise_flops).set_differentiable(false).set_kernel(kernel);
 }
 

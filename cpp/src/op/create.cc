@@ -69,22 +69,22 @@ void full_kernel(KernelContext& ctx) { fill(ctx.out(), ctx.attr_float("fill_valu
 }  // namespace
 
 void register_create_ops(OpRegistry& reg) {
-  for (auto [name, kernel] : {std::pair{"zeros", zeros_kernel}, std::pair{"ones", ones_kernel}})
-    reg.define(name).set_family("create").set_args({})
+  for (auto [op, kernel] : {std::pair{ops::zeros, zeros_kernel}, std::pair{ops::ones, ones_kernel}})
+    reg.define(op).set_args({})
         .add_attr("shape", AttrKind::kShape).add_attr("dtype", AttrKind::kDType)
         .set_type_rule(filled_type).set_flops(zero_flops).set_differentiable(false)
         .set_kernel(kernel);
-  reg.define("full").set_family("create").set_args({})
+  reg.define(ops::full).set_args({})
       .add_attr("shape", AttrKind::kShape).add_attr("fill_value", AttrKind::kFloat)
       .add_attr("dtype", AttrKind::kDType)
       .set_type_rule(full_type).set_flops(zero_flops).set_differentiable(false)
       .set_kernel(full_kernel);
-  for (auto [name, kernel] : {std::pair{"zeros_like", zeros_kernel}, std::pair{"ones_like", ones_kernel}})
-    reg.define(name).set_family("create").set_args({"x"})
+  for (auto [op, kernel] : {std::pair{ops::zeros_like, zeros_kernel}, std::pair{ops::ones_like, ones_kernel}})
+    reg.define(op).set_args({"x"})
         .add_attr("dtype", AttrKind::kOptDType, NoneValue{})
         .set_type_rule(filled_like_type).set_flops(zero_flops).set_differentiable(false)
         .set_kernel(kernel);
-  reg.define("full_like").set_family("create").set_args({"x"})
+  reg.define(ops::full_like).set_args({"x"})
       .add_attr("fill_value", AttrKind::kFloat).add_attr("dtype", AttrKind::kOptDType, NoneValue{})
       .set_type_rule(full_like_type).set_flops(zero_flops).set_differentiable(false)
       .set_kernel(full_kernel);

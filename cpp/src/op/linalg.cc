@@ -8,6 +8,8 @@
 #include <optional>
 
 #include "adjoint/autodiff/vjp.h"
+#include "adjoint/op/linalg.h"
+#include "adjoint/op/manipulate.h"
 #include "adjoint/runtime/blas.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
@@ -87,21 +89,6 @@ GemmShape gemm_shape(const KernelContext& ctx) {
   return g;
 }
 
-template <typename T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
-          int64_t ldb, T* c, int64_t ldc) {
-  using blas::Trans;
-  Trans fa = ta ? Trans::kYes : Trans::kNo, fb = tb ? Trans::kYes : Trans::kNo;
-  auto i = [](int64_t v) { return static_cast<int>(v); };
-  if constexpr (std::is_same_v<T, float>) {
-    blas::sgemm(fa, fb, i(m), i(n), i(k), 1.0f, a, i(std::max<int64_t>(lda, 1)), b,
-                i(std::max<int64_t>(ldb, 1)), 0.0f, c, i(std::max<int64_t>(ldc, 1)));
-  } else {
-    blas::dgemm(fa, fb, i(m), i(n), i(k), 1.0, a, i(std::max<int64_t>(lda, 1)), b,
-                i(std::max<int64_t>(ldb, 1)), 0.0, c, i(std::max<int64_t>(ldc, 1)));
-  }
-}
-
 // The batch as one run with a fixed stride per operand (in matrices), when
 // its dims merge into one for all three operands: (count, a, b, c strides).
 struct StridedBatch {
@@ -123,20 +110,6 @@ std::optional<StridedBatch> strided_batch(const GemmShape& g) {
     *run = {run->count * dim.count, dim.a, dim.b, dim.c};
   }
   return run;
-}
-
-template <typename T>
-void gemm_batch(const GemmShape& g, const StridedBatch& sb, const T* a, const T* b, T* c) {
-  using blas::Trans;
-  Trans fa = g.ta ? Trans::kYes : Trans::kNo, fb = g.tb ? Trans::kYes : Trans::kNo;
-  auto i = [](int64_t v) { return static_cast<int>(v); };
-  long sa = sb.a * g.m * g.k, sbb = sb.b * g.k * g.n, sc = sb.c * g.m * g.n;
-  if constexpr (std::is_same_v<T, float>)
-    blas::sgemm_batch_strided(fa, fb, i(g.m), i(g.n), i(g.k), a, i(std::max<int64_t>(g.lda, 1)), sa, b,
-                              i(std::max<int64_t>(g.ldb, 1)), sbb, c, i(std::max<int64_t>(g.n, 1)), sc, i(sb.count));
-  else
-    blas::dgemm_batch_strided(fa, fb, i(g.m), i(g.n), i(g.k), a, i(std::max<int64_t>(g.lda, 1)), sa, b,
-                              i(std::max<int64_t>(g.ldb, 1)), sbb, c, i(std::max<int64_t>(g.n, 1)), sc, i(sb.count));
 }
 
 // A naive product for integer and bool dtypes and for a differing out_dtype:
@@ -172,13 +145,14 @@ void matmul_typed(const KernelContext& ctx, const GemmShape& g) {
   bool a_dense = !g.ta && ctx.in(0).numel() == a_size * std::max<int64_t>(1, ctx.out().numel() / c_size);
   if constexpr (use_blas) {
     if (b_shared && a_dense) {  // (batch, m, k) x (k, n): one GEMM with M = batch * m
-      gemm<T>(false, g.tb, ctx.out().numel() / g.n, g.n, g.k, a, g.lda, b, g.ldb, c, g.n);
+      blas::gemm(false, g.tb, ctx.out().numel() / g.n, g.n, g.k, a, g.lda, b, g.ldb, T(0), c, g.n);
       return;
     }
     auto sb = strided_batch(g);  // many small GEMMs with fixed strides: one batched call
     if (sb && sb->count > 1 && ctx.out().numel() < (int64_t{1} << 31) && ctx.in(0).numel() < (int64_t{1} << 31) &&
         ctx.in(1).numel() < (int64_t{1} << 31)) {
-      gemm_batch<T>(g, *sb, a, b, c);
+      blas::gemm_batch_strided(g.ta, g.tb, g.m, g.n, g.k, a, g.lda, sb->a * a_size, b, g.ldb, sb->b * b_size, c, g.n,
+                               sb->c * c_size, sb->count);
       return;
     }
   }
@@ -189,7 +163,7 @@ void matmul_typed(const KernelContext& ctx, const GemmShape& g) {
                       const T* pb = b + (off[2] + r * s[2]) * b_size;
                       O* pc = c + (off[0] + r * s[0]) * c_size;
                       if constexpr (use_blas) {
-                        gemm<T>(g.ta, g.tb, g.m, g.n, g.k, pa, g.lda, pb, g.ldb, pc, g.n);
+                        blas::gemm(g.ta, g.tb, g.m, g.n, g.k, pa, g.lda, pb, g.ldb, T(0), pc, g.n);
                       } else {
                         using Acc = std::conditional_t<std::is_floating_point_v<T>, double, int64_t>;
                         naive_matmul<T, O, Acc>(g, pa, pb, pc);
@@ -229,8 +203,8 @@ std::vector<Expr> matmul_vjp(VJPContext& ctx) {
     b = ctx.emit(ops::expand_dims, {b}, {{"axis", std::vector<int64_t>{-1}}});
     g = ctx.emit(ops::expand_dims, {g}, {{"axis", std::vector<int64_t>{-1}}});
   }
-  Expr grad_a = ctx.make(ops::matmul, {g, ctx.transpose(b)});
-  Expr grad_b = ctx.make(ops::matmul, {ctx.transpose(a), g});
+  Expr grad_a = ctx.make(ops::matmul, {g, make_transpose(b)});
+  Expr grad_b = ctx.make(ops::matmul, {make_transpose(a), g});
   grad_a = ctx.collapse_to(grad_a, a->type()->shape());
   grad_b = ctx.collapse_to(grad_b, b->type()->shape());
   if (a_vec) grad_a = ctx.make(ops::reshape, {grad_a}, {{"shape", ta.shape()}});
@@ -240,8 +214,14 @@ std::vector<Expr> matmul_vjp(VJPContext& ctx) {
 
 }  // namespace
 
+std::optional<DType> matmul_out_dtype(const CallNode& call) {
+  const AttrValue& out_dtype = lookup_attr(call.op(), call.attrs(), "out_dtype");
+  if (std::holds_alternative<NoneValue>(out_dtype)) return std::nullopt;
+  return std::get<DType>(out_dtype);
+}
+
 void register_linalg_ops(OpRegistry& reg) {
-  reg.define("matmul").set_family("linalg").set_args({"x1", "x2"})
+  reg.define(ops::matmul).set_args({"x1", "x2"})
       .add_attr("out_dtype", AttrKind::kOptDType, NoneValue{})
       .set_type_rule(matmul_type).set_flops(matmul_flops).set_kernel(matmul_kernel).set_vjp(matmul_vjp);
 }

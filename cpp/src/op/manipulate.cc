@@ -41,14 +41,6 @@ Type permute_dims_type(const TypeContext& ctx) {
   return TypeNode::tensor(std::move(out), x.dtype());
 }
 
-// The permutation of the call over `ndim` concrete axes (axes=None reverses).
-std::vector<size_t> permutation(const KernelContext& ctx, size_t ndim) {
-  auto axes = ctx.attr_opt_ints("axes");
-  std::vector<size_t> perm(ndim);
-  for (size_t i = 0; i < ndim; ++i) perm[i] = axes ? wrap_axis((*axes)[i], ndim) : ndim - 1 - i;
-  return perm;
-}
-
 // A permutation reduced for copying: the output's dims in order, each with its
 // size and its stride in the (contiguous) input, with size-1 dims dropped and
 // dims that stay adjacent merged. (2, 3, 4, 5) by [0, 2, 3, 1] -> sizes
@@ -57,10 +49,10 @@ struct PermutedDims {
   std::vector<int64_t> size, in_stride;
 };
 
-PermutedDims reduce_permutation(const std::vector<int64_t>& shape, const std::vector<size_t>& perm) {
+PermutedDims reduce_permutation(const std::vector<int64_t>& shape, const std::vector<int64_t>& perm) {
   std::vector<int64_t> strides = contiguous_strides(shape);
   PermutedDims p;
-  for (size_t a : perm) {
+  for (int64_t a : perm) {
     if (shape[a] == 1) continue;
     if (!p.size.empty() && p.in_stride.back() == strides[a] * shape[a]) {
       p.size.back() *= shape[a];
@@ -176,7 +168,7 @@ void permute_dims_kernel(KernelContext& ctx) {
   const NDArray& x = ctx.in(0);
   NDArray& out = ctx.out();
   if (out.numel() == 0) return;
-  PermutedDims p = reduce_permutation(x.shape(), permutation(ctx, x.shape().size()));
+  PermutedDims p = reduce_permutation(x.shape(), permute_dims_permutation(*ctx.call));
   if (p.size.size() <= 1) {
     std::memcpy(out.data(), x.data(), out.nbytes());
   } else if (p.in_stride.back() == 1) {
@@ -804,12 +796,8 @@ Dim index_add_flops(const CallNode& call) { return num_elements(call.args()[2]->
 
 // permute_dims(x, p): g permuted back by the inverse of p (axes=None is its own inverse)
 std::vector<Expr> permute_dims_vjp(VJPContext& ctx) {
-  auto axes = ctx.attr_opt_ints("axes");
-  if (!axes) return {ctx.make(ops::permute_dims, {ctx.grad})};
-  int64_t n = static_cast<int64_t>(axes->size());
-  std::vector<int64_t> inverse(n);
-  for (int64_t i = 0; i < n; ++i) inverse[(*axes)[i] < 0 ? (*axes)[i] + n : (*axes)[i]] = i;
-  return {ctx.make(ops::permute_dims, {ctx.grad}, {{"axes", inverse}})};
+  if (!ctx.attr_opt_ints("axes")) return {ctx.make(ops::permute_dims, {ctx.grad})};
+  return {make_permute_dims(ctx.grad, inverse_permutation(permute_dims_permutation(ctx.call)))};
 }
 
 // reshape, expand_dims, squeeze: g reshaped to x's shape
@@ -926,58 +914,72 @@ std::vector<int64_t> transpose_permutation(size_t n) {
   return p;
 }
 
+std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& p) {
+  std::vector<int64_t> q(p.size());
+  for (size_t i = 0; i < p.size(); ++i) q[static_cast<size_t>(p[i])] = static_cast<int64_t>(i);
+  return q;
+}
+
+Call make_permute_dims(const Expr& x, const std::vector<int64_t>& p) {
+  bool reverses_rank_2 = p.size() == 2 && p[0] == 1 && p[1] == 0;
+  if (reverses_rank_2) return ops::permute_dims({x});
+  return ops::permute_dims({x}, {{"axes", p}});
+}
+
+Call make_transpose(const Expr& x) { return make_permute_dims(x, transpose_permutation(x->type()->ndim())); }
+
 void register_manipulate_ops(OpRegistry& reg) {
-  reg.define("permute_dims").set_family("manipulate").set_args({"x"})
+  reg.define(ops::permute_dims).set_args({"x"})
       .add_attr("axes", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(permute_dims_type).set_flops(zero_flops)
       .set_kernel(permute_dims_kernel).set_vjp(permute_dims_vjp);
-  reg.define("reshape").set_family("manipulate").set_args({"x"})
+  reg.define(ops::reshape).set_args({"x"})
       .add_attr("shape", AttrKind::kReshapeShape)
       .set_type_rule(reshape_type).set_flops(zero_flops)
       .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
-  reg.define("broadcast_to").set_family("manipulate").set_args({"x"})
+  reg.define(ops::broadcast_to).set_args({"x"})
       .add_attr("shape", AttrKind::kShape)
       .set_type_rule(broadcast_to_type).set_flops(zero_flops)
       .set_kernel(broadcast_to_kernel).set_vjp(broadcast_to_vjp);
-  reg.define("collapse_sum_to").set_family("manipulate").set_args({"x"})
+  reg.define(ops::collapse_sum_to).set_args({"x"})
       .add_attr("shape", AttrKind::kShape)
       .set_type_rule(collapse_sum_to_type).set_flops(per_input_element_flops<1>)
       .set_kernel(collapse_sum_to_kernel).set_vjp(collapse_sum_to_vjp);
-  reg.define("expand_dims").set_family("manipulate").set_args({"x"})
+  reg.define(ops::expand_dims).set_args({"x"})
       .add_attr("axis", AttrKind::kIntList)
       .set_type_rule(expand_dims_type).set_flops(zero_flops)
       .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
-  reg.define("squeeze").set_family("manipulate").set_args({"x"})
+  reg.define(ops::squeeze).set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(squeeze_type).set_flops(zero_flops)
       .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
-  reg.define("concat").set_family("manipulate").set_args({"tensors"})
+  reg.define(ops::concat).set_args({"tensors"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(concat_type).set_flops(zero_flops)
       .set_kernel(concat_kernel).set_vjp(concat_vjp);
-  reg.define("split").set_family("manipulate").set_args({"x"})
+  reg.define(ops::split).set_args({"x"})
       .add_attr("indices_or_sections", AttrKind::kIntOrIntList)
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(split_type).set_flops(zero_flops)
       .set_kernel(split_kernel).set_vjp(split_vjp);
-  reg.define("take").set_family("manipulate").set_args({"x", "indices"})
+  reg.define(ops::take).set_args({"x", "indices"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(take_type).set_flops(zero_flops)
       .set_kernel(take_kernel).set_vjp(take_vjp);
   // index_add does one add per source element.
-  reg.define("index_add").set_family("manipulate").set_args({"x", "indices", "source"})
+  reg.define(ops::index_add).set_args({"x", "indices", "source"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(index_add_type).set_flops(index_add_flops)
       .set_kernel(index_add_kernel).set_vjp(index_add_vjp);
-  reg.define("where").set_family("manipulate").set_args({"condition", "x1", "x2"})
+  reg.define(ops::where).set_args({"condition", "x1", "x2"})
       .set_type_rule(where_type).set_flops(zero_flops)
       .set_kernel(where_kernel).set_vjp(where_vjp);
   // cumsum does one add per element.
-  reg.define("cumsum").set_family("manipulate").set_args({"x"})
+  reg.define(ops::cumsum).set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(cumsum_type).set_flops(elementwise_flops)
       .set_kernel(cumsum_kernel).set_vjp(cumsum_vjp);
-  reg.define("triu").set_family("manipulate").set_args({"x"})
+  reg.define(ops::triu).set_args({"x"})
       .add_attr("k", AttrKind::kInt, int64_t{0})
       .set_type_rule(triu_type).set_flops(zero_flops)
       .set_kernel(triu_kernel).set_vjp(triu_vjp);

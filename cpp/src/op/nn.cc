@@ -29,6 +29,7 @@
 #include <utility>
 
 #include "adjoint/autodiff/vjp.h"
+#include "adjoint/op/manipulate.h"
 #include "adjoint/runtime/blas.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
@@ -83,17 +84,43 @@ Type cross_entropy_type(const TypeContext& ctx) {
   return TypeNode::tensor({}, logits.dtype());
 }
 
+// The reduction attr of nll_loss and nll_loss_backward, read once here.
+enum class NllReduction { kMean, kSum, kNone };
+
+struct NllReductionName {
+  NllReduction reduction;
+  const char* name;
+};
+constexpr NllReductionName kNllReductions[] = {
+    {NllReduction::kMean, "mean"}, {NllReduction::kSum, "sum"}, {NllReduction::kNone, "none"}};
+
+const char* nll_reduction_name(NllReduction r) {
+  for (const auto& [reduction, name] : kNllReductions)
+    if (reduction == r) return name;
+  return "?";
+}
+
+// The reduction `ctx`'s call asks for; fails naming the choices when it is
+// none of them. Ctx: a TypeContext or a KernelContext.
+template <class Ctx>
+NllReduction nll_reduction(const Ctx& ctx) {
+  const std::string& given = ctx.attr_string("reduction");
+  for (const auto& [reduction, name] : kNllReductions)
+    if (given == name) return reduction;
+  std::string choices;
+  for (const auto& choice : kNllReductions) choices += str(choices.empty() ? "" : ", ", '"', choice.name, '"');
+  ctx.fail("attr 'reduction' must be one of ", choices, ", got \"", given, "\"");
+}
+
 // predictions float (n, c) at arg p, targets int (n,) at arg p + 1 -> ()
-// for "mean" and "sum", (n,) for "none"; unbatched predictions (c,),
+// when reducing (mean, sum), (n,) for none; unbatched predictions (c,),
 // targets () -> ().
 Shape nll_loss_shape(const TypeContext& ctx, size_t p) {
   require_float(ctx, p);
   require_int(ctx, p + 1);
   const TypeNode& pred = ctx.tensor(p);
   const TypeNode& targets = ctx.tensor(p + 1);
-  const std::string& reduction = ctx.attr_string("reduction");
-  if (reduction != "mean" && reduction != "sum" && reduction != "none")
-    ctx.fail("attr 'reduction' must be \"mean\", \"sum\" or \"none\", got \"", reduction, "\"");
+  NllReduction reduction = nll_reduction(ctx);
   if (pred.ndim() < 1 || pred.ndim() > 2)
     ctx.fail("argument 'predictions' must have shape (N, C) or (C,), got ",
              shape_to_string(pred.shape()));
@@ -101,7 +128,7 @@ Shape nll_loss_shape(const TypeContext& ctx, size_t p) {
   if (targets.shape() != batch)
     ctx.fail("argument 'targets' must have shape ", shape_to_string(batch), " for predictions ",
              shape_to_string(pred.shape()), ", got ", shape_to_string(targets.shape()));
-  return reduction == "none" ? batch : Shape{};
+  return reduction == NllReduction::kNone ? batch : Shape{};
 }
 
 Type nll_loss_type(const TypeContext& ctx) {
@@ -588,7 +615,7 @@ bool counted_target(const KernelContext& ctx, int64_t t, int64_t r, int64_t c, i
 template <typename I>
 struct NllTargets {
   NllTargets(const KernelContext& ctx, int predictions, int targets)
-      : ctx(ctx), targets(ctx.in(targets).data_as<I>()), reduction(ctx.attr_string("reduction")),
+      : ctx(ctx), targets(ctx.in(targets).data_as<I>()), reduction(nll_reduction(ctx)),
         ignore(ctx.attr_int("ignore_index")) {
     std::tie(rows, c) = rows_and_classes(ctx.in(predictions));
   }
@@ -600,13 +627,14 @@ struct NllTargets {
 
   const KernelContext& ctx;
   const I* targets;
-  const std::string& reduction;
+  NllReduction reduction;
   int64_t ignore;
   int64_t rows = 0, c = 0;
 };
 
 // -predictions[r, targets[r]] per row, 0 where the target is ignore_index;
-// "mean" divides the sum by the number of targets not ignored (NaN for none).
+// reduction=mean divides the sum by the number of targets not ignored (NaN
+// when all are ignored).
 template <typename T, typename I>
 void nll_loss_typed(const KernelContext& ctx) {
   NllTargets<I> nll(ctx, 0, 1);
@@ -618,15 +646,15 @@ void nll_loss_typed(const KernelContext& ctx) {
     int64_t t = nll.at(r);
     T loss = t < 0 ? T(0) : -pred[r * nll.c + t];
     counted += t >= 0;
-    if (nll.reduction == "none") out[r] = loss;
+    if (nll.reduction == NllReduction::kNone) out[r] = loss;
     else total += loss;
   }
-  if (nll.reduction == "sum") out[0] = static_cast<T>(total);
-  if (nll.reduction == "mean") out[0] = static_cast<T>(total / static_cast<double>(counted));
+  if (nll.reduction == NllReduction::kSum) out[0] = static_cast<T>(total);
+  if (nll.reduction == NllReduction::kMean) out[0] = static_cast<T>(total / static_cast<double>(counted));
 }
 
 // d predictions: zeros but -output_grad[r] (or the scalar output_grad, over
-// the count of targets not ignored for "mean") at (r, targets[r]) of each
+// the count of targets not ignored for reduction=mean) at (r, targets[r]) of each
 // counted row.
 template <typename T, typename I>
 void nll_loss_backward_typed(const KernelContext& ctx) {
@@ -636,10 +664,10 @@ void nll_loss_backward_typed(const KernelContext& ctx) {
   std::fill(out, out + ctx.out().numel(), T(0));
   int64_t counted = 0;
   for (int64_t r = 0; r < nll.rows; ++r) counted += nll.at(r) >= 0;
-  T scale = nll.reduction == "mean" ? T(1) / static_cast<T>(counted) : T(1);
+  T scale = nll.reduction == NllReduction::kMean ? T(1) / static_cast<T>(counted) : T(1);
   for (int64_t r = 0; r < nll.rows; ++r) {
     int64_t t = nll.at(r);
-    if (t >= 0) out[r * nll.c + t] = -(nll.reduction == "none" ? g[r] : g[0]) * scale;
+    if (t >= 0) out[r * nll.c + t] = -(nll.reduction == NllReduction::kNone ? g[r] : g[0]) * scale;
   }
 }
 
@@ -743,22 +771,6 @@ void col2im(const T* col, int64_t cg, int64_t h, int64_t w, const Window2d& win,
       }
 }
 
-// Row-major c (m, n) = op(a) (m, k) * op(b) (k, n) + beta * c, all
-// contiguous: op(a) is a, or with ta the transpose of a stored (k, m); the
-// same for b with tb.
-template <typename T>
-void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T beta, T* c) {
-  using blas::Trans;
-  auto i = [](int64_t v) { return static_cast<int>(v); };
-  auto ld = [](int64_t v) { return static_cast<int>(std::max<int64_t>(v, 1)); };
-  Trans fa = ta ? Trans::kYes : Trans::kNo, fb = tb ? Trans::kYes : Trans::kNo;
-  int lda = ld(ta ? m : k), ldb = ld(tb ? k : n);
-  if constexpr (std::is_same_v<T, float>)
-    blas::sgemm(fa, fb, i(m), i(n), i(k), 1.0f, a, lda, b, ldb, beta, c, ld(n));
-  else
-    blas::dgemm(fa, fb, i(m), i(n), i(k), 1.0, a, lda, b, ldb, beta, c, ld(n));
-}
-
 // conv2d's sizes from its data (N, C, H, W) and output (N, O, OH, OW)
 // shapes: per group, cg input and og output channels and k = cg * KH * KW
 // rows of im2col.
@@ -797,8 +809,8 @@ void conv2d_typed(const KernelContext& ctx, const Window2d& win) {
     for (int64_t g = 0; g < c.groups; ++g) {
       const T* image = data + (n * c.groups + g) * c.cg * c.plane;
       if (!c.direct) im2col(image, c.cg, c.h, c.w, win, c.oh, c.ow, col.data());
-      gemm<T>(false, false, c.og, c.pixels, c.k, weight + g * c.og * c.k, c.direct ? image : col.data(),
-              T(0), out + (n * c.groups + g) * c.og * c.pixels);
+      blas::gemm(false, false, c.og, c.pixels, c.k, weight + g * c.og * c.k, c.k, c.direct ? image : col.data(),
+                 c.pixels, T(0), out + (n * c.groups + g) * c.og * c.pixels, c.pixels);
     }
 }
 
@@ -816,8 +828,8 @@ void conv2d_backward_data_typed(const KernelContext& ctx, const Window2d& win) {
   for (int64_t n = 0; n < c.batch; ++n)
     for (int64_t g = 0; g < c.groups; ++g) {
       T* image = out + (n * c.groups + g) * c.cg * c.plane;
-      gemm<T>(true, false, c.k, c.pixels, c.og, weight + g * c.og * c.k,
-              grad + (n * c.groups + g) * c.og * c.pixels, T(0), c.direct ? image : col.data());
+      blas::gemm(true, false, c.k, c.pixels, c.og, weight + g * c.og * c.k, c.k,
+                 grad + (n * c.groups + g) * c.og * c.pixels, c.pixels, T(0), c.direct ? image : col.data(), c.pixels);
       if (!c.direct) col2im(col.data(), c.cg, c.h, c.w, win, c.oh, c.ow, image);
     }
 }
@@ -837,8 +849,8 @@ void conv2d_backward_weight_typed(const KernelContext& ctx, const Window2d& win)
     for (int64_t g = 0; g < c.groups; ++g) {
       const T* image = data + (n * c.groups + g) * c.cg * c.plane;
       if (!c.direct) im2col(image, c.cg, c.h, c.w, win, c.oh, c.ow, col.data());
-      gemm<T>(false, true, c.og, c.k, c.pixels, grad + (n * c.groups + g) * c.og * c.pixels,
-              c.direct ? image : col.data(), T(1), out + g * c.og * c.k);
+      blas::gemm(false, true, c.og, c.k, c.pixels, grad + (n * c.groups + g) * c.og * c.pixels, c.pixels,
+                 c.direct ? image : col.data(), c.pixels, T(1), out + g * c.og * c.k, c.k);
     }
 }
 
@@ -1030,16 +1042,10 @@ NormLayout norm_layout(const VJPContext& ctx) {
   return l;
 }
 
-bool is_identity(const std::vector<int64_t>& perm) {
-  for (size_t i = 0; i < perm.size(); ++i)
-    if (perm[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
 // gamma made to broadcast against x: its dims put in x's order, then unit
 // dims added where kept axes lie between or after them.
 Expr broadcast_param(VJPContext& ctx, const NormLayout& l, const Expr& gamma) {
-  Expr e = is_identity(l.to_sorted) ? gamma : ctx.make(ops::permute_dims, {gamma}, {{"axes", l.to_sorted}});
+  Expr e = is_identity_permutation(l.to_sorted) ? gamma : make_permute_dims(gamma, l.to_sorted);
   const Shape& xs = ctx.arg_type(0).shape();
   int64_t first = l.norm.front();
   bool trailing = l.norm.back() - first + 1 == static_cast<int64_t>(l.norm.size()) &&
@@ -1054,8 +1060,8 @@ Expr broadcast_param(VJPContext& ctx, const NormLayout& l, const Expr& gamma) {
 // e (x's shape) summed over the kept axes into gamma's shape and dim order.
 Expr reduce_to_param(VJPContext& ctx, const NormLayout& l, const Expr& e) {
   Expr t = l.kept.empty() ? e : ctx.make(ops::sum, {e}, {{"axis", l.kept}});
-  if (is_identity(l.to_sorted)) return t;
-  return ctx.make(ops::permute_dims, {t}, {{"axes", inverse_permutation(l.to_sorted)}});
+  if (is_identity_permutation(l.to_sorted)) return t;
+  return make_permute_dims(t, inverse_permutation(l.to_sorted));
 }
 
 // layer_norm, with xhat = (x - mean) * rstd recomputed, gg = g * gamma and
@@ -1177,61 +1183,61 @@ OpDef& add_window_attrs(OpDef& op) {
 // (as TVM's); each has a VJP but max_pool2d_backward, whose gradient for
 // output_grad would gather at each window's argmax.
 void register_nn_ops(OpRegistry& reg) {
-  reg.define("softmax").set_family("nn").set_args({"x"})
+  reg.define(ops::softmax).set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(softmax_type).set_flops(per_input_element_flops<5>)
       .set_kernel(softmax_kernel<false>).set_vjp(softmax_vjp);
-  reg.define("log_softmax").set_family("nn").set_args({"x"})
+  reg.define(ops::log_softmax).set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(softmax_type).set_flops(per_input_element_flops<5>)
       .set_kernel(softmax_kernel<true>).set_vjp(log_softmax_vjp);
-  reg.define("layer_norm").set_family("nn").set_args({"x", "gamma", "beta"})
+  reg.define(ops::layer_norm).set_args({"x", "gamma", "beta"})
       .add_attr("axes", AttrKind::kIntList, std::vector<int64_t>{-1})
       .add_attr("epsilon", AttrKind::kFloat, 1e-5)
       .set_type_rule(layer_norm_type).set_flops(per_input_element_flops<7>)
       .set_kernel(layer_norm_kernel).set_vjp(layer_norm_vjp);
-  reg.define("cross_entropy_with_logits").set_family("nn").set_args({"logits", "labels"})
+  reg.define(ops::cross_entropy_with_logits).set_args({"logits", "labels"})
       .set_type_rule(cross_entropy_type).set_flops(per_input_element_flops<7>)
       .set_kernel(cross_entropy_kernel).set_vjp(cross_entropy_vjp);
-  reg.define("nll_loss").set_family("nn").set_args({"predictions", "targets"})
-      .add_attr("reduction", AttrKind::kString, std::string("mean"))
+  reg.define(ops::nll_loss).set_args({"predictions", "targets"})
+      .add_attr("reduction", AttrKind::kString, std::string(nll_reduction_name(NllReduction::kMean)))
       .add_attr("ignore_index", AttrKind::kInt, int64_t{-100})
       .set_type_rule(nll_loss_type).set_flops(nll_loss_flops).set_kernel(nll_loss_kernel)
       .set_vjp(nll_loss_vjp);
   // nll_loss_backward(output_grad, predictions, targets, reduction, ignore_index): d predictions
-  reg.define("nll_loss_backward").set_family("nn").set_args({"output_grad", "predictions", "targets"})
-      .add_attr("reduction", AttrKind::kString, std::string("mean"))
+  reg.define(ops::nll_loss_backward).set_args({"output_grad", "predictions", "targets"})
+      .add_attr("reduction", AttrKind::kString, std::string(nll_reduction_name(NllReduction::kMean)))
       .add_attr("ignore_index", AttrKind::kInt, int64_t{-100})
       .set_type_rule(nll_loss_backward_type).set_flops(nll_loss_backward_flops)
       .set_kernel(nll_loss_backward_kernel).set_vjp(nll_loss_backward_vjp);
-  add_window_attrs(reg.define("conv2d").set_family("nn").set_args({"data", "weight"}))
+  add_window_attrs(reg.define(ops::conv2d).set_args({"data", "weight"}))
       .add_attr("groups", AttrKind::kInt, int64_t{1})
       .set_type_rule(conv2d_type).set_flops(conv2d_flops).set_kernel(conv2d_kernel)
       .set_vjp(conv2d_vjp);
   // conv2d_backward_data(output_grad, weight, data_shape, strides, padding, dilation, groups): d data
-  add_window_attrs(reg.define("conv2d_backward_data").set_family("nn").set_args({"output_grad", "weight"})
+  add_window_attrs(reg.define(ops::conv2d_backward_data).set_args({"output_grad", "weight"})
                        .add_attr("data_shape", AttrKind::kShape))
       .add_attr("groups", AttrKind::kInt, int64_t{1})
       .set_type_rule(conv2d_backward_data_type).set_flops(conv2d_backward_data_flops)
       .set_kernel(conv2d_backward_data_kernel).set_vjp(conv2d_backward_data_vjp);
   // conv2d_backward_weight(output_grad, data, weight_shape, strides, padding, dilation, groups): d weight
-  add_window_attrs(reg.define("conv2d_backward_weight").set_family("nn").set_args({"output_grad", "data"})
+  add_window_attrs(reg.define(ops::conv2d_backward_weight).set_args({"output_grad", "data"})
                        .add_attr("weight_shape", AttrKind::kShape))
       .add_attr("groups", AttrKind::kInt, int64_t{1})
       .set_type_rule(conv2d_backward_weight_type).set_flops(conv2d_backward_weight_flops)
       .set_kernel(conv2d_backward_weight_kernel).set_vjp(conv2d_backward_weight_vjp);
-  add_window_attrs(reg.define("max_pool2d").set_family("nn").set_args({"x"})
+  add_window_attrs(reg.define(ops::max_pool2d).set_args({"x"})
                        .add_attr("pool_size", AttrKind::kIntList))
       .add_attr("ceil_mode", AttrKind::kBool, false)
       .set_type_rule(max_pool2d_type).set_flops(pool2d_flops).set_kernel(max_pool2d_kernel)
       .set_vjp(max_pool2d_vjp);
   // max_pool2d_backward(output_grad, x, pool_size, strides, padding, dilation, ceil_mode): d x
-  add_window_attrs(reg.define("max_pool2d_backward").set_family("nn").set_args({"output_grad", "x"})
+  add_window_attrs(reg.define(ops::max_pool2d_backward).set_args({"output_grad", "x"})
                        .add_attr("pool_size", AttrKind::kIntList))
       .add_attr("ceil_mode", AttrKind::kBool, false)
       .set_type_rule(pool2d_backward_type).set_flops(pool2d_backward_flops)
       .set_kernel(max_pool2d_backward_kernel).set_differentiable(false);
-  add_window_attrs(reg.define("avg_pool2d").set_family("nn").set_args({"x"})
+  add_window_attrs(reg.define(ops::avg_pool2d).set_args({"x"})
                        .add_attr("pool_size", AttrKind::kIntList))
       .add_attr("ceil_mode", AttrKind::kBool, false)
       .add_attr("count_include_pad", AttrKind::kBool, false)
@@ -1239,7 +1245,7 @@ void register_nn_ops(OpRegistry& reg) {
       .set_vjp(avg_pool2d_vjp);
   // avg_pool2d_backward(output_grad, x, pool_size, strides, padding, dilation, ceil_mode,
   // count_include_pad): d x
-  add_window_attrs(reg.define("avg_pool2d_backward").set_family("nn").set_args({"output_grad", "x"})
+  add_window_attrs(reg.define(ops::avg_pool2d_backward).set_args({"output_grad", "x"})
                        .add_attr("pool_size", AttrKind::kIntList))
       .add_attr("ceil_mode", AttrKind::kBool, false)
       .add_attr("count_include_pad", AttrKind::kBool, false)

@@ -176,12 +176,6 @@ std::vector<int64_t> other_axes(const std::vector<int64_t>& axes, int64_t ndim) 
   return out;
 }
 
-std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& perm) {
-  std::vector<int64_t> inv(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) inv[perm[i]] = static_cast<int64_t>(i);
-  return inv;
-}
-
 Expr count_fraction(VJPContext& ctx, double numerator, const Shape& dims, DType dtype) {
   Dim count = num_elements(dims);
   if (count.is_const()) return ctx.scalar(numerator / static_cast<double>(count.value()), dtype);

@@ -70,8 +70,6 @@ namespace aj {
 std::vector<int64_t> wrap_axes(const std::vector<int64_t>& axes, int64_t ndim);
 // The axes of a rank-ndim tensor not in `axes`, ascending.
 std::vector<int64_t> other_axes(const std::vector<int64_t>& axes, int64_t ndim);
-// The inverse of a permutation of [0, n).
-std::vector<int64_t> inverse_permutation(const std::vector<int64_t>& perm);
 // numerator / (the number of elements of `dims`) as a scalar of `dtype`: a
 // constant when the dims are constant, else numerator / sum(ones(dims)) at
 // run time.

@@ -51,17 +51,19 @@ Type float_reduce_type(const TypeContext& ctx) {
   return reduce_type(ctx);
 }
 
-// ---- kernels ----
-
-// Which dims of x the call reduces (axis=None: all).
-std::vector<bool> reduced_dims(const KernelContext& ctx) {
-  auto ndim = static_cast<int64_t>(ctx.in(0).shape().size());
-  auto axes = ctx.attr_opt_ints("axis");
-  std::vector<bool> reduced(ndim, !axes.has_value());
+// Which dims of x a reduce call reduces (axis=None: all): the one reading
+// of the axis attr once the type rule has checked it.
+std::vector<bool> reduced_dims(const CallNode& call) {
+  size_t ndim = call.args()[0]->type()->ndim();
+  const AttrValue& axis = lookup_attr(call.op(), call.attrs(), "axis");
+  auto* axes = std::get_if<std::vector<int64_t>>(&axis);
+  std::vector<bool> reduced(ndim, axes == nullptr);
   if (axes)
-    for (auto a : *axes) reduced[a < 0 ? a + ndim : a] = true;
+    for (auto a : *axes) reduced[wrap_axis(a, ndim)] = true;
   return reduced;
 }
+
+// ---- kernels ----
 
 // How many input elements reduce into each output element.
 int64_t reduced_count(const KernelContext& ctx, const std::vector<bool>& reduced) {
@@ -109,7 +111,7 @@ void sum_into(const NDArray& x, const std::vector<bool>& reduced, T* out, int64_
 }
 
 void sum_kernel(KernelContext& ctx) {
-  auto reduced = reduced_dims(ctx);
+  auto reduced = reduced_dims(*ctx.call);
   dispatch_dtype(ctx.in(0).dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     sum_into(ctx.in(0), reduced, ctx.out().data_as<T>(), ctx.out().numel());
@@ -117,7 +119,7 @@ void sum_kernel(KernelContext& ctx) {
 }
 
 void mean_kernel(KernelContext& ctx) {
-  auto reduced = reduced_dims(ctx);
+  auto reduced = reduced_dims(*ctx.call);
   int64_t count = reduced_count(ctx, reduced);
   dispatch_float(ctx.in(0).dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -130,7 +132,7 @@ void mean_kernel(KernelContext& ctx) {
 
 // Population variance: the mean, then the mean squared deviation from it.
 void variance_kernel(KernelContext& ctx) {
-  auto reduced = reduced_dims(ctx);
+  auto reduced = reduced_dims(*ctx.call);
   int64_t count = reduced_count(ctx, reduced);
   dispatch_float(ctx.in(0).dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -162,7 +164,7 @@ void variance_kernel(KernelContext& ctx) {
 // NumPy, so it fails.
 template <bool kMax>
 void extremum_kernel(KernelContext& ctx) {
-  auto reduced = reduced_dims(ctx);
+  auto reduced = reduced_dims(*ctx.call);
   if (reduced_count(ctx, reduced) == 0)
     ctx.fail("zero-size reduction: input shape ",
              shape_to_string(Shape(ctx.in(0).shape().begin(), ctx.in(0).shape().end())),
@@ -193,11 +195,10 @@ void extremum_kernel(KernelContext& ctx) {
 
 // The axes of x a reduce call reduces (axis=None: all), ascending.
 std::vector<int64_t> reduced_axes(const VJPContext& ctx) {
-  auto n = static_cast<int64_t>(ctx.arg_type(0).ndim());
-  auto axes = ctx.attr_opt_ints("axis");
-  if (!axes) return other_axes({}, n);
-  std::vector<int64_t> out = wrap_axes(*axes, n);
-  std::sort(out.begin(), out.end());
+  std::vector<bool> reduced = reduced_dims(ctx.call);
+  std::vector<int64_t> out;
+  for (size_t a = 0; a < reduced.size(); ++a)
+    if (reduced[a]) out.push_back(static_cast<int64_t>(a));
   return out;
 }
 
@@ -248,9 +249,9 @@ std::vector<Expr> variance_vjp(VJPContext& ctx) {
   return {ctx.make(ops::multiply, {ctx.make(ops::subtract, {ctx.arg(0), mean}), unreduce(ctx, scaled)})};
 }
 
-void define_reduce(OpRegistry& reg, const char* name, TypeRule rule, FlopRule flops, Kernel kernel,
+void define_reduce(OpRegistry& reg, OpHandle op, TypeRule rule, FlopRule flops, Kernel kernel,
                    VJPRule vjp) {
-  reg.define(name).set_family("reduce").set_args({"x"})
+  reg.define(op).set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
       .add_attr("keepdims", AttrKind::kBool, false)
       .set_type_rule(rule).set_flops(flops).set_kernel(std::move(kernel)).set_vjp(std::move(vjp));
@@ -262,13 +263,13 @@ void define_reduce(OpRegistry& reg, const char* name, TypeRule rule, FlopRule fl
 // compare); mean two (the add, plus the final scaling rounded up to one per
 // element); variance three (subtract the mean, square, add).
 void register_reduce_ops(OpRegistry& reg) {
-  define_reduce(reg, "sum", reduce_type, per_input_element_flops<1>, sum_kernel, sum_vjp);
-  define_reduce(reg, "mean", float_reduce_type, per_input_element_flops<2>, mean_kernel, mean_vjp);
-  define_reduce(reg, "max", numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<true>,
+  define_reduce(reg, ops::sum, reduce_type, per_input_element_flops<1>, sum_kernel, sum_vjp);
+  define_reduce(reg, ops::mean, float_reduce_type, per_input_element_flops<2>, mean_kernel, mean_vjp);
+  define_reduce(reg, ops::max, numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<true>,
                 extremum_vjp);
-  define_reduce(reg, "min", numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<false>,
+  define_reduce(reg, ops::min, numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<false>,
                 extremum_vjp);
-  define_reduce(reg, "variance", float_reduce_type, per_input_element_flops<3>, variance_kernel,
+  define_reduce(reg, ops::variance, float_reduce_type, per_input_element_flops<3>, variance_kernel,
                 variance_vjp);
 }
 

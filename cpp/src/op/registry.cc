@@ -1,6 +1,7 @@
 // The op registry, the type-rule context helpers, and attr checking.
 #include "adjoint/op/registry.h"
 
+#include <cstring>
 #include <optional>
 
 #include "families.h"
@@ -26,21 +27,15 @@ const char* attr_kind_name(AttrKind kind) {
 
 namespace {
 
-constexpr const char* kOpNames[] = {
-#define AJ_OP(family, name) #name,
+constexpr OpHandle kOps[] = {
+#define AJ_OP(family, name) ops::name,
 #include "adjoint/op/op_list.def"
 #undef AJ_OP
 };
 
-std::optional<OpId> listed_op(const std::string& name) {
-  for (size_t i = 0; i < kNumOps; ++i)
-    if (name == kOpNames[i]) return static_cast<OpId>(i);
-  return std::nullopt;
-}
-
 }  // namespace
 
-const char* op_name(OpId id) { return kOpNames[static_cast<size_t>(id)]; }
+const char* op_name(OpId id) { return kOps[static_cast<size_t>(id)].name(); }
 
 const OpDef& OpHandle::def() const { return OpRegistry::global().get(id_); }
 
@@ -54,15 +49,15 @@ bool operator==(const OpDef& def, OpHandle op) { return def.id == op.id(); }
 bool is_call_of(const CallNode* c, OpHandle op) { return c && c->op().id == op.id(); }
 
 OpRegistry::OpRegistry() : by_id_(kNumOps, nullptr) {
-  register_binary_ops(*this);
-  register_unary_ops(*this);
-  register_linalg_ops(*this);
-  register_manipulate_ops(*this);
-  register_reduce_ops(*this);
-  register_create_ops(*this);
-  register_nn_ops(*this);
-  for (size_t i = 0; i < kNumOps; ++i)
-    if (!by_id_[i]) throw Error(str("op '", kOpNames[i], "' is listed in op_list.def but no family defines it"));
+  for (const OpFamily& family : kOpFamilies) {
+    defining_family_ = family.name;
+    family.define_ops(*this);
+  }
+  defining_family_ = nullptr;
+  for (const OpHandle& op : kOps)
+    if (!by_id_[static_cast<size_t>(op.id())])
+      throw Error(str("op '", op.name(), "' is listed in op_list.def under family '", op.family(),
+                      "' but that family does not define it"));
 }
 
 OpRegistry& OpRegistry::global() {
@@ -70,16 +65,19 @@ OpRegistry& OpRegistry::global() {
   return *reg;
 }
 
-OpDef& OpRegistry::define(const std::string& name) {
-  std::optional<OpId> id = listed_op(name);
-  if (!id) throw Error(str("op '", name, "' is not listed in op_list.def"));
+OpDef& OpRegistry::define(OpHandle op) {
+  if (!defining_family_ || std::strcmp(op.family(), defining_family_) != 0)
+    throw Error(str("op '", op.name(), "' is listed in op_list.def under family '", op.family(),
+                    "' but ", defining_family_ ? str("family '", defining_family_, "'") : std::string("no family"),
+                    " defines it"));
   auto def = std::make_unique<OpDef>();
-  def->name = name;
-  def->id = *id;
+  def->name = op.name();
+  def->id = op.id();
+  def->family = op.family();
   OpDef* raw = def.get();
-  if (!ops_.emplace(name, std::move(def)).second) throw Error(str("op '", name, "' defined twice"));
+  if (!ops_.emplace(op.name(), std::move(def)).second) throw Error(str("op '", op.name(), "' defined twice"));
   order_.push_back(raw);
-  by_id_[static_cast<size_t>(*id)] = raw;
+  by_id_[static_cast<size_t>(op.id())] = raw;
   return *raw;
 }
 

@@ -250,7 +250,7 @@ std::vector<Expr> astype_vjp(VJPContext& ctx) {
 }
 
 struct UnaryOp {
-  const char* name;
+  OpHandle op;
   TypeRule rule;
   Kernel kernel;
   VJPRule vjp;
@@ -259,29 +259,29 @@ struct UnaryOp {
 }  // namespace
 
 void register_unary_ops(OpRegistry& reg) {
-  const UnaryOp ops[] = {
-      {"negative", numeric_unary_type, numeric_kernel<Negative>, negative_vjp},
-      {"exp", float_unary_type, float_kernel<Exp>, exp_vjp},
-      {"log", float_unary_type, float_kernel<Log>, log_vjp},
-      {"sqrt", float_unary_type, float_kernel<Sqrt>, sqrt_vjp},
-      {"rsqrt", float_unary_type, float_kernel<Rsqrt>, rsqrt_vjp},
-      {"sin", float_unary_type, float_kernel<Sin>, sin_vjp},
-      {"cos", float_unary_type, float_kernel<Cos>, cos_vjp},
-      {"tanh", float_unary_type, float_kernel<Tanh>, tanh_vjp},
-      {"sigmoid", float_unary_type, float_kernel<Sigmoid>, sigmoid_vjp},
-      {"relu", numeric_unary_type, numeric_kernel<Relu>, relu_vjp},
-      {"gelu", float_unary_type, float_kernel<Gelu>, gelu_vjp},
-      {"silu", float_unary_type, float_kernel<Silu>, silu_vjp},
-      {"abs", numeric_unary_type, numeric_kernel<Abs>, abs_vjp},
-      {"square", numeric_unary_type, numeric_kernel<Square>, square_vjp},
-      {"erf", float_unary_type, float_kernel<Erf>, erf_vjp},
+  const UnaryOp unary_ops[] = {
+      {ops::negative, numeric_unary_type, numeric_kernel<Negative>, negative_vjp},
+      {ops::exp, float_unary_type, float_kernel<Exp>, exp_vjp},
+      {ops::log, float_unary_type, float_kernel<Log>, log_vjp},
+      {ops::sqrt, float_unary_type, float_kernel<Sqrt>, sqrt_vjp},
+      {ops::rsqrt, float_unary_type, float_kernel<Rsqrt>, rsqrt_vjp},
+      {ops::sin, float_unary_type, float_kernel<Sin>, sin_vjp},
+      {ops::cos, float_unary_type, float_kernel<Cos>, cos_vjp},
+      {ops::tanh, float_unary_type, float_kernel<Tanh>, tanh_vjp},
+      {ops::sigmoid, float_unary_type, float_kernel<Sigmoid>, sigmoid_vjp},
+      {ops::relu, numeric_unary_type, numeric_kernel<Relu>, relu_vjp},
+      {ops::gelu, float_unary_type, float_kernel<Gelu>, gelu_vjp},
+      {ops::silu, float_unary_type, float_kernel<Silu>, silu_vjp},
+      {ops::abs, numeric_unary_type, numeric_kernel<Abs>, abs_vjp},
+      {ops::square, numeric_unary_type, numeric_kernel<Square>, square_vjp},
+      {ops::erf, float_unary_type, float_kernel<Erf>, erf_vjp},
   };
-  for (const auto& op : ops)
-    reg.define(op.name).set_family("unary").set_args({"x"}).set_type_rule(op.rule)
-        .set_flops(elementwise_flops).set_kernel(op.kernel).set_vjp(op.vjp).set_inplace_ok(true);
+  for (const auto& [op, rule, kernel, vjp] : unary_ops)
+    reg.define(op).set_args({"x"}).set_type_rule(rule)
+        .set_flops(elementwise_flops).set_kernel(kernel).set_vjp(vjp).set_inplace_ok(true);
   // One conversion per element. The gradient layer gives no gradient when the
   // source or target dtype is not float.
-  reg.define("astype").set_family("unary").set_args({"x"})
+  reg.define(ops::astype).set_args({"x"})
       .add_attr("dtype", AttrKind::kDType)
       .set_type_rule(astype_type).set_flops(elementwise_flops).set_kernel(astype_kernel).set_vjp(astype_vjp);
 }

@@ -34,7 +34,11 @@ namespace blas {
 
 namespace {
 
-CBLAS_TRANSPOSE to_cblas(Trans t) { return t == Trans::kYes ? CblasTrans : CblasNoTrans; }
+CBLAS_TRANSPOSE to_cblas(bool transposed) { return transposed ? CblasTrans : CblasNoTrans; }
+
+// A size or offset as the int CBLAS takes; a row stride at least 1.
+int as_int(int64_t v) { return static_cast<int>(v); }
+int as_ld(int64_t v) { return static_cast<int>(v < 1 ? 1 : v); }
 
 // The lock BLAS calls hold shared and set_num_threads exclusively. Writer-
 // preferring where glibc offers it, so a stream of GEMMs from other threads
@@ -69,33 +73,37 @@ struct Exclusive {
 
 }  // namespace
 
-void sgemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, int lda,
-           const float* b, int ldb, float beta, float* c, int ldc) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+          const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   Shared lock;
-  AJ_BLAS(cblas_sgemm)(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, alpha, a, lda, b, ldb,
-                       beta, c, ldc);
+  AJ_BLAS(cblas_sgemm)(CblasRowMajor, to_cblas(ta), to_cblas(tb), as_int(m), as_int(n), as_int(k), 1.0f, a,
+                       as_ld(lda), b, as_ld(ldb), beta, c, as_ld(ldc));
 }
 
-void dgemm(Trans ta, Trans tb, int m, int n, int k, double alpha, const double* a, int lda,
-           const double* b, int ldb, double beta, double* c, int ldc) {
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+          const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   Shared lock;
-  AJ_BLAS(cblas_dgemm)(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, alpha, a, lda, b, ldb,
-                       beta, c, ldc);
+  AJ_BLAS(cblas_dgemm)(CblasRowMajor, to_cblas(ta), to_cblas(tb), as_int(m), as_int(n), as_int(k), 1.0, a,
+                       as_ld(lda), b, as_ld(ldb), beta, c, as_ld(ldc));
 }
 
 #ifdef ADJOINT_SCIPY_OPENBLAS
-void sgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, long stride_a,
-                         const float* b, int ldb, long stride_b, float* c, int ldc, long stride_c, int count) {
+void gemm_batch_strided(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                        int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float* c, int64_t ldc,
+                        int64_t stride_c, int64_t count) {
   Shared lock;
-  scipy_cblas_sgemm_batch_strided(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, 1.0f, a, lda, static_cast<int>(stride_a),
-                                  b, ldb, static_cast<int>(stride_b), 0.0f, c, ldc, static_cast<int>(stride_c), count);
+  scipy_cblas_sgemm_batch_strided(CblasRowMajor, to_cblas(ta), to_cblas(tb), as_int(m), as_int(n), as_int(k), 1.0f,
+                                  a, as_ld(lda), as_int(stride_a), b, as_ld(ldb), as_int(stride_b), 0.0f, c,
+                                  as_ld(ldc), as_int(stride_c), as_int(count));
 }
 
-void dgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const double* a, int lda, long stride_a,
-                         const double* b, int ldb, long stride_b, double* c, int ldc, long stride_c, int count) {
+void gemm_batch_strided(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+                        int64_t stride_a, const double* b, int64_t ldb, int64_t stride_b, double* c, int64_t ldc,
+                        int64_t stride_c, int64_t count) {
   Shared lock;
-  scipy_cblas_dgemm_batch_strided(CblasRowMajor, to_cblas(ta), to_cblas(tb), m, n, k, 1.0, a, lda, static_cast<int>(stride_a),
-                                  b, ldb, static_cast<int>(stride_b), 0.0, c, ldc, static_cast<int>(stride_c), count);
+  scipy_cblas_dgemm_batch_strided(CblasRowMajor, to_cblas(ta), to_cblas(tb), as_int(m), as_int(n), as_int(k), 1.0,
+                                  a, as_ld(lda), as_int(stride_a), b, as_ld(ldb), as_int(stride_b), 0.0, c,
+                                  as_ld(ldc), as_int(stride_c), as_int(count));
 }
 
 std::string config() { return scipy_openblas_get_config(); }
@@ -109,16 +117,18 @@ void set_num_threads(int n) {
 }
 #else
 // A system CBLAS may lack the batched entry points: one GEMM per matrix.
-void sgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const float* a, int lda, long stride_a,
-                         const float* b, int ldb, long stride_b, float* c, int ldc, long stride_c, int count) {
-  for (int i = 0; i < count; ++i)
-    sgemm(ta, tb, m, n, k, 1.0f, a + i * stride_a, lda, b + i * stride_b, ldb, 0.0f, c + i * stride_c, ldc);
+void gemm_batch_strided(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
+                        int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float* c, int64_t ldc,
+                        int64_t stride_c, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    gemm(ta, tb, m, n, k, a + i * stride_a, lda, b + i * stride_b, ldb, 0.0f, c + i * stride_c, ldc);
 }
 
-void dgemm_batch_strided(Trans ta, Trans tb, int m, int n, int k, const double* a, int lda, long stride_a,
-                         const double* b, int ldb, long stride_b, double* c, int ldc, long stride_c, int count) {
-  for (int i = 0; i < count; ++i)
-    dgemm(ta, tb, m, n, k, 1.0, a + i * stride_a, lda, b + i * stride_b, ldb, 0.0, c + i * stride_c, ldc);
+void gemm_batch_strided(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda,
+                        int64_t stride_a, const double* b, int64_t ldb, int64_t stride_b, double* c, int64_t ldc,
+                        int64_t stride_c, int64_t count) {
+  for (int64_t i = 0; i < count; ++i)
+    gemm(ta, tb, m, n, k, a + i * stride_a, lda, b + i * stride_b, ldb, 0.0, c + i * stride_c, ldc);
 }
 
 std::string config() { return openblas_get_config ? openblas_get_config() : "system CBLAS"; }

@@ -8,6 +8,7 @@
 #include <new>
 #include <unordered_map>
 
+#include "adjoint/op/manipulate.h"
 #include "buffer_pool.h"
 
 namespace aj {
@@ -32,19 +33,9 @@ void flatten_types(const Type& t, std::vector<Type>& out) {
   for (const auto& f : t->fields()) flatten_types(f, out);
 }
 
-// permute_dims that swaps exactly the last two axes (for rank 2 also axes=None).
-bool swaps_last_two(const CallNode& call) {
-  if (call.op() != ops::permute_dims) return false;
-  size_t n = call.args()[0]->type()->ndim();
-  if (n < 2) return false;
-  const auto& axes = call.attrs()[0];
-  if (std::holds_alternative<NoneValue>(axes)) return n == 2;
-  const auto& a = std::get<std::vector<int64_t>>(axes);
-  for (size_t i = 0; i + 2 < n; ++i)
-    if (a[i] != static_cast<int64_t>(i) && a[i] != static_cast<int64_t>(i) - static_cast<int64_t>(n)) return false;
-  auto is = [n](int64_t v, size_t want) { return v == static_cast<int64_t>(want) || v + static_cast<int64_t>(n) == static_cast<int64_t>(want); };
-  return is(a[n - 2], n - 1) && is(a[n - 1], n - 2);
-}
+// permute_dims that swaps exactly the last two axes: a transpose a matmul
+// consumer can take as a GEMM flag.
+bool swaps_last_two(const CallNode& call) { return is_transpose(&call); }
 
 // Vars used only as matmul operands (so a transpose feeding them can fold).
 std::unordered_map<const VarNode*, bool> matmul_only_uses(const FunctionNode& fn) {

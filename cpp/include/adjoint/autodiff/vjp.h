@@ -37,8 +37,6 @@ struct VJPContext : AttrReader<VJPContext> {
   Var emit(OpHandle op, std::vector<Expr> args, const KwAttrs& attrs = {});
   // g summed down to `shape` when broadcasting made it larger; g itself otherwise.
   Expr collapse_to(const Expr& g, const Shape& shape) const;
-  // x with its last two axes swapped (permute_dims(x) for rank 2).
-  Expr transpose(const Expr& x) const;
   // A scalar constant of `dtype`.
   Expr scalar(double value, DType dtype);
 };

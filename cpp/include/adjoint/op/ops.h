@@ -31,9 +31,11 @@ using KwAttrs = std::vector<std::pair<std::string, AttrValue>>;
 
 class OpHandle {
  public:
-  constexpr OpHandle(OpId id, const char* name) : id_(id), name_(name) {}
+  constexpr OpHandle(OpId id, const char* name, const char* family) : id_(id), name_(name), family_(family) {}
   OpId id() const { return id_; }
   const char* name() const { return name_; }
+  // The family op_list.def lists it under: the cpp/src/op/ file defining it.
+  const char* family() const { return family_; }
   const OpDef& def() const;
   // op(args, attrs) as an unbound call: defaults filled, type inferred
   // (a TypeInferenceError naming the op when the args do not fit).
@@ -42,6 +44,7 @@ class OpHandle {
  private:
   OpId id_;
   const char* name_;
+  const char* family_;
 };
 
 bool operator==(const OpDef& def, OpHandle op);
@@ -50,7 +53,7 @@ inline bool operator!=(const OpDef& def, OpHandle op) { return !(def == op); }
 bool is_call_of(const CallNode* c, OpHandle op);
 
 namespace ops {
-#define AJ_OP(family, name) inline constexpr OpHandle name{OpId::name, #name};
+#define AJ_OP(family, name) inline constexpr OpHandle name{OpId::name, #name, #family};
 #include "adjoint/op/op_list.def"
 #undef AJ_OP
 }  // namespace ops

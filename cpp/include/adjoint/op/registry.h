@@ -1,8 +1,9 @@
-// The op registry: a map from op name to the op's definition, holding per op
-// its argument names, attr schema with defaults, type rule, and the slots that
+// The op registry: a map from op to the op's definition, holding per op its
+// argument names, attr schema with defaults, type rule, and the slots that
 // later layers fill (VJP rule, FLOP count, CPU kernel). Each op family
-// (cpp/src/op/<family>.cc) registers its ops in one function listed in
-// registry.cc, so adding an op touches that family's file only.
+// (cpp/src/op/<family>.cc) defines the ops op_list.def lists under it, by
+// handle (reg.define(ops::matmul)), in one function; adding an op touches
+// the list and that family's file only.
 #pragma once
 
 #include <functional>
@@ -106,7 +107,7 @@ using Kernel = std::function<void(KernelContext& ctx)>;
 struct OpDef {
   std::string name;
   OpId id{};  // its line in op_list.def
-  std::string family;
+  std::string family;  // its family in op_list.def
   std::vector<std::string> arg_names;
   std::vector<AttrSpec> attrs;
   TypeRule infer_type = nullptr;
@@ -125,7 +126,6 @@ struct OpDef {
   int attr_index(const std::string& attr_name) const;  // -1 when absent
 
   // Fluent definition helpers used by the family files.
-  OpDef& set_family(std::string f) { family = std::move(f); return *this; }
   OpDef& set_args(std::vector<std::string> names) { arg_names = std::move(names); return *this; }
   OpDef& add_attr(std::string n, AttrKind k) { attrs.push_back({std::move(n), k, std::nullopt}); return *this; }
   OpDef& add_attr(std::string n, AttrKind k, AttrValue def) { attrs.push_back({std::move(n), k, std::move(def)}); return *this; }
@@ -141,9 +141,9 @@ struct OpDef {
 class OpRegistry {
  public:
   static OpRegistry& global();
-  // Defines an op of op_list.def; throws if it is not listed there or is
-  // already defined.
-  OpDef& define(const std::string& name);
+  // Defines op, with the family op_list.def gives it; throws when a family
+  // other than that one defines it, or when it is already defined.
+  OpDef& define(OpHandle op);
   const OpDef* find(const std::string& name) const;  // nullptr when unknown
   const OpDef& get(const std::string& name) const;   // throws aj::Error when unknown
   const OpDef& get(OpId id) const { return *by_id_[static_cast<size_t>(id)]; }
@@ -154,6 +154,7 @@ class OpRegistry {
   std::unordered_map<std::string, std::unique_ptr<OpDef>> ops_;
   std::vector<const OpDef*> order_;
   std::vector<const OpDef*> by_id_;  // indexed by OpId
+  const char* defining_family_ = nullptr;  // the family whose ops are being defined
 };
 
 // Checks `raw` against the spec's kind and returns it normalized (an int to a
