@@ -191,6 +191,14 @@ def test_wrong_arguments_are_errors_naming_the_pattern(make, words):
         assert w in str(e.value), str(e.value)
 
 
+def test_matching_in_a_malformed_function_is_a_verify_error():
+    t = aj.TensorType((3,), "float32")
+    a, v = aj.Var("a", t), aj.Var("v", t)
+    fn = aj.Function([a], [(v, aj.Call("exp", [v]))], v)  # v used by its own binding
+    with pytest.raises(aj.VerifyError):
+        P.match(op("exp", x), fn, "v")
+
+
 def test_a_run_cannot_be_matched_alone():
     with pytest.raises(aj.Error, match="run"):
         P.match(P.repeated(_()), MM, "s")

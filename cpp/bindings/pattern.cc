@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include "adjoint/analysis/dataflow.h"
+#include "adjoint/analysis/verifier.h"
 #include "adjoint/pattern/rule.h"
 #include "adjoint/transform/rewrite.h"
 #include "convert.h"
@@ -110,6 +111,7 @@ void bind_pattern(py::module_& core) {
   }, py::arg("element"), py::arg("name") = "", py::arg("count_name") = "");
   m.def("match", [](const py::handle& p, const NamedFunction& fn, const py::handle& var_name) -> py::object {
     Pattern pattern = pattern_arg(p, "match");
+    verify_input(std::make_shared<ModuleNode>(std::vector<std::pair<std::string, Function>>{{fn.name, fn.fn}}), "match");
     DataflowIndex index(*fn.fn);
     IndexBindings bindings(index);
     const Expr& value = bound_value(index, string_arg(var_name, "match: var name"));

@@ -39,7 +39,7 @@ namespace {
 
 using F = PatternFactory;
 
-bool is_run(const Pattern& p) { return p->kind() == PatternKind::kRepeated; }
+bool is_run(const Pattern& p) { return p && p->kind() == PatternKind::kRepeated; }
 
 // ---- to_string ----
 
@@ -61,7 +61,7 @@ void print_attrs_dict(std::ostream& os, const std::vector<AttrConstraint>& attrs
 
 // The inner pattern of a method call (p.has_dtype(...)): ~p needs parentheses.
 void print_receiver(std::ostream& os, const Pattern& p) {
-  bool paren = p->kind() == PatternKind::kNot && p->name().empty();
+  bool paren = p && p->kind() == PatternKind::kNot && p->name().empty();
   if (paren) os << "(";
   print(os, p);
   if (paren) os << ")";
@@ -138,6 +138,10 @@ void print_unnamed(std::ostream& os, const Pattern& p) {
 
 // A named wildcard prints as its name; another named pattern as (name := p).
 void print(std::ostream& os, const Pattern& p) {
+  if (!p) {
+    os << "<null pattern>";
+    return;
+  }
   const std::string& name = p->name();
   if (name.empty()) return print_unnamed(os, p);
   if (p->kind() == PatternKind::kWildcard) {
@@ -413,7 +417,7 @@ Pattern is_var(std::string name_hint) {
 
 Pattern is_tuple(std::vector<Pattern> fields) {
   auto n = F::node(PatternKind::kTuple, std::move(fields));
-  check_list(n->operands(), "is_tuple");
+  check_list(n->operands(), Pattern(n).to_string());
   return checked(std::move(n));
 }
 
