@@ -161,6 +161,9 @@ Expr broadcast_of_transpose(const Match& m) {
   return ops::broadcast_to({transpose_of_vector(m, m["x"])}, {{"shape", root_shape(m)}});
 }
 
+// The rules, tried in this order on each call of their root op. A row:
+// name, "before -> after" (with its side conditions), the pattern of the
+// call it rewrites, the replacement.
 RuleSet make_rules() {
   Pattern x = wildcard().named("x");
   return RuleSet({
@@ -170,21 +173,21 @@ RuleSet make_rules() {
        permute_dims_of(x).where("identity_permutation", identity_permutation), x_itself},
       {"transpose_of_matmul", "T(matmul(a, b)) -> matmul(T(b), T(a)), a and b of rank >= 2",
        transpose_of(is_op(ops::matmul)({matrix("a"), matrix("b")}).named("mm")), swapped_matmul},
-      {"drop_identity_broadcast_to", "broadcast_to(x, shape of x) -> x", identity_call(ops::broadcast_to), x_itself},
-      {"drop_identity_reshape", "reshape(x, shape of x) -> x", identity_call(ops::reshape), x_itself},
-      {"drop_identity_collapse_sum_to", "collapse_sum_to(x, shape of x) -> x", identity_call(ops::collapse_sum_to),
-       x_itself},
-      {"drop_identity_astype", "astype(x, dtype of x) -> x", identity_call(ops::astype), x_itself},
-      {"matmul_of_broadcast_scalar_lhs",
-       "matmul(broadcast_to(s), b) -> broadcast_to(s * sum(b, axis=-2, keepdims=True)), s of one element, "
-       "float operands of rank >= 2, from 2 * 32^3 FLOPs",
+      {"drop_identity_broadcast_to", "broadcast_to(x, shape of x) -> x",
+       identity_call(ops::broadcast_to), x_itself},
+      {"drop_identity_reshape", "reshape(x, shape of x) -> x",
+       identity_call(ops::reshape), x_itself},
+      {"drop_identity_collapse_sum_to", "collapse_sum_to(x, shape of x) -> x",
+       identity_call(ops::collapse_sum_to), x_itself},
+      {"drop_identity_astype", "astype(x, dtype of x) -> x",
+       identity_call(ops::astype), x_itself},
+      {"matmul_of_broadcast_scalar_lhs", "matmul(broadcast_to(s), b) -> broadcast_to(s * sum(b, axis=-2, keepdims=True)), "
+                                         "s of one element, float operands of rank >= 2, from 2 * 32^3 FLOPs",
        large_matmul(broadcast_scalar(), wildcard().named("b")), broadcast_column_sums},
-      {"matmul_of_broadcast_scalar_rhs",
-       "matmul(a, broadcast_to(s)) -> broadcast_to(s * sum(a, axis=-1, keepdims=True)), s of one element, "
-       "float operands of rank >= 2, from 2 * 32^3 FLOPs",
+      {"matmul_of_broadcast_scalar_rhs", "matmul(a, broadcast_to(s)) -> broadcast_to(s * sum(a, axis=-1, keepdims=True)), "
+                                         "s of one element, float operands of rank >= 2, from 2 * 32^3 FLOPs",
        large_matmul(wildcard().named("a"), broadcast_scalar()), broadcast_row_sums},
-      {"transpose_of_broadcast",
-       "T(broadcast_to(x, shape)) -> broadcast_to(T(x), T(shape)), x a row or column of the same rank",
+      {"transpose_of_broadcast", "T(broadcast_to(x, shape)) -> broadcast_to(T(x), T(shape)), x a row or column of the same rank",
        transpose_of(is_op(ops::broadcast_to)({x.where("row_or_column", row_or_column)}).where("keeps_rank", keeps_rank)),
        broadcast_of_transpose},
   });
