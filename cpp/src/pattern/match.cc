@@ -105,28 +105,34 @@ bool Matcher::match(const Pattern& p, const Expr& e) {
   return node(*p, e);
 }
 
-bool Matcher::node(const PatternNode& p, const Expr& e) {
-  return matches_here(p, e, resolve(e, bindings_)) && record(p, e);
-}
+bool Matcher::node(const PatternNode& p, const Expr& e) { return matches_here(p, e) && record(p, e); }
 
-bool Matcher::matches_here(const PatternNode& p, const Expr& e, const ExprNode& v) {
+// Only the kinds that look at what a var stands for resolve it; a var has
+// its value's type, so type constraints read the var's own.
+bool Matcher::matches_here(const PatternNode& p, const Expr& e) {
   const auto& ops = p.operands();
   switch (p.kind()) {
     case PatternKind::kWildcard:
       return true;
     case PatternKind::kCall: {
+      const ExprNode& v = resolve(e, bindings_);
       if (v.kind() != ExprKind::kCall) return false;
       const auto& call = static_cast<const CallNode&>(v);
       return call.op().id == p.op()->id && attrs_agree(p.attrs(), call) && sequence(ops, call.args());
     }
     case PatternKind::kConstant:
-      return v.kind() == ExprKind::kConstant;
-    case PatternKind::kVar:
+      return resolve(e, bindings_).kind() == ExprKind::kConstant;
+    case PatternKind::kVar: {
+      const ExprNode& v = resolve(e, bindings_);
       return v.kind() == ExprKind::kVar &&
              (p.text().empty() || static_cast<const VarNode&>(v).name_hint() == p.text());
-    case PatternKind::kTuple:
+    }
+    case PatternKind::kTuple: {
+      const ExprNode& v = resolve(e, bindings_);
       return v.kind() == ExprKind::kTuple && sequence(ops, static_cast<const TupleNode&>(v).fields());
+    }
     case PatternKind::kTupleGetItem: {
+      const ExprNode& v = resolve(e, bindings_);
       if (v.kind() != ExprKind::kTupleGetItem) return false;
       const auto& item = static_cast<const TupleGetItemNode&>(v);
       return (p.index() < 0 || p.index() == item.index()) && node(*ops[0], item.tuple());
@@ -140,14 +146,16 @@ bool Matcher::matches_here(const PatternNode& p, const Expr& e, const ExprNode& 
     case PatternKind::kNot:
       return negation(*ops[0], e);
     case PatternKind::kHasDType:
-      return v.type()->is_tensor() && v.type()->dtype() == p.dtype() && node(*ops[0], e);
+      return e->type()->is_tensor() && e->type()->dtype() == p.dtype() && node(*ops[0], e);
     case PatternKind::kHasShape:
-      return v.type()->is_tensor() && v.type()->shape() == p.shape() && node(*ops[0], e);
-    case PatternKind::kHasAttr:
+      return e->type()->is_tensor() && e->type()->shape() == p.shape() && node(*ops[0], e);
+    case PatternKind::kHasAttr: {
+      const ExprNode& v = resolve(e, bindings_);
       return v.kind() == ExprKind::kCall && attrs_agree(p.attrs(), static_cast<const CallNode&>(v)) &&
              node(*ops[0], e);
-    case PatternKind::kWhere:
-      return node(*ops[0], e) && p.predicate()(v);  // the predicate may rely on what the inner pattern checked
+    }
+    case PatternKind::kWhere:  // after the inner pattern: the predicate may rely on what it checked
+      return node(*ops[0], e) && p.predicate()(resolve(e, bindings_));
   }
   return false;
 }

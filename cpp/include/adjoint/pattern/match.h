@@ -104,7 +104,7 @@ class Matcher {
   };
 
   bool node(const PatternNode& p, const Expr& e);
-  bool matches_here(const PatternNode& p, const Expr& e, const ExprNode& value);
+  bool matches_here(const PatternNode& p, const Expr& e);
   bool sequence(const std::vector<Pattern>& patterns, const std::vector<Expr>& exprs);
   bool run(const PatternNode& r, const std::vector<Expr>& exprs, size_t begin, size_t n);
   bool run_agrees(const std::string* name, const std::vector<Expr>& exprs, size_t begin, size_t n);
