@@ -7,6 +7,7 @@ namespace py = pybind11;
 namespace aj::bindings {
 void bind_errors(py::module_& m);
 void bind_ir(py::module_& m);
+void bind_pattern(py::module_& m);
 void bind_runtime(py::module_& m);
 void bind_transform(py::module_& m);
 }  // namespace aj::bindings
@@ -17,4 +18,5 @@ PYBIND11_MODULE(_core, m) {
   aj::bindings::bind_ir(m);
   aj::bindings::bind_runtime(m);
   aj::bindings::bind_transform(m);
+  aj::bindings::bind_pattern(m);
 }

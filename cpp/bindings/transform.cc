@@ -5,6 +5,7 @@
 #include <pybind11/stl.h>
 
 #include "adjoint/autodiff/gradient.h"
+#include "adjoint/pattern/rule.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/passes.h"
 #include "convert.h"
@@ -58,6 +59,11 @@ void bind_transform(py::module_& m) {
   def_pass<dead_code_elimination>(m, "dead_code_elimination", "DeadCodeElimination");
   def_pass<eliminate_common_subexpr>(m, "eliminate_common_subexpr", "EliminateCommonSubexpr");
   def_pass<simplify_gradient>(m, "simplify_gradient", "SimplifyGradient");
+  m.def("simplify_gradient_rules", [] {
+    std::vector<std::pair<std::string, std::string>> rules;
+    for (const Rule& r : simplify_gradient_rules().rules()) rules.emplace_back(r.name, r.before_after);
+    return rules;
+  }, "SimplifyGradient's rule table: (name, \"before -> after\") per rule, in the order they are tried.");
 }
 
 }  // namespace aj::bindings

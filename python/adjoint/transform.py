@@ -4,6 +4,7 @@ changes)."""
 
 from __future__ import annotations
 
+import textwrap
 from abc import ABC, abstractmethod
 from typing import Iterable, Sequence
 
@@ -15,6 +16,12 @@ from .ir import Module, Var
 
 
 _INT32_MAX = 2**31 - 1
+
+
+def _rules_docstring(summary: str, rules: Sequence[tuple[str, str]]) -> str:
+    """A pass's docstring: its summary, then one item per rule of its table."""
+    items = "\n".join(f"- ``{name}``: ``{before_after}``" for name, before_after in rules)
+    return f"{textwrap.fill(summary, 76)}\n\n{items}\n"
 
 
 class Pass(ABC):
@@ -92,30 +99,22 @@ class EliminateCommonSubexpr(Pass):
 
 
 class SimplifyGradient(Pass):
-    """Simplifies what reverse mode emits around matmul and transposes, in
-    every function, then removes dead bindings:
-
-    - ``T(T(x)) -> x``, and consecutive ``permute_dims`` composed into one
-      (removed when the composition is the identity);
-    - ``T(matmul(a, b)) -> matmul(T(b), T(a))`` for operands of rank >= 2,
-      cancelling an existing transpose of ``a`` or ``b`` instead of stacking;
-    - identity ``broadcast_to``, ``reshape``, ``collapse_sum_to``, ``astype`` removed;
-    - a matmul against a broadcast scalar ``s`` (the seed of a ``sum`` or
-      ``mean`` loss) becomes a sum: ``matmul(s, b) -> broadcast_to(s * sum(b,
-      axis=-2, keepdims=True))`` and ``matmul(a, s) -> broadcast_to(s * sum(a,
-      axis=-1, keepdims=True))``, for float matmuls with static shapes from
-      2 * 32^3 FLOPs (below that the single matmul runs faster, and the
-      adjoint keeps the matmul forms of DESIGN.md §6);
-    - ``T(broadcast_to(x)) -> broadcast_to(T(x))`` when ``x`` is a row or
-      column of the same rank (its transpose moves no data).
-
-    "T" is ``permute_dims`` swapping the last two axes.
-    """
-
     name = "SimplifyGradient"
+
+    #: ``(name, "before -> after")`` for each rule, in the order they are tried:
+    #: the C++ rule table itself.
+    rules: list[tuple[str, str]] = [tuple(rule) for rule in _core.simplify_gradient_rules()]
 
     def transform(self, mod: Module) -> Module:
         return _core.simplify_gradient(mod)
+
+
+SimplifyGradient.__doc__ = _rules_docstring(
+    "Simplifies what reverse mode emits around matmul and transposes, in every function, then removes dead "
+    "bindings. Each call is rewritten by the first of these rules that matches it, to a fixed point "
+    '("T" is ``permute_dims`` swapping the last two axes):',
+    SimplifyGradient.rules,
+)
 
 
 class Sequential(Pass):

@@ -1,57 +1,89 @@
-// The binding rewriter (transform/rewrite.h): one pass over the bindings in
-// order keeps each binding no rule touches as it is, and simplifies each call
-// that a rule matches (and each call of its replacement, bottom-up) before
-// binding it, reusing the binding's var for the result. Rules look only at a
-// call and at earlier bindings, which are final by then, so one round
-// reaches the fixed point.
+// The binding rewriter (transform/rewrite.h). A round is one walk over the
+// bindings that keeps a table of what each var is bound to in the function
+// being built (the matcher's view of it, through the Bindings interface)
+// and what stands for each var rewritten away.
 #include "adjoint/transform/rewrite.h"
 
+#include <algorithm>
+#include <memory>
+
+#include "adjoint/analysis/dataflow.h"
 #include "adjoint/ir/substitute.h"
-#include "adjoint/transform/common_values.h"
+#include "adjoint/op/registry.h"
+#include "adjoint/ir/var_map.h"
 #include "adjoint/support/error.h"
+#include "adjoint/transform/common_values.h"
 
 namespace aj {
-
-const CallNode* RewriteContext::bound_call(const Expr& e) const {
-  auto* v = as<VarNode>(e);
-  const RewriteVar* r = v ? vars_.find(v) : nullptr;
-  return r ? r->call : nullptr;
-}
-
-const CallNode* RewriteContext::bound_call(const Expr& e, OpHandle op) const {
-  const CallNode* c = bound_call(e);
-  return is_call_of(c, op) ? c : nullptr;
-}
-
-Expr RewriteContext::make(OpHandle op, std::vector<Expr> args, const KwAttrs& attrs) const {
-  return op(std::move(args), attrs);
-}
-
 namespace {
 
-class RewriteRound {
+// What a round knows of each var: the leaf that now stands for it (when it
+// was rewritten away) and the value it is bound to in the function built.
+struct RewriteVar {
+  Expr replaced;
+  const ExprNode* value = nullptr;  // kept alive by the input function or the bindings built
+};
+
+// The rule names among the last rewrites of a binding, each once.
+std::string still_firing(const std::vector<const Rule*>& fired) {
+  std::vector<const std::string*> names;
+  size_t from = fired.size() > 16 ? fired.size() - 16 : 0;
+  for (size_t i = from; i < fired.size(); ++i)
+    if (std::none_of(names.begin(), names.end(), [&](const std::string* n) { return *n == fired[i]->name; }))
+      names.push_back(&fired[i]->name);
+  std::string out;
+  for (const std::string* n : names) out += (out.empty() ? "" : ", ") + *n;
+  return out;
+}
+
+class RewriteRound final : public Bindings {
  public:
-  RewriteRound(const FunctionNode& fn, const std::vector<RewriteRule>& rules, bool share_values)
-      : fn_(fn), rules_(rules), vars_(fn), ctx_(vars_), share_(share_values),
+  RewriteRound(const FunctionNode& fn, const RuleSet& rules, bool share_values)
+      : fn_(fn), rules_(rules), vars_(fn), matcher_(*this), share_(share_values),
         seen_(share_values ? fn.bindings().size() : 0, out_) {}
 
+  // The rewritten function, or nullptr when nothing changed.
   Function run() {
     out_.reserve(fn_.bindings().size());
     for (const auto& b : fn_.bindings()) rewrite(b);
     if (!changed_) return nullptr;
-    return std::make_shared<FunctionNode>(fn_.params(), std::move(out_), substitute(fn_.ret(), replacement()), fn_.attrs());
+    return std::make_shared<FunctionNode>(fn_.params(), std::move(out_), substitute(fn_.ret(), replacement()),
+                                          fn_.attrs());
+  }
+
+  // Whether a rule read a use count: later rewrites change those, so the
+  // next round may match where this one did not.
+  bool read_use_counts() const { return users_ != nullptr; }
+  // Every rule that fired, in order (for the message when rounds do not converge).
+  const std::vector<const Rule*>& fired() const { return fired_; }
+
+  const ExprNode* bound_value(const VarNode* v) const override {
+    const RewriteVar* r = vars_.find(v);
+    return r ? r->value : nullptr;
+  }
+
+  // Users in the function as this round found it; a var the round made has
+  // the one use it was made for.
+  size_t num_users(const VarNode* v) const override {
+    if (!users_) users_ = std::make_unique<DataflowIndex>(fn_);
+    return users_->def_kind(v) == DefKind::kUndefined ? 1 : users_->num_users(v);
   }
 
  private:
+  // The replacement of the first rule that rewrites `value`, or nullptr.
   Expr apply_rules(const Expr& value) {
     auto* call = as<CallNode>(value);
     if (!call) return nullptr;
-    for (const auto& rule : rules_) {
-      Expr out = rule.apply(*call, ctx_);
-      if (!out) continue;
+    for (uint32_t i : rules_.rules_for(call->op().id)) {
+      const Rule& rule = rules_.rules()[i];
+      if (!matcher_.match(rule.pattern, value)) continue;
+      Expr out = rule.replacement(matcher_.result());
+      if (!out || out == value) continue;
       if (!type_equal(out->type(), value->type()))
-        throw Error(str("rewrite rule '", rule.name, "' changed a type from ", value->type()->to_string(), " to ",
-                        out->type()->to_string()));
+        throw TypeInferenceError(str("rule '", rule.name, "' at binding '", binding_->name_hint(),
+                                     "': the replacement has type ", out->type()->to_string(),
+                                     ", the value it replaces ", value->type()->to_string()));
+      fired_.push_back(&rule);
       return out;
     }
     return nullptr;
@@ -72,9 +104,8 @@ class RewriteRound {
     }
     Var var = v ? v : std::make_shared<VarNode>("lv", value->type());
     out_.push_back({var, value});
-    auto* c = as<CallNode>(value);
-    if (!v) vars_.add(var.get(), RewriteVar{nullptr, c});
-    else if (c) entry(var.get()).call = c;
+    if (!v) vars_.add(var.get(), RewriteVar{nullptr, value.get()});
+    else entry(var.get()).value = value.get();
     return var;
   }
 
@@ -93,12 +124,18 @@ class RewriteRound {
   };
   Replacement replacement() const { return {vars_}; }
 
+  [[noreturn]] void fail_to_converge(const char* why) const {
+    std::vector<const Rule*> here(fired_.begin() + static_cast<std::ptrdiff_t>(fired_before_binding_), fired_.end());
+    throw TransformError(str("rewrite rules did not reach a fixed point at binding '", binding_->name_hint(), "' (",
+                             why, "); still firing: ", still_firing(here)));
+  }
+
   // The leaf that stands for `e` once bound: nested calls are bound first,
   // bottom-up, each simplified by the rules before it is bound, so the
   // result is at a fixed point. The root is bound to `root` when given
   // (the binding's own var: same type), nested calls to new vars.
   Expr bind_simplified(const Expr& e, const Var& root, int depth) {
-    if (depth > kMaxDepth) throw Error("rewrite rules did not reach a fixed point (a rule keeps firing)");
+    if (depth > kMaxDepth) fail_to_converge("replacements nest too deep");
     if (auto* t = as<TupleNode>(e)) {
       std::vector<Expr> fields;
       for (const auto& f : t->fields()) fields.push_back(bind_simplified(f, nullptr, depth + 1));
@@ -115,6 +152,7 @@ class RewriteRound {
     Expr value = nested ? std::make_shared<CallNode>(&call->op(), std::move(args), call->attrs(), call->type()) : e;
     if (Expr replaced = apply_rules(value)) {
       changed_ = true;
+      if (fired_.size() - fired_before_binding_ > kMaxRewritesPerBinding) fail_to_converge("too many rewrites");
       return bind_simplified(replaced, root, depth + 1);
     }
     return bind(root, value);
@@ -122,32 +160,50 @@ class RewriteRound {
 
   // Unchanged bindings are kept as they are (same var, same value).
   void rewrite(const Binding& b) {
+    binding_ = b.var.get();
+    fired_before_binding_ = fired_.size();
     Expr value = substitute(b.value, replacement());
     Expr leaf = value->kind() == ExprKind::kCall ? bind_simplified(value, b.var, 0) : Expr(bind(b.var, value));
     if (leaf != b.var) entry(b.var.get()).replaced = leaf;
   }
 
   static constexpr int kMaxDepth = 256;
+  static constexpr size_t kMaxRewritesPerBinding = 1024;
 
   const FunctionNode& fn_;
-  const std::vector<RewriteRule>& rules_;
+  const RuleSet& rules_;
   std::vector<Binding> out_;
-  VarTable<RewriteVar> vars_;           // the function's vars and those made here
-  RewriteContext ctx_;
-  bool share_;                          // bind equal values once (common-subexpression elimination)
-  cse::SeenValues seen_;                // with share_: the values bound so far, by content
+  VarTable<RewriteVar> vars_;  // the function's vars and those made here
+  Matcher matcher_;            // sees vars_ through this round's Bindings
+  bool share_;                 // bind equal values once (common-subexpression elimination)
+  cse::SeenValues seen_;       // with share_: the values bound so far, by content
   bool changed_ = false;
+  const VarNode* binding_ = nullptr;  // the binding being rewritten (for messages)
+  std::vector<const Rule*> fired_;
+  size_t fired_before_binding_ = 0;
+  mutable std::unique_ptr<DataflowIndex> users_;  // built when a rule first reads a use count
 };
 
 }  // namespace
 
-Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& rules, bool share_values) {
-  Function out = RewriteRound(*fn, rules, share_values).run();
-  return out ? out : fn;
+Function rewrite_bindings(const Function& fn, const RuleSet& rules, const RewriteOptions& options) {
+  if (options.max_rounds < 1) throw Error(str("rewrite_bindings: max_rounds must be at least 1, got ", options.max_rounds));
+  Function current = fn;
+  for (int round = 0; round < options.max_rounds; ++round) {
+    RewriteRound r(*current, rules, options.share_values);
+    Function out = r.run();
+    if (!out) return current;
+    current = out;
+    if (!r.read_use_counts()) return current;
+    if (round + 1 == options.max_rounds)
+      throw TransformError(str("rewrite rules did not reach a fixed point in ", options.max_rounds,
+                               " rounds; still firing: ", still_firing(r.fired())));
+  }
+  return current;
 }
 
-Module rewrite_bindings(const Module& mod, const std::vector<RewriteRule>& rules) {
-  return map_functions(mod, [&](const Function& fn) { return rewrite_bindings(fn, rules); });
+Module rewrite_bindings(const Module& mod, const RuleSet& rules, const RewriteOptions& options) {
+  return map_functions(mod, [&](const Function& fn) { return rewrite_bindings(fn, rules, options); });
 }
 
 }  // namespace aj

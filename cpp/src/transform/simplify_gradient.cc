@@ -1,132 +1,37 @@
-// SimplifyGradient: the rules that turn what reverse mode emits around
-// matmul and transposes into the forms a person would write (DESIGN.md §6).
-// "T" is permute_dims swapping the last two axes. Rules, in order:
-//   permute_dims(permute_dims(x, p), q) -> permute_dims(x, p.q), or x when identity
-//   permute_dims(x, identity)           -> x
-//   T(matmul(a, b))                     -> matmul(T(b), T(a))  (ranks >= 2; T(T(y)) cancels to y)
-//   broadcast_to(x, shape of x)         -> x
-//   reshape(x, shape of x)              -> x
-//   collapse_sum_to(x, shape of x)      -> x
-//   astype(x, dtype of x)               -> x
-//   matmul(s, b) / matmul(a, s), s a broadcast scalar, large enough
-//                                       -> broadcast_to(s * sum(b, axis=-2) / s * sum(a, axis=-1))
-//   T(broadcast_to(x, shape)), x a row or column of the same rank
-//                                       -> broadcast_to(T(x), T(shape))
-// Then dead-code elimination removes what the rewrites left unused.
+// SimplifyGradient (DESIGN.md §6): rules that turn what reverse mode emits
+// around matmul and transposes into the forms a person would write, one row
+// each in the table at the end of this file. The table is the one place the
+// rules are described: SimplifyGradient.rules and the Python pass's
+// docstring are read from it. "T" is permute_dims swapping the last two
+// axes. Dead-code elimination then removes what the rewrites left unused.
 //
-// The matmul rule is strength reduction: the seed of a sum or mean loss is a
-// broadcast scalar, and every linear layer it reaches first multiplies it
-// into two GEMMs whose rows (or columns) are all the same sum. It applies
-// from kMinMatmulFlops: below that one matmul instruction runs faster than
-// a sum and a broadcast (`python -m adjoint.bench passes` prints the
-// crossover), and small adjoints keep the matmul forms of DESIGN.md §6.
-#include <numeric>
-
+// The matmul_of_broadcast_scalar rules are strength reduction: the seed of a
+// sum or mean loss is a broadcast scalar, and every linear layer it reaches
+// first multiplies it into two GEMMs whose rows (or columns) are all the
+// same sum. They apply from kMinMatmulFlops: below that one matmul
+// instruction runs faster than a sum and a broadcast (`python -m
+// adjoint.bench passes` prints the crossover), and small adjoints keep the
+// matmul forms of DESIGN.md §6.
 #include "adjoint/analysis/verifier.h"
+#include "adjoint/op/manipulate.h"
+#include "adjoint/op/registry.h"
+#include "adjoint/pattern/rule.h"
 #include "adjoint/transform/passes.h"
 #include "adjoint/transform/rewrite.h"
 
 namespace aj {
 namespace {
 
-// The full permutation of a permute_dims call (axes=None reverses all).
-std::vector<int64_t> permutation(const CallNode& c) {
-  int64_t n = static_cast<int64_t>(c.args()[0]->type()->ndim());
-  const AttrValue& axes = c.attrs()[0];
-  std::vector<int64_t> p(n);
-  if (std::holds_alternative<NoneValue>(axes)) {
-    for (int64_t i = 0; i < n; ++i) p[i] = n - 1 - i;
-    return p;
-  }
-  const auto& a = std::get<std::vector<int64_t>>(axes);
-  for (int64_t i = 0; i < n; ++i) p[i] = a[i] < 0 ? a[i] + n : a[i];
-  return p;
-}
-
-bool is_identity(const std::vector<int64_t>& p) {
-  for (size_t i = 0; i < p.size(); ++i)
-    if (p[i] != static_cast<int64_t>(i)) return false;
-  return true;
-}
-
-bool swaps_last_two(const std::vector<int64_t>& p) {
-  size_t n = p.size();
-  if (n < 2) return false;
-  for (size_t i = 0; i + 2 < n; ++i)
-    if (p[i] != static_cast<int64_t>(i)) return false;
-  return p[n - 2] == static_cast<int64_t>(n - 1) && p[n - 1] == static_cast<int64_t>(n - 2);
-}
-
-bool is_transpose(const CallNode* c) { return c && c->op() == ops::permute_dims && swaps_last_two(permutation(*c)); }
-
-// permute_dims(x, p) in canonical form: no axes for a full reversal of rank 2.
-Expr permute(const RewriteContext& ctx, const Expr& x, const std::vector<int64_t>& p) {
-  if (p.size() == 2 && p[0] == 1 && p[1] == 0) return ctx.make(ops::permute_dims, {x});
-  return ctx.make(ops::permute_dims, {x}, {{"axes", p}});
-}
-
-// T(x), or y when x is bound to T(y).
-Expr transpose(const RewriteContext& ctx, const Expr& x) {
-  const CallNode* c = ctx.bound_call(x, ops::permute_dims);
-  if (is_transpose(c)) return c->args()[0];
-  std::vector<int64_t> p(x->type()->ndim());
-  std::iota(p.begin(), p.end(), 0);
-  std::swap(p[p.size() - 1], p[p.size() - 2]);
-  return permute(ctx, x, p);
-}
-
-// permute_dims(permute_dims(x, p), q) -> permute_dims(x, p.q), or x
-Expr fold_permutes(const CallNode& call, const RewriteContext& ctx) {
-  if (call.op() != ops::permute_dims) return nullptr;
-  const CallNode* inner = ctx.bound_call(call.args()[0], ops::permute_dims);
-  if (!inner) return nullptr;
-  std::vector<int64_t> p = permutation(*inner), q = permutation(call), pq(q.size());
-  for (size_t i = 0; i < q.size(); ++i) pq[i] = p[q[i]];
-  if (is_identity(pq)) return inner->args()[0];
-  return permute(ctx, inner->args()[0], pq);
-}
-
-// permute_dims(x, identity) -> x
-Expr drop_identity_permute(const CallNode& call, const RewriteContext&) {
-  if (call.op() != ops::permute_dims || !is_identity(permutation(call))) return nullptr;
-  return call.args()[0];
-}
-
-// T(matmul(a, b)) -> matmul(T(b), T(a)), for operands of rank >= 2
-Expr transpose_of_matmul(const CallNode& call, const RewriteContext& ctx) {
-  if (!is_transpose(&call)) return nullptr;
-  const CallNode* mm = ctx.bound_call(call.args()[0], ops::matmul);
-  if (!mm || mm->args()[0]->type()->ndim() < 2 || mm->args()[1]->type()->ndim() < 2) return nullptr;
-  const AttrValue& out_dtype = mm->attrs()[0];
-  Expr tb = transpose(ctx, mm->args()[1]), ta = transpose(ctx, mm->args()[0]);
-  return ctx.make(ops::matmul, {tb, ta}, {{"out_dtype", out_dtype}});
-}
-
-// An op whose result equals its input when shapes (or dtypes) already match.
-template <OpId Op>
-Expr drop_identity(const CallNode& call, const RewriteContext&) {
-  if (call.op().id != Op) return nullptr;
-  const Expr& x = call.args()[0];
-  return type_equal(x->type(), call.type()) ? x : nullptr;
-}
-
-// The smallest matmul, in FLOPs (a 32x32x32 GEMM), that matmul_of_broadcast_scalar
-// turns into a sum.
+// The smallest matmul, in FLOPs (a 32x32x32 GEMM), that the
+// matmul_of_broadcast_scalar rules turn into a sum.
 constexpr int64_t kMinMatmulFlops = int64_t{1} << 16;
+
+const CallNode& as_call(const ExprNode& e) { return static_cast<const CallNode&>(e); }
 
 bool all_unit_dims(const Type& t) {
   for (const Dim& d : t->shape())
     if (!d.is_const() || d.value() != 1) return false;
   return true;
-}
-
-// s when every element of e is s: e is bound to broadcast_to(s, shape) with
-// s of one element, or to a permutation of such a broadcast.
-Expr broadcast_scalar(const RewriteContext& ctx, const Expr& e) {
-  const CallNode* c = ctx.bound_call(e);
-  if (c && c->op() == ops::permute_dims) c = ctx.bound_call(c->args()[0]);
-  if (!c || c->op() != ops::broadcast_to || !all_unit_dims(c->args()[0]->type())) return nullptr;
-  return c->args()[0];
 }
 
 // x's type with its last two dims swapped.
@@ -136,96 +41,167 @@ Shape swapped_shape(const Expr& x) {
   return shape;
 }
 
-// T(x) for x with a unit dim among its last two, where a transpose only
-// moves the unit dim: x itself when that changes nothing, z when x is bound
-// to a reshape of z from the transposed shape, else a reshape.
-Expr transpose_of_vector(const RewriteContext& ctx, const Expr& x) {
-  Shape shape = swapped_shape(x);
-  if (shape == x->type()->shape()) return x;
-  const CallNode* r = ctx.bound_call(x, ops::reshape);
-  if (r && r->args()[0]->type()->shape() == shape) return r->args()[0];
-  return ctx.make(ops::reshape, {x}, {{"shape", shape}});
-}
+// ---- side conditions, on the value a pattern matched ----
 
-bool has_unit_matrix_dim(const Expr& x) {
-  const Shape& shape = x->type()->shape();
+bool identity_permutation(const ExprNode& e) { return is_identity_permutation(permute_dims_permutation(as_call(e))); }
+
+bool swaps_last_two_axes(const ExprNode& e) { return is_transpose(&as_call(e)); }
+
+bool rank_at_least_2(const ExprNode& e) { return e.type()->is_tensor() && e.type()->ndim() >= 2; }
+
+// The call's result has its (first) argument's type: it changes nothing.
+bool keeps_type(const ExprNode& e) { return type_equal(as_call(e).args()[0]->type(), e.type()); }
+
+bool keeps_rank(const ExprNode& e) { return as_call(e).args()[0]->type()->ndim() == e.type()->ndim(); }
+
+bool one_element(const ExprNode& e) { return e.type()->is_tensor() && all_unit_dims(e.type()); }
+
+// A row or a column in its last two dims: its transpose moves no data.
+bool row_or_column(const ExprNode& e) {
+  const Shape& shape = e.type()->shape();
   size_t n = shape.size();
   auto unit = [](const Dim& d) { return d.is_const() && d.value() == 1; };
   return n >= 2 && (unit(shape[n - 1]) || unit(shape[n - 2]));
 }
 
-// T(broadcast_to(x, shape)) -> broadcast_to(T(x), T(shape)), for x of the
-// broadcast's rank that is a row or column in its last two dims (so T(x)
-// moves no data).
-Expr transpose_of_broadcast(const CallNode& call, const RewriteContext& ctx) {
-  if (!is_transpose(&call)) return nullptr;
-  const CallNode* bc = ctx.bound_call(call.args()[0], ops::broadcast_to);
-  if (!bc) return nullptr;
-  const Expr& x = bc->args()[0];
-  if (x->type()->ndim() != call.type()->ndim() || !has_unit_matrix_dim(x)) return nullptr;
-  return ctx.make(ops::broadcast_to, {transpose_of_vector(ctx, x)}, {{"shape", call.type()->shape()}});
+// A matmul of float operands of rank >= 2, with no out_dtype cast, static
+// shapes, at least kMinMatmulFlops.
+bool large_float_matmul(const ExprNode& e) {
+  const CallNode& mm = as_call(e);
+  if (mm.args()[0]->type()->ndim() < 2 || mm.args()[1]->type()->ndim() < 2) return false;
+  DType dtype = mm.args()[0]->type()->dtype();
+  if (!is_float(dtype) || e.type()->dtype() != dtype) return false;
+  Dim flops = mm.op().flops(mm);
+  return flops.is_const() && flops.value() >= kMinMatmulFlops;
+}
+
+// ---- patterns ----
+
+Pattern permute_dims_of(const Pattern& x) { return is_op(ops::permute_dims)({x}); }
+Pattern transpose_of(const Pattern& x) { return permute_dims_of(x).where("swaps_last_two_axes", swaps_last_two_axes); }
+Pattern matrix(const char* name) { return wildcard().named(name).where("rank_at_least_2", rank_at_least_2); }
+// op(x) whose result has x's type.
+Pattern identity_call(OpHandle op) { return is_op(op)({wildcard().named("x")}).where("keeps_type", keeps_type); }
+// s when every element of the matched value is s: broadcast_to(s, shape), s
+// of one element, or a permutation of one.
+Pattern broadcast_scalar() {
+  Pattern broadcast = is_op(ops::broadcast_to)({wildcard().named("s").where("one_element", one_element)});
+  return broadcast | permute_dims_of(broadcast);
+}
+Pattern large_matmul(const Pattern& a, const Pattern& b) {
+  return is_op(ops::matmul)({a, b}).where("large_float_matmul", large_float_matmul);
+}
+
+// ---- building replacements ----
+
+// permute_dims(x, p) in canonical form: no axes for a full reversal of rank 2.
+Expr permute(const Expr& x, const std::vector<int64_t>& p) {
+  if (p.size() == 2 && p[0] == 1 && p[1] == 0) return ops::permute_dims({x});
+  return ops::permute_dims({x}, {{"axes", p}});
+}
+
+// T(x); the rewriter then cancels it against a transpose x is bound to.
+Expr transpose(const Expr& x) { return permute(x, transpose_permutation(x->type()->ndim())); }
+
+// T(x) for x with a unit dim among its last two, where a transpose only
+// moves the unit dim: x itself when that changes nothing, z when x is bound
+// to a reshape of z from the transposed shape, else a reshape.
+Expr transpose_of_vector(const Match& m, const Expr& x) {
+  Shape shape = swapped_shape(x);
+  if (shape == x->type()->shape()) return x;
+  const CallNode* r = m.call(x);
+  if (is_call_of(r, ops::reshape) && r->args()[0]->type()->shape() == shape) return r->args()[0];
+  return ops::reshape({x}, {{"shape", shape}});
 }
 
 // s * sum(x, axis=[axis], keepdims=True) for axis -1 or -2 (no multiply when
 // s is bound to ones). When x is bound to T(y), y is summed over the other
 // axis instead (no transpose runs) and the result moved into place by
 // transpose_of_vector.
-Expr scaled_sum(const RewriteContext& ctx, const Expr& x, int64_t axis, const Expr& s) {
-  const CallNode* t = ctx.bound_call(x, ops::permute_dims);
+Expr scaled_sum(const Match& m, const Expr& x, int64_t axis) {
+  const CallNode* t = m.call(x);
   bool transposed = is_transpose(t);
   Expr source = transposed ? t->args()[0] : x;
   int64_t source_axis = transposed ? -3 - axis : axis;  // -1 <-> -2
-  Expr sum = ctx.make(ops::sum, {source}, {{"axis", std::vector<int64_t>{source_axis}}, {"keepdims", true}});
-  if (!ctx.bound_call(s, ops::ones)) sum = ctx.make(ops::multiply, {sum, s});
-  return transposed ? transpose_of_vector(ctx, sum) : sum;
+  Expr sum = ops::sum({source}, {{"axis", std::vector<int64_t>{source_axis}}, {"keepdims", true}});
+  if (!is_call_of(m.call("s"), ops::ones)) sum = ops::multiply({sum, m["s"]});
+  return transposed ? transpose_of_vector(m, sum) : sum;
 }
 
-// matmul(a, b) where every element of a (or b) is the scalar s:
-//   a == s: out[.., i, j] = s * sum_k b[.., k, j] -> broadcast_to(s * sum(b, axis=-2), out)
-//   b == s: out[.., i, j] = s * sum_k a[.., i, k] -> broadcast_to(s * sum(a, axis=-1), out)
-// for float operands of rank >= 2, no out_dtype cast, static shapes, at
-// least kMinMatmulFlops.
-Expr matmul_of_broadcast_scalar(const CallNode& call, const RewriteContext& ctx) {
-  if (call.op() != ops::matmul) return nullptr;
-  const Expr& a = call.args()[0];
-  const Expr& b = call.args()[1];
-  DType dtype = a->type()->dtype();
-  if (a->type()->ndim() < 2 || b->type()->ndim() < 2 || !is_float(dtype) || call.type()->dtype() != dtype) return nullptr;
-  Dim flops = call.op().flops(call);
-  if (!flops.is_const() || flops.value() < kMinMatmulFlops) return nullptr;
-  Expr sums;
-  if (Expr s = broadcast_scalar(ctx, a)) {
-    sums = scaled_sum(ctx, b, -2, s);
-  } else if (Expr s = broadcast_scalar(ctx, b)) {
-    sums = scaled_sum(ctx, a, -1, s);
-  } else {
-    return nullptr;
-  }
-  return ctx.make(ops::broadcast_to, {sums}, {{"shape", call.type()->shape()}});
+const Shape& root_shape(const Match& m) { return m.root()->type()->shape(); }
+
+// ---- replacements ----
+
+Expr x_itself(const Match& m) { return m["x"]; }
+
+Expr composed_permutation(const Match& m) {
+  std::vector<int64_t> p = permute_dims_permutation(*m.call("inner"));
+  std::vector<int64_t> q = permute_dims_permutation(*m.call(m.root())), pq(q.size());
+  for (size_t i = 0; i < q.size(); ++i) pq[i] = p[static_cast<size_t>(q[i])];
+  return is_identity_permutation(pq) ? m["x"] : permute(m["x"], pq);
 }
 
+Expr swapped_matmul(const Match& m) {
+  const CallNode& mm = *m.call("mm");
+  const AttrValue& out_dtype = lookup_attr(mm.op(), mm.attrs(), "out_dtype");
+  return ops::matmul({transpose(m["b"]), transpose(m["a"])}, {{"out_dtype", out_dtype}});
+}
 
-const std::vector<RewriteRule>& simplify_gradient_rules() {
-  static const std::vector<RewriteRule> rules = {
-      {"fold_permutes", "permute_dims(permute_dims(x, p), q) -> permute_dims(x, p.q) | x", fold_permutes},
-      {"drop_identity_permute", "permute_dims(x, identity) -> x", drop_identity_permute},
-      {"transpose_of_matmul", "T(matmul(a, b)) -> matmul(T(b), T(a))", transpose_of_matmul},
-      {"drop_identity_broadcast_to", "broadcast_to(x, shape of x) -> x", drop_identity<OpId::broadcast_to>},
-      {"drop_identity_reshape", "reshape(x, shape of x) -> x", drop_identity<OpId::reshape>},
-      {"drop_identity_collapse_sum_to", "collapse_sum_to(x, shape of x) -> x", drop_identity<OpId::collapse_sum_to>},
-      {"drop_identity_astype", "astype(x, dtype of x) -> x", drop_identity<OpId::astype>},
-      {"matmul_of_broadcast_scalar", "matmul(broadcast s, b) -> broadcast_to(s * sum(b, axis=-2)), and mirrored",
-       matmul_of_broadcast_scalar},
-      {"transpose_of_broadcast", "T(broadcast_to(x, shape)) -> broadcast_to(T(x), T(shape)), x a row or column",
-       transpose_of_broadcast},
-  };
-  return rules;
+// matmul(s, b)[.., i, j] = s * sum_k b[.., k, j]
+Expr broadcast_column_sums(const Match& m) {
+  return ops::broadcast_to({scaled_sum(m, m["b"], -2)}, {{"shape", root_shape(m)}});
+}
+
+// matmul(a, s)[.., i, j] = s * sum_k a[.., i, k]
+Expr broadcast_row_sums(const Match& m) {
+  return ops::broadcast_to({scaled_sum(m, m["a"], -1)}, {{"shape", root_shape(m)}});
+}
+
+Expr broadcast_of_transpose(const Match& m) {
+  return ops::broadcast_to({transpose_of_vector(m, m["x"])}, {{"shape", root_shape(m)}});
+}
+
+// The rules, tried in this order on each call of their root op. A row:
+// name, "before -> after" (with its side conditions), the pattern of the
+// call it rewrites, the replacement.
+RuleSet make_rules() {
+  Pattern x = wildcard().named("x");
+  return RuleSet({
+      {"fold_permutes", "permute_dims(permute_dims(x, p), q) -> permute_dims(x, p.q), or x when p.q is the identity",
+       permute_dims_of(permute_dims_of(x).named("inner")), composed_permutation},
+      {"drop_identity_permute", "permute_dims(x, identity) -> x",
+       permute_dims_of(x).where("identity_permutation", identity_permutation), x_itself},
+      {"transpose_of_matmul", "T(matmul(a, b)) -> matmul(T(b), T(a)), a and b of rank >= 2",
+       transpose_of(is_op(ops::matmul)({matrix("a"), matrix("b")}).named("mm")), swapped_matmul},
+      {"drop_identity_broadcast_to", "broadcast_to(x, shape of x) -> x",
+       identity_call(ops::broadcast_to), x_itself},
+      {"drop_identity_reshape", "reshape(x, shape of x) -> x",
+       identity_call(ops::reshape), x_itself},
+      {"drop_identity_collapse_sum_to", "collapse_sum_to(x, shape of x) -> x",
+       identity_call(ops::collapse_sum_to), x_itself},
+      {"drop_identity_astype", "astype(x, dtype of x) -> x",
+       identity_call(ops::astype), x_itself},
+      {"matmul_of_broadcast_scalar_lhs", "matmul(broadcast_to(s), b) -> broadcast_to(s * sum(b, axis=-2, keepdims=True)), "
+                                         "s of one element, float operands of rank >= 2, from 2 * 32^3 FLOPs",
+       large_matmul(broadcast_scalar(), wildcard().named("b")), broadcast_column_sums},
+      {"matmul_of_broadcast_scalar_rhs", "matmul(a, broadcast_to(s)) -> broadcast_to(s * sum(a, axis=-1, keepdims=True)), "
+                                         "s of one element, float operands of rank >= 2, from 2 * 32^3 FLOPs",
+       large_matmul(wildcard().named("a"), broadcast_scalar()), broadcast_row_sums},
+      {"transpose_of_broadcast", "T(broadcast_to(x, shape)) -> broadcast_to(T(x), T(shape)), x a row or column of the same rank",
+       transpose_of(is_op(ops::broadcast_to)({x.where("row_or_column", row_or_column)}).where("keeps_rank", keeps_rank)),
+       broadcast_of_transpose},
+  });
 }
 
 }  // namespace
 
+const RuleSet& simplify_gradient_rules() {
+  static const RuleSet rules = make_rules();
+  return rules;
+}
+
 Function rewrite_simplify_gradient(const Function& fn, bool share_values) {
-  return rewrite_bindings(fn, simplify_gradient_rules(), share_values);
+  return rewrite_bindings(fn, simplify_gradient_rules(), {share_values});
 }
 
 Function simplify_gradient(const Function& fn) { return dead_code_elimination(rewrite_simplify_gradient(fn)); }

@@ -9,6 +9,8 @@
 
 namespace aj {
 
+class RuleSet;  // pattern/rule.h
+
 // Which bindings of fn the returned value depends on (1) or not (0), by
 // position: the marking half of dead-code elimination, for passes that only
 // need to know. Reads nothing of a dead binding but its var's address.
@@ -23,14 +25,15 @@ Function dead_code_elimination(const Function& fn);
 Module eliminate_common_subexpr(const Module& mod);
 Function eliminate_common_subexpr(const Function& fn);
 
-// The rules of simplify_gradient.cc (no transpose of a transpose, no
-// transpose of a matmul, no identity permute/broadcast/reshape/astype),
-// applied to a fixed point, then dead-code elimination.
+// SimplifyGradient: the rule table of simplify_gradient.cc applied to a
+// fixed point (transform/rewrite.h), then dead-code elimination.
 Module simplify_gradient(const Module& mod);
 Function simplify_gradient(const Function& fn);
 // The rewrites alone, leaving dead bindings (for pipelines that remove them
 // once, at the end); with share_values, common subexpressions are
 // eliminated in the same pass.
 Function rewrite_simplify_gradient(const Function& fn, bool share_values = false);
+// The rule table itself: names and descriptions for SimplifyGradient.rules.
+const RuleSet& simplify_gradient_rules();
 
 }  // namespace aj

@@ -1,55 +1,41 @@
-// Rewriting calls by rules, binding by binding. A rule looks at one call
-// (and, through the context, at what its arguments are bound to) and returns
-// a replacement: a leaf, or a tree of calls built with make(), whose nested
-// calls become new bindings. Rules are plain data (a name, the before ->
-// after it stands for, a function for the match and its side conditions),
-// so rule sets are lists that combine.
+// Rewriting calls by rules (pattern/rule.h), binding by binding. Each call
+// is tried against the rules of its op, in order; the first whose pattern
+// matches and whose replacement gives an expr rewrites it. Patterns see the
+// function as it is being rebuilt: earlier bindings as rewritten, and the
+// bindings made for the nested calls of replacements.
+//
+// Algorithm, one round:
+//   1. Walk the bindings in order, with uses of vars rewritten away replaced
+//      by what now stands for them; keep a binding no rule matches as it is.
+//   2. For a call a rule matches, check that the replacement has the call's
+//      type (TypeInferenceError naming the binding and both types), then
+//      bind the replacement bottom-up: each nested call is itself rewritten
+//      to a fixed point first and bound to a new var, the root to the
+//      binding's own var (or, when the root is a leaf, uses of the var are
+//      replaced by it from here on).
+//   3. With share_values, a value equal to one already bound is not bound
+//      again: the earlier var stands for it (what EliminateCommonSubexpr
+//      does, in the same walk).
+// Patterns look only at a call and at earlier bindings, which are final
+// when they are read, so one round reaches the fixed point. Only a round in
+// which a rule read how many users a var has (counts that later rewrites
+// change) is followed by another, up to max_rounds. A binding whose rewrites
+// do not stop, or rounds that keep changing the function, are a
+// TransformError naming the rules still firing. Bindings left unused are not
+// removed: run dead-code elimination after.
 #pragma once
 
-#include <string>
-#include <utility>
-#include <vector>
-
 #include "adjoint/ir/function.h"
-#include "adjoint/ir/var_map.h"
-#include "adjoint/op/registry.h"
+#include "adjoint/pattern/rule.h"
 
 namespace aj {
 
-// What the rewriter knows of each var: the leaf that now stands for it (when
-// it was rewritten away) and the call it is bound to (when it is).
-struct RewriteVar {
-  Expr replaced;
-  const CallNode* call = nullptr;
+struct RewriteOptions {
+  bool share_values = false;  // bind equal values once (step 3)
+  int max_rounds = 8;
 };
 
-class RewriteContext {
- public:
-  explicit RewriteContext(const VarTable<RewriteVar>& vars) : vars_(vars) {}
-  // The call bound to e when e is a var bound to a call, else nullptr.
-  const CallNode* bound_call(const Expr& e) const;
-  // The call bound to e when it is a call of `op`, else nullptr.
-  const CallNode* bound_call(const Expr& e, OpHandle op) const;
-  // op(args, attrs) as an unbound call (defaults filled, type inferred).
-  Expr make(OpHandle op, std::vector<Expr> args, const KwAttrs& attrs = {}) const;
-
- private:
-  const VarTable<RewriteVar>& vars_;
-};
-
-struct RewriteRule {
-  const char* name;
-  const char* before_after;  // "permute_dims(permute_dims(x)) -> x"
-  Expr (*apply)(const CallNode& call, const RewriteContext& ctx);  // nullptr: no match
-};
-
-// Rewrites each binding, in order, with the first rule that matches, and
-// each call of a replacement likewise, until no rule matches anywhere (one
-// pass suffices: a rule sees only a call and earlier, final bindings).
-// Bindings left unused are not removed: run dead-code elimination after.
-// With share_values, equal values are bound once as they are bound (what
-// EliminateCommonSubexpr would do after, in the same pass).
-Function rewrite_bindings(const Function& fn, const std::vector<RewriteRule>& rules, bool share_values = false);
-Module rewrite_bindings(const Module& mod, const std::vector<RewriteRule>& rules);
+Function rewrite_bindings(const Function& fn, const RuleSet& rules, const RewriteOptions& options = {});
+Module rewrite_bindings(const Module& mod, const RuleSet& rules, const RewriteOptions& options = {});
 
 }  // namespace aj
