@@ -900,7 +900,10 @@ bool is_identity_permutation(const std::vector<int64_t>& p) {
 
 bool swaps_last_two(const std::vector<int64_t>& p) {
   size_t n = p.size();
-  return n >= 2 && p == transpose_permutation(n);
+  if (n < 2) return false;
+  for (size_t i = 0; i + 2 < n; ++i)
+    if (p[i] != static_cast<int64_t>(i)) return false;
+  return p[n - 2] == static_cast<int64_t>(n - 1) && p[n - 1] == static_cast<int64_t>(n - 2);
 }
 
 bool is_transpose(const CallNode* c) {

@@ -13,6 +13,7 @@
 // adjoint.bench passes` prints the crossover), and small adjoints keep the
 // matmul forms of DESIGN.md §6.
 #include "adjoint/analysis/verifier.h"
+#include "adjoint/op/linalg.h"
 #include "adjoint/op/manipulate.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/pattern/rule.h"
@@ -94,14 +95,6 @@ Pattern large_matmul(const Pattern& a, const Pattern& b) {
 
 // ---- building replacements ----
 
-// permute_dims(x, p) in canonical form: no axes for a full reversal of rank 2.
-Expr permute(const Expr& x, const std::vector<int64_t>& p) {
-  if (p.size() == 2 && p[0] == 1 && p[1] == 0) return ops::permute_dims({x});
-  return ops::permute_dims({x}, {{"axes", p}});
-}
-
-// T(x); the rewriter then cancels it against a transpose x is bound to.
-Expr transpose(const Expr& x) { return permute(x, transpose_permutation(x->type()->ndim())); }
 
 // T(x) for x with a unit dim among its last two, where a transpose only
 // moves the unit dim: x itself when that changes nothing, z when x is bound
@@ -138,13 +131,16 @@ Expr composed_permutation(const Match& m) {
   std::vector<int64_t> p = permute_dims_permutation(*m.call("inner"));
   std::vector<int64_t> q = permute_dims_permutation(*m.call(m.root())), pq(q.size());
   for (size_t i = 0; i < q.size(); ++i) pq[i] = p[static_cast<size_t>(q[i])];
-  return is_identity_permutation(pq) ? m["x"] : permute(m["x"], pq);
+  return is_identity_permutation(pq) ? m["x"] : make_permute_dims(m["x"], pq);
 }
 
 Expr swapped_matmul(const Match& m) {
   const CallNode& mm = *m.call("mm");
-  const AttrValue& out_dtype = lookup_attr(mm.op(), mm.attrs(), "out_dtype");
-  return ops::matmul({transpose(m["b"]), transpose(m["a"])}, {{"out_dtype", out_dtype}});
+  std::optional<DType> out_dtype = matmul_out_dtype(mm);
+  KwAttrs attrs;
+  if (out_dtype) attrs.push_back({"out_dtype", *out_dtype});
+  // T(b), T(a); the rewriter then cancels each against a transpose it is bound to.
+  return ops::matmul({make_transpose(m["b"]), make_transpose(m["a"])}, attrs);
 }
 
 // matmul(s, b)[.., i, j] = s * sum_k b[.., k, j]
