@@ -10,8 +10,7 @@
 namespace aj {
 
 // Which bindings of fn the returned value depends on (1) or not (0), by
-// position: the marking half of dead-code elimination, for passes that only
-// need to know. Reads nothing of a dead binding but its var's address.
+// position: DataflowIndex(fn).live() (analysis/dataflow.h).
 std::vector<uint8_t> live_bindings(const FunctionNode& fn);
 
 // Removes bindings whose values nothing returns or uses (all ops are pure),
