@@ -11,8 +11,6 @@
 
 namespace aj {
 
-std::vector<uint8_t> live_bindings(const FunctionNode& fn) { return DataflowIndex(fn).live(); }
-
 Function dead_code_elimination(const Function& fn) {
   const auto& bindings = fn->bindings();
   DataflowIndex index(*fn);

@@ -2,16 +2,9 @@
 // over immutable IR.
 #pragma once
 
-#include <cstdint>
-#include <vector>
-
 #include "adjoint/ir/function.h"
 
 namespace aj {
-
-// Which bindings of fn the returned value depends on (1) or not (0), by
-// position: DataflowIndex(fn).live() (analysis/dataflow.h).
-std::vector<uint8_t> live_bindings(const FunctionNode& fn);
 
 // Removes bindings whose values nothing returns or uses (all ops are pure),
 // in every function.
