@@ -1,12 +1,14 @@
-// The dataflow index (analysis/dataflow.h): two walks over the bindings
-// build the users in CSR form (count, then fill), one backward sweep the
-// liveness.
+// The dataflow index (analysis/dataflow.h): definitions and the live
+// numbering from VarIndexMaps; users in CSR form from two walks over the
+// bindings (count, then fill); liveness from one backward sweep over a set
+// of wanted var addresses; dependence from one forward walk per query.
 #include "adjoint/analysis/dataflow.h"
 
 namespace aj {
 namespace {
 
 DefKind kind_of(const Expr& value) {
+  if (!value) return DefKind::kUndefined;
   switch (value->kind()) {
     case ExprKind::kCall: return DefKind::kCall;
     case ExprKind::kTuple: return DefKind::kTuple;
@@ -17,63 +19,96 @@ DefKind kind_of(const Expr& value) {
   return DefKind::kUndefined;
 }
 
-}  // namespace
-
-DataflowIndex::DataflowIndex(const FunctionNode& fn)
-    : fn_(fn), num_params_(fn.params().size()), index_(fn), kind_(index_.size(), DefKind::kUndefined),
-      user_start_(index_.size() + 1, 0), returned_(index_.size(), 0), live_(fn.bindings().size(), 0) {
-  const auto& bindings = fn.bindings();
-  for (size_t i = 0; i < num_params_; ++i) kind_[i] = DefKind::kParam;
-  for (size_t b = 0; b < bindings.size(); ++b) kind_[num_params_ + b] = kind_of(bindings[b].value);
-
-  // Users: each binding counted once per var it uses (repeats skipped by
-  // remembering the last binding that counted the var).
-  std::vector<int64_t> last(index_.size(), -1);
-  auto for_each_distinct_use = [&](size_t b, auto&& f) {
-    for_each_var_use(bindings[b].value, [&](const VarNode* v) {
-      int64_t s = slot(v);
-      if (s < 0 || last[static_cast<size_t>(s)] == static_cast<int64_t>(b)) return;
-      last[static_cast<size_t>(s)] = static_cast<int64_t>(b);
-      f(static_cast<size_t>(s));
-    });
-  };
-  for (size_t b = 0; b < bindings.size(); ++b) for_each_distinct_use(b, [&](size_t s) { ++user_start_[s + 1]; });
-  for (size_t s = 0; s < index_.size(); ++s) user_start_[s + 1] += user_start_[s];
-  users_.resize(static_cast<size_t>(user_start_.back()));
-  std::vector<int64_t> fill(user_start_.begin(), user_start_.end() - 1);
-  std::fill(last.begin(), last.end(), -1);
-  for (size_t b = 0; b < bindings.size(); ++b)
-    for_each_distinct_use(b, [&](size_t s) { users_[static_cast<size_t>(fill[s]++)] = static_cast<int64_t>(b); });
-
-  for_each_var_use(fn.ret(), [&](const VarNode* v) {
-    int64_t s = slot(v);
-    if (s >= 0) returned_[static_cast<size_t>(s)] = 1;
-  });
-
-  // Liveness: a binding is live when the return or a live binding uses it.
-  for (size_t b = bindings.size(); b-- > 0;) {
-    size_t s = num_params_ + b;
-    bool needed = returned_[s];
-    for (int64_t u = user_start_[s]; !needed && u < user_start_[s + 1]; ++u) needed = live_[static_cast<size_t>(users_[static_cast<size_t>(u)])];
-    live_[b] = needed;
-  }
+// f(var) for each var the binding's value uses; none for a null value
+// (malformed IR, only buildable from C++, that the verifier reports).
+template <class F>
+void for_each_use_in(const Binding& b, F&& f) {
+  if (b.value) for_each_var_use(b.value, f);
 }
 
-int64_t DataflowIndex::slot(const VarNode* v) const { return index_(v); }
+// A set of var addresses: open addressing with linear probing and
+// backward-shift deletion, so it stays as small as what it holds. Hashing
+// the address reads nothing of the var.
+class VarSet {
+ public:
+  VarSet() : slots_(16, nullptr) {}
+
+  void insert(const VarNode* v) {
+    size_t s = find(v);
+    if (slots_[s]) return;
+    slots_[s] = v;
+    if (2 * ++size_ > slots_.size()) grow();
+  }
+
+  // Removes v; false when it was not there.
+  bool erase(const VarNode* v) {
+    size_t s = find(v);
+    if (!slots_[s]) return false;
+    slots_[s] = nullptr;
+    --size_;
+    for (size_t next = (s + 1) & mask(); slots_[next]; next = (next + 1) & mask()) {
+      size_t home = slot(slots_[next]);
+      // Move the entry back into the hole unless its home lies in (s, next].
+      bool stays = s <= next ? (s < home && home <= next) : (s < home || home <= next);
+      if (stays) continue;
+      slots_[s] = slots_[next];
+      slots_[next] = nullptr;
+      s = next;
+    }
+    return true;
+  }
+
+ private:
+  size_t mask() const { return slots_.size() - 1; }
+  size_t slot(const VarNode* v) const {
+    uint64_t bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(v));
+    return static_cast<size_t>((bits * 0x9e3779b97f4a7c15ULL) >> shift_);
+  }
+  size_t find(const VarNode* v) const {
+    size_t s = slot(v);
+    while (slots_[s] && slots_[s] != v) s = (s + 1) & mask();
+    return s;
+  }
+  void grow() {
+    std::vector<const VarNode*> old(2 * slots_.size(), nullptr);
+    old.swap(slots_);
+    --shift_;
+    size_ = 0;
+    for (const VarNode* v : old)
+      if (v) insert(v);
+  }
+
+  std::vector<const VarNode*> slots_;
+  size_t size_ = 0;
+  int shift_ = 60;  // 64 - log2(slot count)
+};
+
+}  // namespace
+
+DataflowIndex::DataflowIndex(const FunctionNode& fn) : fn_(fn), num_params_(fn.params().size()) {}
+
+// ---- definitions ----
+
+const VarIndexMap& DataflowIndex::build_defs() const {
+  defs_ = std::make_unique<VarIndexMap>(fn_);
+  return *defs_;
+}
 
 DefKind DataflowIndex::def_kind(const VarNode* v) const {
-  int64_t s = slot(v);
-  return s < 0 ? DefKind::kUndefined : kind_[static_cast<size_t>(s)];
+  int64_t d = def_index(v);
+  if (d < 0) return DefKind::kUndefined;
+  if (static_cast<size_t>(d) < num_params_) return DefKind::kParam;
+  return kind_of(fn_.bindings()[static_cast<size_t>(d) - num_params_].value);
 }
 
 int64_t DataflowIndex::param_index(const VarNode* v) const {
-  int64_t s = slot(v);
-  return s >= 0 && static_cast<size_t>(s) < num_params_ ? s : -1;
+  int64_t d = def_index(v);
+  return d >= 0 && static_cast<size_t>(d) < num_params_ ? d : -1;
 }
 
 int64_t DataflowIndex::binding_index(const VarNode* v) const {
-  int64_t s = slot(v);
-  return s >= static_cast<int64_t>(num_params_) ? s - static_cast<int64_t>(num_params_) : -1;
+  int64_t d = def_index(v);
+  return d >= static_cast<int64_t>(num_params_) ? d - static_cast<int64_t>(num_params_) : -1;
 }
 
 const Expr* DataflowIndex::value(const VarNode* v) const {
@@ -83,61 +118,158 @@ const Expr* DataflowIndex::value(const VarNode* v) const {
 
 const CallNode* DataflowIndex::call(const VarNode* v) const {
   const Expr* e = value(v);
-  return e && (*e)->kind() == ExprKind::kCall ? static_cast<const CallNode*>(e->get()) : nullptr;
+  return e ? as<CallNode>(*e) : nullptr;
 }
 
 const CallNode* DataflowIndex::call(const Expr& e) const {
-  return e->kind() == ExprKind::kVar ? call(static_cast<const VarNode*>(e.get())) : nullptr;
+  const VarNode* v = as<VarNode>(e);
+  return v ? call(v) : nullptr;
+}
+
+// ---- users ----
+
+// Each binding is counted once per var it uses: a repeat within one value is
+// skipped by remembering the last binding that counted the var.
+void DataflowIndex::build_users() const {
+  const VarIndexMap& index = defs();
+  const auto& bindings = fn_.bindings();
+  size_t n = num_defs();
+  returned_.assign(n, 0);
+  for_each_var_use(fn_.ret(), [&](const VarNode* v) {
+    int64_t d = index(v);
+    if (d >= 0) returned_[static_cast<size_t>(d)] = 1;
+  });
+  std::vector<int64_t> last(n, -1);
+  auto for_each_distinct_use = [&](size_t b, auto&& f) {
+    for_each_use_in(bindings[b], [&](const VarNode* v) {
+      int64_t d = index(v);
+      if (d < 0 || last[static_cast<size_t>(d)] == static_cast<int64_t>(b)) return;
+      last[static_cast<size_t>(d)] = static_cast<int64_t>(b);
+      f(static_cast<size_t>(d));
+    });
+  };
+  user_start_.assign(n + 1, 0);
+  for (size_t b = 0; b < bindings.size(); ++b) for_each_distinct_use(b, [&](size_t d) { ++user_start_[d + 1]; });
+  for (size_t d = 0; d < n; ++d) user_start_[d + 1] += user_start_[d];
+  users_.resize(static_cast<size_t>(user_start_.back()));
+  std::vector<int64_t> fill(user_start_.begin(), user_start_.end() - 1);
+  std::fill(last.begin(), last.end(), -1);
+  for (size_t b = 0; b < bindings.size(); ++b)
+    for_each_distinct_use(b, [&](size_t d) { users_[static_cast<size_t>(fill[d]++)] = static_cast<int64_t>(b); });
+  has_users_ = true;
 }
 
 std::vector<int64_t> DataflowIndex::users(const VarNode* v) const {
-  int64_t s = slot(v);
-  if (s < 0) return {};
-  auto begin = users_.begin() + user_start_[static_cast<size_t>(s)];
-  auto end = users_.begin() + user_start_[static_cast<size_t>(s) + 1];
+  int64_t d = def_index(v);
+  if (d < 0) return {};
+  if (!has_users_) build_users();
+  auto begin = users_.begin() + user_start_[static_cast<size_t>(d)];
+  auto end = users_.begin() + user_start_[static_cast<size_t>(d) + 1];
   return std::vector<int64_t>(begin, end);
 }
 
 bool DataflowIndex::used_by_return(const VarNode* v) const {
-  int64_t s = slot(v);
-  return s >= 0 && returned_[static_cast<size_t>(s)];
+  int64_t d = def_index(v);
+  if (d < 0) return false;
+  if (!has_users_) build_users();
+  return returned_[static_cast<size_t>(d)];
 }
 
 size_t DataflowIndex::num_users(const VarNode* v) const {
-  int64_t s = slot(v);
-  if (s < 0) return 0;
-  size_t n = static_cast<size_t>(user_start_[static_cast<size_t>(s) + 1] - user_start_[static_cast<size_t>(s)]);
-  return n + returned_[static_cast<size_t>(s)];
+  int64_t d = def_index(v);
+  if (d < 0) return 0;
+  if (!has_users_) build_users();
+  size_t n = static_cast<size_t>(user_start_[static_cast<size_t>(d) + 1] - user_start_[static_cast<size_t>(d)]);
+  return n + returned_[static_cast<size_t>(d)];
 }
 
-std::vector<uint8_t> DataflowIndex::depends_on(const std::function<bool(const VarNode*)>& seed) const {
+// ---- liveness and dependence ----
+
+// Walking the bindings backward, a binding is live when its var is wanted
+// (used by the return or by a live binding after it); its var then stops
+// being wanted (it is bound here) and the vars its value uses become
+// wanted. The set holds only vars used after the current binding and bound
+// before it, and a dead binding costs one lookup of its var's address.
+void DataflowIndex::build_live() const {
   const auto& bindings = fn_.bindings();
-  std::vector<uint8_t> marked(index_.size(), 0), out(bindings.size(), 0);
+  live_.assign(bindings.size(), 0);
+  VarSet wanted;
+  auto want = [&wanted](const VarNode* v) { wanted.insert(v); };
+  for_each_var_use(fn_.ret(), want);
+  for (size_t b = bindings.size(); b-- > 0;) {
+    if (!wanted.erase(bindings[b].var.get())) continue;
+    live_[b] = 1;
+    for_each_use_in(bindings[b], want);
+  }
+  has_live_ = true;
+}
+
+const std::vector<uint8_t>& DataflowIndex::live() const {
+  if (!has_live_) build_live();
+  return live_;
+}
+
+const VarIndexMap& DataflowIndex::live_defs() const {
+  if (live_defs_) return *live_defs_;
+  const std::vector<uint8_t>& is_live = live();
+  std::vector<const VarNode*> vars;
+  for (const auto& p : fn_.params()) vars.push_back(p.get());
+  for (size_t b = 0; b < is_live.size(); ++b)
+    if (is_live[b]) vars.push_back(fn_.bindings()[b].var.get());
+  live_defs_ = std::make_unique<VarIndexMap>(vars);
+  return *live_defs_;
+}
+
+int64_t DataflowIndex::live_index(const VarNode* v) const { return live_defs()(v); }
+
+size_t DataflowIndex::num_live_defs() const { return live_defs().size(); }
+
+// One forward walk: a binding depends on the seeds when a var its value uses
+// is a seed or depends on one. With live_only, dead bindings are skipped
+// unread and count as independent, and vars are numbered among the live.
+std::vector<uint8_t> DataflowIndex::forward_dependence(const VarPredicate& seed, bool live_only) const {
+  const auto& bindings = fn_.bindings();
+  const VarIndexMap& index = live_only ? live_defs() : defs();
+  const std::vector<uint8_t>* among = live_only ? &live() : nullptr;
+  std::vector<uint8_t> marked(index.size(), 0), out(bindings.size(), 0);
   for (size_t i = 0; i < num_params_; ++i) marked[i] = seed(fn_.params()[i].get());
+  size_t next = num_params_;  // the index of the next binding read
   for (size_t b = 0; b < bindings.size(); ++b) {
+    if (among && !(*among)[b]) continue;
     bool dep = false;
-    for_each_var_use(bindings[b].value, [&](const VarNode* v) {
-      int64_t s = slot(v);
-      dep = dep || (s >= 0 && marked[static_cast<size_t>(s)]);
+    for_each_use_in(bindings[b], [&](const VarNode* v) {
+      if (dep) return;
+      int64_t d = index(v);
+      dep = d >= 0 && marked[static_cast<size_t>(d)];
     });
     out[b] = dep;
-    marked[num_params_ + b] = dep || seed(bindings[b].var.get());
+    marked[next++] = dep || seed(bindings[b].var.get());
   }
   return out;
 }
 
-std::vector<uint8_t> DataflowIndex::depends_only_on(const std::function<bool(const VarNode*)>& allowed) const {
+std::vector<uint8_t> DataflowIndex::depends_on(const VarPredicate& seed) const {
+  return forward_dependence(seed, /*live_only=*/false);
+}
+
+std::vector<uint8_t> DataflowIndex::live_depends_on(const VarPredicate& seed) const {
+  return forward_dependence(seed, /*live_only=*/true);
+}
+
+std::vector<uint8_t> DataflowIndex::depends_only_on(const VarPredicate& allowed) const {
+  const VarIndexMap& index = defs();
   const auto& bindings = fn_.bindings();
-  std::vector<uint8_t> ok(index_.size(), 0), out(bindings.size(), 0);
+  std::vector<uint8_t> ok(index.size(), 0), out(bindings.size(), 0);
   for (size_t i = 0; i < num_params_; ++i) ok[i] = allowed(fn_.params()[i].get());
   for (size_t b = 0; b < bindings.size(); ++b) {
     bool all = true;
-    for_each_var_use(bindings[b].value, [&](const VarNode* v) {
-      int64_t s = slot(v);
-      all = all && s >= 0 && ok[static_cast<size_t>(s)];
+    for_each_use_in(bindings[b], [&](const VarNode* v) {
+      if (!all) return;
+      int64_t d = index(v);
+      all = d >= 0 && ok[static_cast<size_t>(d)];
     });
     out[b] = all;
-    ok[num_params_ + b] = all;
+    ok[num_params_ + b] = all || allowed(bindings[b].var.get());
   }
   return out;
 }

@@ -1,11 +1,11 @@
 // The verifier (analysis/verifier.h): one pass over each function that
-// checks binding discipline (against the function's VarIndexMap), A-normal
-// form, var types against their values' and, at the full level, each call's
-// type and attrs against its op's rules, collecting every problem with its
-// place.
+// checks binding discipline (against the definitions of the function's
+// dataflow index), A-normal form, var types against their values' and, at
+// the full level, each call's type and attrs against its op's rules,
+// collecting every problem with its place.
 #include "adjoint/analysis/verifier.h"
 
-#include "adjoint/ir/var_map.h"
+#include "adjoint/analysis/dataflow.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/support/error.h"
 
@@ -23,8 +23,8 @@ class FunctionVerifier {
     check_num_input();
     for (size_t i = 0; i < fn_.bindings().size(); ++i) check_binding(i, fn_.bindings()[i]);
     where_ = Place{"the return value"};
-    defined_ = static_cast<int64_t>(index_.size());
-    check_operand(fn_.ret(), /*leaf_only=*/true);
+    defined_ = static_cast<int64_t>(index_.num_defs());
+    check_leaf(fn_.ret());
   }
 
  private:
@@ -58,13 +58,13 @@ class FunctionVerifier {
   // Every param and binding var is non-null and defined once: the index keeps
   // a var's first definition, so a later one finds another index there.
   void check_definitions() {
-    for (size_t k = 0; k < index_.size(); ++k) {
+    for (size_t k = 0; k < index_.num_defs(); ++k) {
       where_ = definition(static_cast<int64_t>(k));
       if (!where_.var) {
         problem("a null var");
         continue;
       }
-      int64_t first = index_(where_.var);
+      int64_t first = index_.def_index(where_.var);
       if (first != static_cast<int64_t>(k))
         problem("var '", where_.var->name_hint(), "' is bound twice (first at ", describe(definition(first)), ")");
     }
@@ -80,29 +80,33 @@ class FunctionVerifier {
       problem(*n, " is outside [0, ", fn_.params().size(), "], the param count");
   }
 
-  // A var must be bound before use; with leaf_only, e must be a leaf.
-  void check_operand(const Expr& e, bool leaf_only) {
+  // A var must be bound before use.
+  void check_use(const VarNode& v) {
+    int64_t i = index_.def_index(&v);
+    if (i < 0)
+      problem("uses var '", v.name_hint(), "', which the function does not bind (a free var)");
+    else if (i >= defined_)
+      problem("uses var '", v.name_hint(), "' before its binding (", describe(definition(i)), ")");
+  }
+
+  // e must be a leaf (a var, a constant, or a tuple of leaves) whose vars
+  // are bound before here.
+  void check_leaf(const Expr& e) {
     if (!e) {
       problem("a null expr");
       return;
     }
     switch (e->kind()) {
-      case ExprKind::kVar: {
-        auto* v = static_cast<const VarNode*>(e.get());
-        int64_t i = index_(v);
-        if (i == VarIndexMap::kAbsent)
-          problem("uses var '", v->name_hint(), "', which the function does not bind (a free var)");
-        else if (i >= defined_)
-          problem("uses var '", v->name_hint(), "' before its binding (", describe(definition(i)), ")");
+      case ExprKind::kVar:
+        check_use(static_cast<const VarNode&>(*e));
         return;
-      }
       case ExprKind::kConstant:
         return;
       case ExprKind::kTuple:
-        for (const auto& f : static_cast<const TupleNode&>(*e).fields()) check_operand(f, true);
+        for_each_operand(*e, [this](const Expr& field) { check_leaf(field); });
         return;
       default:
-        if (leaf_only) problem("a nested ", expr_kind_name(e), " where A-normal form needs a var, constant or tuple");
+        problem("a nested ", expr_kind_name(e), " where A-normal form needs a var, constant or tuple");
     }
   }
 
@@ -114,10 +118,9 @@ class FunctionVerifier {
     }
   }
 
-  void check_call(const CallNode& call) {
+  // The call's args, attrs and type against its op's rules (kFull only).
+  void check_call_rules(const CallNode& call) {
     const OpDef& op = call.op();
-    for (const auto& a : call.args()) check_operand(a, true);
-    if (level_ == VerifyLevel::kStructure) return;
     if (call.args().size() != op.arg_names.size()) {
       problem("op '", op.name, "' takes ", op.arg_names.size(), " argument(s), got ", call.args().size());
       return;
@@ -146,6 +149,7 @@ class FunctionVerifier {
     }
   }
 
+  // A bound value is a leaf, or a call or tuple item whose operands are.
   void check_value(const Expr& value) {
     if (!value) {
       problem("a null value");
@@ -153,14 +157,14 @@ class FunctionVerifier {
     }
     switch (value->kind()) {
       case ExprKind::kCall:
-        check_call(static_cast<const CallNode&>(*value));
-        return;
       case ExprKind::kTupleGetItem:
-        check_operand(static_cast<const TupleGetItemNode&>(*value).tuple(), true);
-        return;
+        for_each_operand(*value, [this](const Expr& operand) { check_leaf(operand); });
+        break;
       default:
-        check_operand(value, true);
+        check_leaf(value);
     }
+    auto* call = as<CallNode>(value);
+    if (call && level_ == VerifyLevel::kFull) check_call_rules(*call);
   }
 
   void check_binding(size_t i, const Binding& b) {
@@ -176,7 +180,7 @@ class FunctionVerifier {
   const FunctionNode& fn_;
   VerifyLevel level_;
   std::vector<std::string>& out_;
-  VarIndexMap index_;     // each var's first definition
+  DataflowIndex index_;   // each var's first definition
   Place where_;
   int64_t defined_ = 0;   // vars of definition index below this are bound here
 };

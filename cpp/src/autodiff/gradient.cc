@@ -2,12 +2,12 @@
 // bindings backward, asking each op's VJP rule for the adjoints of its args.
 #include "adjoint/autodiff/gradient.h"
 
+#include <algorithm>
 #include <unordered_map>
-#include <unordered_set>
 
+#include "adjoint/analysis/dataflow.h"
 #include "adjoint/autodiff/vjp.h"
 #include "adjoint/ir/builder.h"
-#include "adjoint/ir/var_map.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/passes.h"
 
@@ -46,9 +46,8 @@ Expr zeros_of(const Type& t) { return ops::zeros({}, {{"shape", t->shape()}, {"d
 class GradientBuilder {
  public:
   GradientBuilder(const std::string& name, const FunctionNode& fn, const GradientOptions& opt)
-      : name_(name), fn_(fn), opt_(opt), bb_(fn.attrs(), /*unique_names=*/false),
-        live_(live_bindings(fn)), index_(indexed_vars(fn, live_)), relevant_(index_.size(), 0),
-        adj_(index_.size()) {}
+      : name_(name), fn_(fn), opt_(opt), bb_(fn.attrs(), /*unique_names=*/false), index_(fn),
+        adj_(index_.num_live_defs()) {}
 
   Function run() {
     share_forward();
@@ -56,11 +55,12 @@ class GradientBuilder {
     mark_relevant(required);
     const Expr& ret = fn_.ret();
     seed(ret);
-    size_t k = index_.size();  // the index of the live binding before the current one
+    const std::vector<uint8_t>& live = index_.live();
+    size_t k = adj_.size();  // the live index of the live binding before the current one
     for (size_t i = fn_.bindings().size(); i-- > 0;) {
-      if (!live_[i]) continue;
+      if (!live[i]) continue;
       --k;
-      if (adj_[k]) backprop(fn_.bindings()[i], adj_[k]);
+      if (adj_[k]) backprop(i, adj_[k]);
     }
     std::vector<Expr> grads;
     for (const Var& r : required) grads.push_back(final_adjoint(r));
@@ -79,25 +79,13 @@ class GradientBuilder {
   // With simplify, forward bindings the result does not depend on are left
   // out here rather than removed after.
   void share_forward() {
-    size_t live = index_.size() - fn_.params().size();
-    bb_.reserve((opt_.simplify ? 0 : fn_.bindings().size() - live) + 4 * live);  // about three adjoint bindings each
+    const std::vector<uint8_t>& live = index_.live();
+    size_t num_live = static_cast<size_t>(std::count(live.begin(), live.end(), 1));
+    bb_.reserve((opt_.simplify ? 0 : live.size() - num_live) + 4 * num_live);  // about three adjoint bindings each
     for (const auto& p : fn_.params()) bb_.add_existing_param(p);
     for (size_t i = 0; i < fn_.bindings().size(); ++i)
-      if (!opt_.simplify || live_[i]) bb_.push_binding(fn_.bindings()[i]);
+      if (!opt_.simplify || live[i]) bb_.push_binding(fn_.bindings()[i]);
   }
-
-  // Only the params and the live bindings' vars are indexed: the others
-  // (dead code for this result) get no adjoint, and are never read.
-  static std::vector<const VarNode*> indexed_vars(const FunctionNode& fn, const std::vector<uint8_t>& live) {
-    std::vector<const VarNode*> vars;
-    for (const auto& p : fn.params()) vars.push_back(p.get());
-    for (size_t i = 0; i < fn.bindings().size(); ++i)
-      if (live[i]) vars.push_back(fn.bindings()[i].var.get());
-    return vars;
-  }
-
-  // The index of a param or live var; -1 for others.
-  int64_t index_of(const VarNode* v) const { return index_(v); }
 
   // ---- which vars ----
 
@@ -125,42 +113,29 @@ class GradientBuilder {
     return out;
   }
 
+  // Only params and live vars have a live index: the others (dead code for
+  // this result) get no adjoint, and are never read.
   bool is_relevant(const VarNode* v) const {
-    int64_t i = index_of(v);
+    int64_t i = index_.live_index(v);
     return i >= 0 && relevant_[static_cast<size_t>(i)];
-  }
-
-  bool uses_relevant(const Expr& e) const {
-    switch (e->kind()) {
-      case ExprKind::kVar: return is_relevant(static_cast<const VarNode*>(e.get()));
-      case ExprKind::kTuple:
-        for (const auto& f : static_cast<const TupleNode&>(*e).fields())
-          if (uses_relevant(f)) return true;
-        return false;
-      case ExprKind::kTupleGetItem: return uses_relevant(static_cast<const TupleGetItemNode&>(*e).tuple());
-      case ExprKind::kCall:
-        for (const auto& a : static_cast<const CallNode&>(*e).args())
-          if (uses_relevant(a)) return true;
-        return false;
-      case ExprKind::kConstant: return false;
-    }
-    return false;
   }
 
   // Vars that are required, or that the result depends on and that depend
   // on a required var: only they need adjoints. Bindings the result does not
   // depend on are skipped unread (most of a wide DAG, typically).
   void mark_relevant(const std::vector<Var>& required) {
+    std::vector<uint8_t> is_required(index_.num_live_defs(), 0);
     for (const auto& r : required) {
-      int64_t i = index_of(r.get());
-      if (i >= 0) relevant_[static_cast<size_t>(i)] = 1;
+      int64_t i = index_.live_index(r.get());
+      if (i >= 0) is_required[static_cast<size_t>(i)] = 1;
     }
-    size_t k = fn_.params().size();
-    for (size_t i = 0; i < fn_.bindings().size(); ++i) {
-      if (!live_[i]) continue;
-      if (uses_relevant(fn_.bindings()[i].value)) relevant_[k] = 1;
-      ++k;
-    }
+    uses_required_ = index_.live_depends_on([&](const VarNode* v) {
+      int64_t i = index_.live_index(v);
+      return i >= 0 && is_required[static_cast<size_t>(i)];
+    });
+    relevant_ = std::move(is_required);
+    for (size_t i = 0; i < uses_required_.size(); ++i)
+      if (uses_required_[i]) relevant_[static_cast<size_t>(index_.live_index(fn_.bindings()[i].var.get()))] = 1;
   }
 
   // ---- adjoints ----
@@ -203,7 +178,7 @@ class GradientBuilder {
     }
     Var v = as_var(target);
     if (!v || !is_relevant(v.get())) return;
-    AdjointPtr& slot = adj_[static_cast<size_t>(index_of(v.get()))];
+    AdjointPtr& slot = adj_[static_cast<size_t>(index_.live_index(v.get()))];
     slot = merge(slot, a, v->type(), adjoint_name(v));
   }
 
@@ -236,7 +211,7 @@ class GradientBuilder {
   }
 
   Expr final_adjoint(const Var& v) {
-    int64_t i = index_of(v.get());
+    int64_t i = index_.live_index(v.get());
     if (i >= 0 && adj_[static_cast<size_t>(i)] && adj_[static_cast<size_t>(i)]->tensor)
       return adj_[static_cast<size_t>(i)]->tensor;
     return bb_.emit(zeros_of(v->type()), adjoint_name(v));
@@ -252,8 +227,9 @@ class GradientBuilder {
     return a;
   }
 
-  // Passes the adjoint `a` of b's var on to what b's value uses.
-  void backprop(const Binding& b, AdjointPtr a) {
+  // Passes the adjoint `a` of binding i's var on to what its value uses.
+  void backprop(size_t i, AdjointPtr a) {
+    const Binding& b = fn_.bindings()[i];
     const Expr& value = b.value;
     switch (value->kind()) {
       case ExprKind::kVar:
@@ -269,7 +245,7 @@ class GradientBuilder {
         return;
       }
       case ExprKind::kCall:
-        backprop_call(b.var, static_cast<const CallNode&>(*value), a);
+        if (uses_required_[i]) backprop_call(b.var, static_cast<const CallNode&>(*value), a);
         return;
       case ExprKind::kConstant:
         return;
@@ -277,9 +253,6 @@ class GradientBuilder {
   }
 
   void backprop_call(const Var& v, const CallNode& call, const AdjointPtr& a) {
-    bool any_relevant = false;
-    for (const auto& arg : call.args()) any_relevant = any_relevant || uses_relevant(arg);
-    if (!any_relevant) return;
     const OpDef& op = call.op();
     if (!op.differentiable || !carries_gradient(v->type())) return;
     if (!op.vjp) fail("op '", op.name, "' has no gradient rule (binding '", v->name_hint(), "')");
@@ -298,10 +271,10 @@ class GradientBuilder {
   const FunctionNode& fn_;
   const GradientOptions& opt_;
   FunctionBuilder bb_;
-  std::vector<uint8_t> live_;      // by binding position: the result depends on it
-  VarIndexMap index_;              // params, then live binding vars, in order
-  std::vector<uint8_t> relevant_;  // by index_
-  std::vector<AdjointPtr> adj_;    // by index_
+  DataflowIndex index_;
+  std::vector<uint8_t> relevant_;       // by live index: the var needs an adjoint
+  std::vector<uint8_t> uses_required_;  // by binding: live, and its value depends on a required var
+  std::vector<AdjointPtr> adj_;         // by live index
 };
 
 }  // namespace

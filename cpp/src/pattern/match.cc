@@ -41,7 +41,7 @@ bool is_run(const PatternNode& p) { return p.kind() == PatternKind::kRepeated; }
 
 // Two captures of one name agree: the same var, equal constants, tuples of
 // agreeing fields.
-bool same_value(const Expr& a, const Expr& b) { return a == b || cse::leaf_equal(a, b); }
+bool same_value(const Expr& a, const Expr& b) { return cse::value_equal(a, b); }
 
 bool attr_agrees(const OpDef& op, const CallNode& call, const AttrConstraint& c) {
   if (c.index >= 0) return attr_equal(call.attrs()[static_cast<size_t>(c.index)], c.value);

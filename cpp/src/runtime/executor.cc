@@ -8,6 +8,7 @@
 #include <new>
 #include <unordered_map>
 
+#include "adjoint/analysis/dataflow.h"
 #include "adjoint/op/manipulate.h"
 #include "buffer_pool.h"
 
@@ -33,40 +34,16 @@ void flatten_types(const Type& t, std::vector<Type>& out) {
   for (const auto& f : t->fields()) flatten_types(f, out);
 }
 
-// permute_dims that swaps exactly the last two axes: a transpose a matmul
-// consumer can take as a GEMM flag.
-bool swaps_last_two(const CallNode& call) { return is_transpose(&call); }
-
-// Vars used only as matmul operands (so a transpose feeding them can fold).
-std::unordered_map<const VarNode*, bool> matmul_only_uses(const FunctionNode& fn) {
-  std::unordered_map<const VarNode*, bool> only;
-  auto note = [&only](const Expr& e, bool is_matmul_operand) {
-    if (auto* v = as<VarNode>(e)) {
-      auto it = only.find(v);
-      if (it == only.end()) only.emplace(v, is_matmul_operand);
-      else it->second = it->second && is_matmul_operand;
-    }
-  };
-  std::function<void(const Expr&)> note_other = [&](const Expr& e) {
-    note(e, false);
-    if (auto* t = as<TupleNode>(e))
-      for (const auto& f : t->fields()) note_other(f);
-  };
-  for (const auto& b : fn.bindings()) {
-    if (auto* c = as<CallNode>(b.value)) {
-      bool mm = c->op() == ops::matmul;
-      for (const auto& a : c->args()) {
-        if (mm) note(a, true);
-        else note_other(a);
-      }
-    } else if (auto* g = as<TupleGetItemNode>(b.value)) {
-      note_other(g->tuple());
-    } else {
-      note_other(b.value);
-    }
-  }
-  note_other(fn.ret());
-  return only;
+// Whether v is used, and only as a matmul operand (so a transpose bound to
+// v can fold into the GEMM's flags): not returned, and every user a matmul
+// call, whose args are tensors, hence v itself.
+bool used_only_by_matmul(const DataflowIndex& index, const VarNode* v) {
+  if (index.used_by_return(v)) return false;
+  std::vector<int64_t> users = index.users(v);
+  const auto& bindings = index.function().bindings();
+  for (int64_t u : users)
+    if (!is_call_of(as<CallNode>(bindings[static_cast<size_t>(u)].value), ops::matmul)) return false;
+  return !users.empty();
 }
 
 }  // namespace
@@ -86,17 +63,27 @@ int CompiledFunction::new_slot() {
 
 void CompiledFunction::plan() {
   const FunctionNode& fn = *fn_;
-  std::unordered_map<const ExprNode*, SlotList> refs;  // var or constant -> slots
-  std::unordered_map<const VarNode*, int> transposed_source;  // folded transposes
-  auto only_matmul = matmul_only_uses(fn);
+  DataflowIndex index(fn);
+  std::vector<SlotList> var_slots(index.num_defs());           // by def index
+  std::vector<int> transposed_source(index.num_defs(), -1);  // by def index: what a folded transpose reads
+  std::unordered_map<const ConstantNode*, int> constant_slots;
+  int64_t bound = 0;  // the vars of def index below this are bound here
+  auto def_of = [&](const Expr& e) -> int64_t {
+    auto* v = as<VarNode>(e);
+    int64_t d = v ? index.def_index(v) : -1;
+    if (d < 0 || d >= bound)
+      throw ExecutionError(str("function '", name_, "' is not well formed: a var is used before it is bound"));
+    return d;
+  };
 
   std::function<SlotList(const Expr&)> slots_of = [&](const Expr& e) -> SlotList {
     if (auto* c = as<ConstantNode>(e)) {
-      auto it = refs.find(c);
-      if (it != refs.end()) return it->second;
+      auto it = constant_slots.find(c);
+      if (it != constant_slots.end()) return {it->second};
       int s = new_slot();
       slots_[s] = c->data();
-      return refs[c] = {s};
+      constant_slots.emplace(c, s);
+      return {s};
     }
     if (auto* t = as<TupleNode>(e)) {
       SlotList out;
@@ -106,10 +93,7 @@ void CompiledFunction::plan() {
       }
       return out;
     }
-    auto it = refs.find(e.get());
-    if (it == refs.end())
-      throw ExecutionError(str("function '", name_, "' is not well formed: a var is used before it is bound"));
-    return it->second;
+    return var_slots[static_cast<size_t>(def_of(e))];
   };
 
   for (size_t i = 0; i < fn.params().size(); ++i) {
@@ -119,11 +103,13 @@ void CompiledFunction::plan() {
                                "': the executor takes tensor params only, got ", p->type()->to_string()));
     int s = new_slot();
     param_slots_.push_back(s);
-    refs[p.get()] = {s};
+    var_slots[i] = {s};
   }
 
-  std::vector<std::vector<int>> instr_inputs;
-  for (const auto& b : fn.bindings()) {
+  for (size_t i = 0; i < fn.bindings().size(); ++i) {
+    const Binding& b = fn.bindings()[i];
+    bound = static_cast<int64_t>(fn.params().size() + i);
+    SlotList& binding_slots = var_slots[static_cast<size_t>(bound)];
     const Expr& v = b.value;
     if (auto* g = as<TupleGetItemNode>(v)) {
       SlotList whole = slots_of(g->tuple());
@@ -131,17 +117,17 @@ void CompiledFunction::plan() {
       size_t start = 0;
       for (int k = 0; k < g->index(); ++k) start += count_tensors(fields[k]);
       size_t len = count_tensors(fields[g->index()]);
-      refs[b.var.get()] = SlotList(whole.begin() + start, whole.begin() + start + len);
+      binding_slots = SlotList(whole.begin() + start, whole.begin() + start + len);
       continue;
     }
     auto* call = as<CallNode>(v);
     if (!call) {
-      refs[b.var.get()] = slots_of(v);
+      binding_slots = slots_of(v);
       continue;
     }
-    if (swaps_last_two(*call) && only_matmul.count(b.var.get()) && only_matmul[b.var.get()]) {
-      transposed_source[b.var.get()] = slots_of(call->args()[0])[0];
-      refs[b.var.get()] = slots_of(call->args()[0]);
+    if (is_transpose(call) && used_only_by_matmul(index, b.var.get())) {
+      binding_slots = slots_of(call->args()[0]);
+      transposed_source[static_cast<size_t>(bound)] = binding_slots[0];
       ++folded_transposes_;
       continue;
     }
@@ -154,9 +140,9 @@ void CompiledFunction::plan() {
     ins.var = b.var.get();
     for (size_t a = 0; a < call->args().size(); ++a) {
       const Expr& arg = call->args()[a];
-      auto* av = as<VarNode>(arg);
-      if (av && transposed_source.count(av)) {
-        ins.in_slots.push_back(transposed_source[av]);
+      int folded = arg->kind() == ExprKind::kVar ? transposed_source[static_cast<size_t>(def_of(arg))] : -1;
+      if (folded >= 0) {
+        ins.in_slots.push_back(folded);
         if (a < 2) ins.ctx.transposed[a] = true;
         continue;
       }
@@ -178,9 +164,10 @@ void CompiledFunction::plan() {
       ins.out_shapes.push_back(is_static ? shape : std::vector<int64_t>{});
     }
     ins.out_slots = outs;
-    refs[b.var.get()] = outs;
+    binding_slots = outs;
     instrs_.push_back(std::move(ins));
   }
+  bound = static_cast<int64_t>(index.num_defs());
   ret_slots_ = slots_of(fn.ret());
 
   // Liveness: release each pooled slot after its last reader (or its producer

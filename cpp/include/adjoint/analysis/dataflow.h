@@ -3,12 +3,26 @@
 // (the bindings whose values use it, and the return), which bindings the
 // return needs (liveness), and forward dependence. Passes, the executor's
 // planning, the verifier and the pattern matcher read def/use here instead
-// of walking the function themselves; for_each_operand is the one walk over
-// an expr's operands. Building the index is linear in the function's size.
+// of walking the function themselves; operands() / for_each_operand is the
+// one walk over an expr's operands.
+//
+// Cost: each part is built on its first query and kept, so a pass pays for
+// what it reads, and every part is linear in the function's size.
+//   - live(): one backward sweep over a set of the vars still wanted; it
+//     reads nothing of a dead binding but its var's address.
+//   - the live numbering and live_depends_on: the live part only.
+//   - definitions: one look at each var (a VarIndexMap); users: two walks
+//     over every binding's value; depends_on, depends_only_on: one walk each.
+// So DCE (liveness) and Gradient (the live part) cost what the live part of
+// a mostly dead function costs. The definitions and the live numbering
+// each cache their indices in the vars (VarIndexMap): a pass that reads both
+// pays a hash lookup in one of them. An index is for one thread (its parts
+// are built lazily) and refers to the function, which must outlive it.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "adjoint/ir/function.h"
@@ -16,24 +30,46 @@
 
 namespace aj {
 
-// f(operand) for each direct operand of e: a call's args, a tuple's fields,
-// a tuple item's tuple. Vars and constants have none.
-template <class F>
-void for_each_operand(const ExprNode& e, F&& f) {
+// The direct operands of an expr, in order, as a range of Exprs (a view
+// into the node, valid while it lives).
+class Operands {
+ public:
+  Operands(const Expr* first, size_t count) : first_(first), count_(count) {}
+  const Expr* begin() const { return first_; }
+  const Expr* end() const { return first_ + count_; }
+  size_t size() const { return count_; }
+  const Expr& operator[](size_t i) const { return first_[i]; }
+
+ private:
+  const Expr* first_;
+  size_t count_;
+};
+
+// A call's args, a tuple's fields, a tuple item's tuple. Vars and constants
+// have none.
+inline Operands operands(const ExprNode& e) {
   switch (e.kind()) {
-    case ExprKind::kCall:
-      for (const Expr& a : static_cast<const CallNode&>(e).args()) f(a);
-      return;
-    case ExprKind::kTuple:
-      for (const Expr& a : static_cast<const TupleNode&>(e).fields()) f(a);
-      return;
+    case ExprKind::kCall: {
+      const auto& args = static_cast<const CallNode&>(e).args();
+      return Operands(args.data(), args.size());
+    }
+    case ExprKind::kTuple: {
+      const auto& fields = static_cast<const TupleNode&>(e).fields();
+      return Operands(fields.data(), fields.size());
+    }
     case ExprKind::kTupleGetItem:
-      f(static_cast<const TupleGetItemNode&>(e).tuple());
-      return;
+      return Operands(&static_cast<const TupleGetItemNode&>(e).tuple(), 1);
     case ExprKind::kVar:
     case ExprKind::kConstant:
-      return;
+      break;
   }
+  return Operands(nullptr, 0);
+}
+
+// f(operand) for each direct operand of e (see operands()).
+template <class F>
+void for_each_operand(const ExprNode& e, F&& f) {
+  for (const Expr& a : operands(e)) f(a);
 }
 
 // f(var) for each var that e uses, looking through nested tuples and calls,
@@ -51,9 +87,13 @@ enum class DefKind : uint8_t { kUndefined, kParam, kCall, kTuple, kTupleGetItem,
 
 class DataflowIndex {
  public:
+  using VarPredicate = std::function<bool(const VarNode*)>;
+
   explicit DataflowIndex(const FunctionNode& fn);
 
   const FunctionNode& function() const { return fn_; }
+
+  // ---- definitions ----
 
   // How v is defined here; kUndefined for a var the function does not
   // define (a free var, or one of another function).
@@ -63,12 +103,20 @@ class DataflowIndex {
   int64_t param_index(const VarNode* v) const;
   // The position of the binding that defines v, or -1 (params, free vars).
   int64_t binding_index(const VarNode* v) const;
+  // v's definition index: params 0..P-1, then binding vars P, P+1, ... in
+  // order; -1 for a var the function does not define. A var defined twice
+  // (malformed IR) keeps its first. For tables over the function's vars.
+  int64_t def_index(const VarNode* v) const { return defs()(v); }
+  // How many definitions there are: params plus bindings.
+  size_t num_defs() const { return num_params_ + fn_.bindings().size(); }
   // The value v is bound to, or nullptr (params, free vars).
   const Expr* value(const VarNode* v) const;
   // The call v is bound to, or nullptr.
   const CallNode* call(const VarNode* v) const;
   // The call e is bound to when e is a var bound to a call, else nullptr.
   const CallNode* call(const Expr& e) const;
+
+  // ---- users ----
 
   // The bindings whose values use v, by position, ascending, each once.
   std::vector<int64_t> users(const VarNode* v) const;
@@ -77,30 +125,48 @@ class DataflowIndex {
   // How many bindings use v, plus one when the return does.
   size_t num_users(const VarNode* v) const;
 
+  // ---- liveness and dependence ----
+
   // Which bindings the returned value depends on (1) or not (0), by position.
-  const std::vector<uint8_t>& live() const { return live_; }
+  const std::vector<uint8_t>& live() const;
+  // v's live index: params 0..P-1, then the live binding vars P, P+1, ...
+  // in order; -1 for a dead binding's var or a var the function does not
+  // define. For tables over the vars the return needs.
+  int64_t live_index(const VarNode* v) const;
+  // How many live indices there are: params plus live bindings.
+  size_t num_live_defs() const;
 
   // Per binding: 1 when its value depends, directly or through earlier
   // bindings, on a param or binding var for which `seed` is true.
-  std::vector<uint8_t> depends_on(const std::function<bool(const VarNode*)>& seed) const;
+  std::vector<uint8_t> depends_on(const VarPredicate& seed) const;
+  // depends_on among the live bindings only: a dead binding is 0 and is not
+  // read (not even seed(its var)), so the cost is that of the live part.
+  std::vector<uint8_t> live_depends_on(const VarPredicate& seed) const;
   // Per binding: 1 when every var its value uses is a var for which `allowed`
   // is true or a binding marked 1 itself; a value that uses no var (only
   // constants) is 1. With `allowed` the weights, this is what is computable
   // at compile time.
-  std::vector<uint8_t> depends_only_on(const std::function<bool(const VarNode*)>& allowed) const;
+  std::vector<uint8_t> depends_only_on(const VarPredicate& allowed) const;
 
  private:
-  // Index of v in the function (params first, then bindings), or -1.
-  int64_t slot(const VarNode* v) const;
+  const VarIndexMap& defs() const { return defs_ ? *defs_ : build_defs(); }
+  const VarIndexMap& build_defs() const;
+  const VarIndexMap& live_defs() const;
+  void build_users() const;
+  void build_live() const;
+  std::vector<uint8_t> forward_dependence(const VarPredicate& seed, bool live_only) const;
 
   const FunctionNode& fn_;
   size_t num_params_;
-  VarIndexMap index_;
-  std::vector<DefKind> kind_;        // by slot
-  std::vector<int64_t> user_start_;  // by slot, CSR offsets into users_ (size slots + 1)
-  std::vector<int64_t> users_;       // binding positions, grouped by the var used
-  std::vector<uint8_t> returned_;    // by slot
-  std::vector<uint8_t> live_;        // by binding
+  // Each built on first use (see the file comment):
+  mutable std::unique_ptr<VarIndexMap> defs_;       // params, then binding vars
+  mutable std::unique_ptr<VarIndexMap> live_defs_;  // params, then live binding vars
+  mutable bool has_users_ = false;
+  mutable std::vector<uint8_t> returned_;    // by def index: the return uses it
+  mutable std::vector<int64_t> user_start_;  // by def index, CSR offsets into users_ (size num_defs + 1)
+  mutable std::vector<int64_t> users_;       // binding positions, grouped by the var used
+  mutable bool has_live_ = false;
+  mutable std::vector<uint8_t> live_;        // by binding
 };
 
 }  // namespace aj

@@ -1,6 +1,8 @@
 // Bound values by content, for common-subexpression elimination: a call is
 // keyed by its op, attrs and arguments (vars by identity, constants by
-// value), a tuple by its fields, an item by its tuple and index. SeenValues
+// value), a tuple by its fields, an item by its tuple and index: each node
+// by what it is, then its operands in order (the operand walk of
+// analysis/dataflow.h). SeenValues
 // files the bindings kept so far under those keys. Shared by
 // EliminateCommonSubexpr and by the rewriter, which can share values as it
 // binds them.
@@ -10,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "adjoint/analysis/dataflow.h"
 #include "adjoint/ir/function.h"
 
 namespace aj::cse {
@@ -21,62 +24,76 @@ inline bool constants_equal(const ConstantNode& a, const ConstantNode& b) {
          std::memcmp(a.data().data(), b.data().data(), a.data().nbytes()) == 0;
 }
 
-inline size_t leaf_hash(const Expr& e) {
-  if (auto* c = as<ConstantNode>(e)) {
-    size_t h = type_hash(c->type());
-    const auto* bytes = static_cast<const unsigned char*>(c->data().data());
-    for (size_t i = 0; i < c->data().nbytes(); ++i) h = mix(h, bytes[i]);
-    return h;
+// What e is apart from its operands: a var's identity, a constant's type
+// and bytes, a call's op and attrs, a tuple's arity, a tuple item's index.
+inline size_t node_hash(const Expr& e) {
+  switch (e->kind()) {
+    case ExprKind::kVar:
+      return std::hash<const void*>()(e.get());
+    case ExprKind::kConstant: {
+      const auto& c = static_cast<const ConstantNode&>(*e);
+      size_t h = type_hash(c.type());
+      const auto* bytes = static_cast<const unsigned char*>(c.data().data());
+      for (size_t i = 0; i < c.data().nbytes(); ++i) h = mix(h, bytes[i]);
+      return h;
+    }
+    case ExprKind::kCall: {
+      const auto& c = static_cast<const CallNode&>(*e);
+      size_t h = std::hash<const void*>()(&c.op());
+      for (const auto& a : c.attrs()) h = mix(h, attr_hash(a));
+      return h;
+    }
+    case ExprKind::kTuple:
+      return mix(0x7u, static_cast<const TupleNode&>(*e).fields().size());
+    case ExprKind::kTupleGetItem:
+      return static_cast<size_t>(static_cast<const TupleGetItemNode&>(*e).index()) + 1;
   }
-  if (auto* t = as<TupleNode>(e)) {
-    size_t h = 0x7u;
-    for (const auto& f : t->fields()) h = mix(h, leaf_hash(f));
-    return h;
-  }
-  return std::hash<const void*>()(e.get());
+  return 0;
 }
 
-inline bool leaf_equal(const Expr& a, const Expr& b) {
-  if (a == b) return true;
+// Whether a and b agree apart from their operands (see node_hash).
+inline bool node_equal(const Expr& a, const Expr& b) {
   if (a->kind() != b->kind()) return false;
-  if (auto* ca = as<ConstantNode>(a)) return constants_equal(*ca, static_cast<const ConstantNode&>(*b));
-  if (auto* ta = as<TupleNode>(a)) {
-    const auto& tb = static_cast<const TupleNode&>(*b);
-    if (ta->fields().size() != tb.fields().size()) return false;
-    for (size_t i = 0; i < ta->fields().size(); ++i)
-      if (!leaf_equal(ta->fields()[i], tb.fields()[i])) return false;
-    return true;
+  switch (a->kind()) {
+    case ExprKind::kVar:
+      return a == b;
+    case ExprKind::kConstant:
+      return constants_equal(static_cast<const ConstantNode&>(*a), static_cast<const ConstantNode&>(*b));
+    case ExprKind::kCall: {
+      const auto& ca = static_cast<const CallNode&>(*a);
+      const auto& cb = static_cast<const CallNode&>(*b);
+      if (&ca.op() != &cb.op() || ca.attrs().size() != cb.attrs().size()) return false;
+      for (size_t i = 0; i < ca.attrs().size(); ++i)
+        if (!attr_equal(ca.attrs()[i], cb.attrs()[i])) return false;
+      return true;
+    }
+    case ExprKind::kTuple:
+      return true;
+    case ExprKind::kTupleGetItem:
+      return static_cast<const TupleGetItemNode&>(*a).index() == static_cast<const TupleGetItemNode&>(*b).index();
   }
   return false;
 }
 
+// A value's hash: its node's, mixed with its operands' in order (a var
+// operand, the common case, hashed in place).
 inline size_t value_hash(const Expr& v) {
-  if (auto* c = as<CallNode>(v)) {
-    size_t h = std::hash<const void*>()(&c->op());
-    for (const auto& a : c->args()) h = mix(h, leaf_hash(a));
-    for (const auto& a : c->attrs()) h = mix(h, attr_hash(a));
-    return h;
-  }
-  if (auto* g = as<TupleGetItemNode>(v)) return mix(leaf_hash(g->tuple()), static_cast<size_t>(g->index()) + 1);
-  return leaf_hash(v);
+  size_t h = node_hash(v);
+  for_each_operand(*v, [&h](const Expr& a) {
+    h = mix(h, a->kind() == ExprKind::kVar ? std::hash<const void*>()(a.get()) : value_hash(a));
+  });
+  return h;
 }
 
+// Whether two values are the same: equal nodes with equal operands.
 inline bool value_equal(const Expr& a, const Expr& b) {
-  if (a->kind() != b->kind()) return false;
-  if (auto* ca = as<CallNode>(a)) {
-    const auto& cb = static_cast<const CallNode&>(*b);
-    if (&ca->op() != &cb.op() || ca->args().size() != cb.args().size()) return false;
-    for (size_t i = 0; i < ca->args().size(); ++i)
-      if (!leaf_equal(ca->args()[i], cb.args()[i])) return false;
-    for (size_t i = 0; i < ca->attrs().size(); ++i)
-      if (!attr_equal(ca->attrs()[i], cb.attrs()[i])) return false;
-    return true;
-  }
-  if (auto* ga = as<TupleGetItemNode>(a)) {
-    const auto& gb = static_cast<const TupleGetItemNode&>(*b);
-    return ga->index() == gb.index() && leaf_equal(ga->tuple(), gb.tuple());
-  }
-  return leaf_equal(a, b);
+  if (a == b) return true;
+  if (!node_equal(a, b)) return false;
+  Operands xs = operands(*a), ys = operands(*b);
+  if (xs.size() != ys.size()) return false;
+  for (size_t i = 0; i < xs.size(); ++i)
+    if (!value_equal(xs[i], ys[i])) return false;
+  return true;
 }
 
 // Spreads a hash over all 64 bits (splitmix64's finalizer): the table takes

@@ -2,19 +2,11 @@
 // over immutable IR.
 #pragma once
 
-#include <cstdint>
-#include <vector>
-
 #include "adjoint/ir/function.h"
 
 namespace aj {
 
 class RuleSet;  // pattern/rule.h
-
-// Which bindings of fn the returned value depends on (1) or not (0), by
-// position: the marking half of dead-code elimination, for passes that only
-// need to know. Reads nothing of a dead binding but its var's address.
-std::vector<uint8_t> live_bindings(const FunctionNode& fn);
 
 // Removes bindings whose values nothing returns or uses (all ops are pure),
 // in every function.
