@@ -202,7 +202,7 @@ class GradientBuilder {
   Expr materialize(const AdjointPtr& a, const Type& type) {
     if (type->is_tensor()) {
       if (a && a->tensor) return a->tensor;
-      return bb_.emit(zeros_of(type), "zeros");
+      return bb_.emit(zeros_of(type), "zero_adjoint");
     }
     std::vector<Expr> fields;
     for (size_t i = 0; i < type->fields().size(); ++i)
