@@ -1,6 +1,7 @@
 // Bindings of the passes: each takes a module, verifies it (malformed IR is
 // an aj.VerifyError, never undefined behaviour) and returns a new module,
-// with the GIL released while the pass runs.
+// with the GIL released while the pass runs (but while a Python callback
+// given to it may be called: CombineParallelMatmul's check).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -53,6 +54,23 @@ std::vector<std::pair<std::string, std::string>> rule_table(const RuleSet& rules
   return table;
 }
 
+// CombineParallelMatmul's check as a C++ callable: check(shared, [others])
+// for a shared LHS, check([others], shared) for a shared RHS, which must
+// return a bool (TransformError otherwise). Exceptions it raises propagate.
+ParallelMatmulCheck group_check(const py::handle& check) {
+  if (check.is_none()) return nullptr;
+  if (!PyCallable_Check(check.ptr()))
+    throw TransformError(str("CombineParallelMatmul: check must be callable or None, got ", py_type_name(check)));
+  py::object fn = py::reinterpret_borrow<py::object>(check);
+  return [fn](const ParallelMatmuls& group) {
+    py::list others;
+    for (const Expr& e : group.others) others.append(unconst(e));
+    py::object shared = py::cast(unconst(group.shared));
+    py::object verdict = group.shares_lhs ? fn(shared, others) : fn(others, shared);
+    return bool_arg<TransformError>(verdict, "CombineParallelMatmul: the result of check");
+  };
+}
+
 }  // namespace
 
 void bind_transform(py::module_& m) {
@@ -69,6 +87,15 @@ void bind_transform(py::module_& m) {
   m.def("simplify_gradient_rules", [] { return rule_table(simplify_gradient_rules()); },
         "SimplifyGradient's rule table: (name, \"before -> after\") per rule, in the order they are tried.");
   def_pass<reorder_permute_dims_after_concat>(m, "reorder_permute_dims_after_concat", "ReorderPermuteDimsAfterConcat");
+  m.def("combine_parallel_matmul", [](const py::handle& mod, const py::handle& check) -> PyModule {
+    ParallelMatmulCheck group = group_check(check);
+    Module in = node_arg<ModuleNode>(mod, "CombineParallelMatmul", "an aj.Module");
+    if (group) return unconst(combine_parallel_matmul(in, group));  // check runs Python: the GIL stays
+    py::gil_scoped_release nogil;
+    return unconst(combine_parallel_matmul(in));
+  }, py::arg("mod"), py::arg("check"));
+  m.def("combine_parallel_matmul_rules", [] { return combine_parallel_matmul_rewrites(); },
+        "CombineParallelMatmul's rewrites: (name, \"before -> after\") per kind.");
   m.def("reorder_permute_dims_after_concat_rules", [] { return rule_table(reorder_permute_dims_after_concat_rules()); },
         "ReorderPermuteDimsAfterConcat's rule table: (name, \"before -> after\") per rule.");
 }

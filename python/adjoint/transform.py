@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import textwrap
 from abc import ABC, abstractmethod
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
 from . import _core
 from .errors import TransformError
-from .ir import Module, Var
+from .ir import Expr, Module, Var
 
 
 _INT32_MAX = 2**31 - 1
@@ -134,6 +134,38 @@ ReorderPermuteDimsAfterConcat.__doc__ = _rules_docstring(
 )
 
 
+class CombineParallelMatmul(Pass):
+    name = "CombineParallelMatmul"
+
+    #: ``(name, "before -> after")`` for each kind of rewrite: the C++ table itself.
+    rules: list[tuple[str, str]] = [tuple(rule) for rule in _core.combine_parallel_matmul_rules()]
+
+    def __init__(self, check: Callable[[Expr | list[Expr], list[Expr] | Expr], bool] | None = None) -> None:
+        if check is not None and not callable(check):
+            raise TransformError(f"CombineParallelMatmul: check must be callable or None, got {type(check).__name__}")
+        self.check = check
+
+    def transform(self, mod: Module) -> Module:
+        return _core.combine_parallel_matmul(mod, self.check)
+
+    def __repr__(self) -> str:
+        return "aj.transform.CombineParallelMatmul()" if self.check is None else \
+            f"aj.transform.CombineParallelMatmul(check={self.check!r})"
+
+
+CombineParallelMatmul.__doc__ = _rules_docstring(
+    "Combines matmuls that share an operand (a var) into one matmul over the concatenation of their other "
+    "operands, followed by one split whose parts keep the branches' vars, in every function; any number of "
+    "branches. Branches are grouped by the batch dims of their other operands (of rank >= 2) and their result "
+    "dtype; a branch whose operand depends on another branch's result is left alone. A bias add or an "
+    "activation that every branch of a group has (as the only use of its result) goes before the split when "
+    "the biases join, else stays on each branch. ``check(lhs, rhs)``, when given, may refuse a group by "
+    "returning False: for matmuls sharing their LHS it is called as ``check(shared_lhs, [rhs, ...])``, for "
+    "matmuls sharing their RHS as ``check([lhs, ...], shared_rhs)``. The rewrites:",
+    CombineParallelMatmul.rules,
+)
+
+
 class Sequential(Pass):
     """Runs passes in order."""
 
@@ -170,4 +202,4 @@ def _names(require: Sequence[str | Var] | str | Var) -> list[str]:
 
 
 __all__ = ["Pass", "Gradient", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyGradient",
-           "ReorderPermuteDimsAfterConcat", "Sequential"]
+           "ReorderPermuteDimsAfterConcat", "CombineParallelMatmul", "Sequential"]

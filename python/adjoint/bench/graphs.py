@@ -174,6 +174,29 @@ def transformer_block(batch: int = 4, seq: int = 128, hidden: int = 512, heads: 
     return Graph(name, mod, [xs] + arrays, numpy_fn, _maybe(make_torch), shapes)
 
 
+def qkv_groups(groups: int, tokens: int = 4, hidden: int = 8, dtype: str = "float32") -> aj.Module:
+    """``groups`` separate QKV projections in one function, as nn.Linear
+    writes them: for each group g, ``q = x_g @ wq_g.T`` (a permute_dims, then
+    a matmul), the same for k and v, all on one input ``x_g`` of (tokens,
+    hidden) with weights of (hidden, hidden); main returns every q, k and v
+    in a tuple. What CombineParallelMatmul turns into one matmul per group
+    (and ReorderPermuteDimsAfterConcat into one permute_dims per group)."""
+    t = f'Tensor(({tokens}, {hidden}), "{dtype}")'
+    w = f'Tensor(({hidden}, {hidden}), "{dtype}")'
+    params, lines, outs = [], [], []
+    for g in range(groups):
+        params.append(f"x{g}: {t}")
+        for name in "qkv":
+            params.append(f"w{name}{g}: {w}")
+            lines.append(f"    t{name}{g}: {w} = permute_dims(w{name}{g})")
+            lines.append(f"    {name}{g}: {t} = matmul(x{g}, t{name}{g})")
+            outs.append(f"{name}{g}")
+    ret = f"Tuple({', '.join([t] * len(outs))})"
+    text = "\n".join(["@function", f"def main({', '.join(params)}) -> {ret}:", *lines,
+                      f"    return ({', '.join(outs)})", ""])
+    return aj.parse(text)
+
+
 def chain(n_ops: int = 1000, size: int = 8, seed: int = 0) -> Graph:
     """n_ops elementwise ops on tiny float32 tensors: measures per-op overhead."""
     rng = np.random.default_rng(seed)

@@ -2,6 +2,11 @@
 // over immutable IR.
 #pragma once
 
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "adjoint/ir/function.h"
 
 namespace aj {
@@ -34,5 +39,22 @@ const RuleSet& simplify_gradient_rules();
 Module reorder_permute_dims_after_concat(const Module& mod);
 // Its rule table (one rule).
 const RuleSet& reorder_permute_dims_after_concat_rules();
+
+// CombineParallelMatmul: matmuls sharing one operand (a var) become one
+// matmul over the concatenation of their other operands, then one split
+// whose parts are bound to the branches' vars; a bias add and an activation
+// that every branch has go before the split. The rules, the conditions and
+// the algorithm are at the top of combine_parallel_matmul.cc. In every
+// function; `check`, when given, may refuse a group.
+struct ParallelMatmuls {
+  bool shares_lhs;            // matmul(shared, other_i), else matmul(other_i, shared)
+  Expr shared;
+  std::vector<Expr> others;  // in branch order
+};
+using ParallelMatmulCheck = std::function<bool(const ParallelMatmuls& group)>;
+Module combine_parallel_matmul(const Module& mod, const ParallelMatmulCheck& check = nullptr);
+Function combine_parallel_matmul(const Function& fn, const ParallelMatmulCheck& check = nullptr);
+// Its rewrites: (name, "before -> after"), one per kind.
+const std::vector<std::pair<std::string, std::string>>& combine_parallel_matmul_rewrites();
 
 }  // namespace aj

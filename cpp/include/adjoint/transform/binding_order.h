@@ -1,0 +1,54 @@
+// Replacing bindings of a function by blocks of new ones, and ordering a
+// list of bindings by their dependences: for passes whose new bindings
+// replace several old ones at once (a value that replaces several bindings
+// goes where the last of them was; the uses of the others then have to wait
+// for it). A var is a dependence of a binding when its value uses the var
+// and the list binds it; params and vars the list does not bind are not.
+//
+//   - replace_bindings: the function with each block in place of the
+//     bindings it replaces, where the last of them was; when that puts a
+//     use before its binding, the stable dependency order below. Blocks
+//     that together form a cycle (one's operands computed from another's
+//     results and the other way round) are left out, their bindings kept,
+//     and the order taken again.
+//   - stable_dependency_order: each binding goes after the bindings it
+//     depends on and otherwise keeps its place: walk the list in order and
+//     put each binding down after its not yet placed dependences, deps
+//     first (one depth-first walk, with an explicit stack). When the
+//     bindings are already in dependency order, that order is returned.
+//   - bindings_on_cycles: when no order exists, which bindings stand in the
+//     way: those that cannot be placed either from the sources (Kahn's
+//     algorithm on uses) or from the sinks (on dependences). Every cycle
+//     lies in that set; so may bindings both downstream of one cycle and
+//     upstream of another.
+// Both are linear in the size of the list's values.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "adjoint/analysis/dataflow.h"
+#include "adjoint/ir/function.h"
+
+namespace aj {
+
+// New bindings that stand for some bindings of a function: together they
+// bind the vars of the replaced ones that anything else uses.
+struct BindingBlock {
+  std::vector<Binding> bindings;
+  std::vector<int64_t> replaced;  // positions in the function
+};
+
+// index.function() with the blocks in place (see above); the same function
+// when there are none. A TransformError if some use is still unbound after.
+Function replace_bindings(const DataflowIndex& index, const std::vector<BindingBlock>& blocks);
+
+// Positions into `bindings` in the order described above; nullopt when the
+// dependences form a cycle.
+std::optional<std::vector<uint32_t>> stable_dependency_order(const std::vector<Binding>& bindings);
+
+// 1 for each binding that no dependency order can place (see above).
+std::vector<uint8_t> bindings_on_cycles(const std::vector<Binding>& bindings);
+
+}  // namespace aj
