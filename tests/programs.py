@@ -2,11 +2,12 @@
 
 programs() draws a Program: a module with one function, `main`, built through
 aj.FunctionBuilder and aj.op from the whole op set (elementwise ops with
-broadcasting, matmuls, shape ops, reductions, tuples, nn ops, creation ops,
-constants, symbolic dims, weights by num_input, int and bool values through
-the ops that take them, ops repeated), the inputs to run it on (float64, and
-int64 indices) and the values of its symbolic dims. `main` returns a float64
-scalar (the target Gradient differentiates), alone or first in a tuple.
+broadcasting, matmuls (parallel ones too), shape ops, reductions, tuples, nn
+ops, creation ops, constants, symbolic dims, weights by num_input, int and
+bool values through the ops that take them, ops repeated), the inputs to run
+it on (float64, and int64 indices) and the values of its symbolic dims.
+`main` returns a float64 scalar (the target Gradient differentiates), alone
+or first in a tuple.
 
 How: a Gen keeps the values built so far, each with an interval holding its
 elements on the program's inputs. Each step draws an op generator from OPS,
@@ -437,6 +438,53 @@ def seeded_matmul(g: Gen) -> None:
     g.losses.append(g.op(g.draw(st.sampled_from(["sum", "mean"])), mm))
 
 
+ACTIVATIONS = ["relu", "gelu", "silu"]
+
+
+def parallel_matmuls(g: Gen) -> None:
+    """Two or three matmuls sharing an operand, as CombineParallelMatmul sees
+    them: x @ w_i on one LHS (the w_i maybe transposed values, batched
+    alike), or a_i @ w on one RHS; each branch maybe followed by a bias add
+    (its own bias, one shared bias or a scalar, on either side) and an
+    activation, on every branch or not."""
+    if g.draw(st.booleans()):
+        x = g.operand(lambda v: v.ndim >= 1, lo=1)
+        batch = g.partner(x.shape[:-2]) if x.ndim > 2 else g.shape(0, 1)
+        k = x.shape[-1]
+        operands = []
+        for _ in range(g.draw(st.integers(2, 3))):
+            n = g.dim()
+            w = transposed(g, g.of_shape(batch + (n, k))) if g.draw(st.booleans()) else g.of_shape(batch + (k, n))
+            operands.append((x, w))
+    else:
+        w = g.operand(lambda v: v.ndim >= 1, lo=1)
+        k = w.shape[-2] if w.ndim >= 2 else w.shape[0]
+        operands = [(g.of_shape((g.dim(), k)), w) for _ in range(g.draw(st.integers(2, 3)))]
+    # a bias the same for every branch: its width when the branches share it (rows of one RHS), else 1
+    one_width = operands[0][1].ndim >= 2 and all(b is operands[0][1] for _, b in operands)
+    bias = g.draw(st.sampled_from([None, "own", "shared", "scalar"]))
+    act = g.draw(st.sampled_from([None, "same", "each"]))
+    shared_bias = None
+    for a, b in operands:
+        lo, hi = product(a, b)
+        count = g.size(k)
+        y = Value(g.op("matmul", a.expr, b.expr), count * lo, count * hi)
+        if bias is not None and g.draw(st.integers(0, 5)):  # now and then a branch without one
+            if bias == "scalar":
+                c = Value(aj.Constant(np.asarray(1.5)), 1.5, 1.5)
+            elif bias == "shared":
+                shared_bias = shared_bias or g.of_shape(y.shape[-1:] if one_width else (1,))
+                c = shared_bias
+            else:
+                c = g.of_shape(y.shape[-1:])
+            args = (y.expr, c.expr) if g.draw(st.booleans()) else (c.expr, y.expr)
+            y = Value(g.op("add", *args), y.lo + c.lo, y.hi + c.hi)
+        if act is not None:
+            op = ACTIVATIONS[0] if act == "same" else g.draw(st.sampled_from(ACTIVATIONS))
+            y = Value(g.op(op, y.expr), *UNARY[op][1](y.lo, y.hi))
+        g.add(y)
+
+
 def permute_dims(g: Gen) -> None:
     x = g.operand(lambda v: v.ndim >= 2, lo=2, dtypes=ANY)
     n = x.ndim
@@ -742,6 +790,7 @@ OPS: dict[str, Callable[[Gen], None]] = {
     **family(unary, UNARY),
     "matmul": matmul,
     "seeded_matmul": seeded_matmul,
+    "parallel_matmuls": parallel_matmuls,
     **family(reduce, ["sum", "mean", "max", "min", "variance"]),
     "permute_dims": permute_dims,
     "reshape": reshape,
@@ -770,9 +819,10 @@ OPS: dict[str, Callable[[Gen], None]] = {
 
 # How often a step draws each op, relative to the others' 2: more often the
 # ones the passes rewrite (SimplifyGradient works on matmuls and transposes,
-# CSE on repeats), less often the creation ops (their results hold no gradient).
-WEIGHTS = {"matmul": 24, "permute_dims": 12, "broadcast_to": 4, "reshape": 4, "sum": 4, "mean": 4,
-           "ones": 1, "zeros": 1, "full": 1, "ones_like": 1, "zeros_like": 1, "full_like": 1, "repeat": 6}
+# CombineParallelMatmul on parallel matmuls, CSE on repeats), less often the
+# creation ops (their results hold no gradient).
+WEIGHTS = {"matmul": 24, "parallel_matmuls": 6, "permute_dims": 12, "broadcast_to": 4, "reshape": 4, "sum": 4,
+           "mean": 4, "ones": 1, "zeros": 1, "full": 1, "ones_like": 1, "zeros_like": 1, "full_like": 1, "repeat": 6}
 STEPS = [op for op in OPS for _ in range(WEIGHTS.get(op, 2))]
 
 

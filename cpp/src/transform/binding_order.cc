@@ -77,50 +77,63 @@ std::vector<uint8_t> unplaced(const Table& edges, const Table& reverse) {
   return left;
 }
 
-// The function's bindings with each applied block in place of those it
-// replaces (at the last of them); block_of gets each one's block, or -1.
-std::vector<Binding> assemble(const std::vector<Binding>& bindings, const std::vector<BindingBlock>& blocks,
-                              const std::vector<uint8_t>& applied, std::vector<int32_t>* block_of) {
-  std::vector<int32_t> at(bindings.size(), -1);     // the block placed at a position
-  std::vector<uint8_t> replaced(bindings.size(), 0);
-  for (size_t g = 0; g < blocks.size(); ++g) {
-    if (!applied[g] || blocks[g].replaced.empty()) continue;
-    for (int64_t p : blocks[g].replaced) replaced[static_cast<size_t>(p)] = 1;
-    at[static_cast<size_t>(*std::max_element(blocks[g].replaced.begin(), blocks[g].replaced.end()))] =
-        static_cast<int32_t>(g);
+// Where the applied blocks go: by position in the function, the block that
+// replaces it (-1 for none), and each block's anchor, the last of them.
+struct Placement {
+  std::vector<int32_t> owner;
+  std::vector<int64_t> anchor;
+
+  Placement(size_t n, const std::vector<BindingBlock>& blocks, const std::vector<uint8_t>& applied)
+      : owner(n, -1), anchor(blocks.size(), -1) {
+    for (size_t g = 0; g < blocks.size(); ++g) {
+      if (!applied[g]) continue;
+      for (int64_t p : blocks[g].replaced) {
+        owner[static_cast<size_t>(p)] = static_cast<int32_t>(g);
+        anchor[g] = std::max(anchor[g], p);
+      }
+    }
   }
+};
+
+// The function's bindings with each applied block at its anchor, in place
+// of those it replaces; block_of gets each one's block, or -1.
+std::vector<Binding> assemble(const std::vector<Binding>& bindings, const std::vector<BindingBlock>& blocks,
+                              const Placement& placement, std::vector<int32_t>* block_of) {
   std::vector<Binding> out;
   block_of->clear();
   for (size_t p = 0; p < bindings.size(); ++p) {
-    if (at[p] >= 0) {
-      for (const Binding& b : blocks[static_cast<size_t>(at[p])].bindings) {
-        out.push_back(b);
-        block_of->push_back(at[p]);
-      }
-    } else if (!replaced[p]) {
+    int32_t g = placement.owner[p];
+    if (g < 0) {
       out.push_back(bindings[p]);
       block_of->push_back(-1);
+    } else if (placement.anchor[static_cast<size_t>(g)] == static_cast<int64_t>(p)) {
+      for (const Binding& b : blocks[static_cast<size_t>(g)].bindings) {
+        out.push_back(b);
+        block_of->push_back(g);
+      }
     }
   }
   return out;
 }
 
-// Whether each var of the function that `out` uses is bound in `out`
-// before its use; vars the function does not bind (params, the blocks' own
-// vars) are not looked at: a block binds its own before using them.
-bool in_dependency_order(const DataflowIndex& index, const std::vector<Binding>& out) {
-  std::vector<int64_t> at(index.function().bindings().size(), -1);  // position in out, by position in the function
-  for (size_t i = 0; i < out.size(); ++i) {
-    int64_t p = index.binding_index(out[i].var.get());
-    if (p >= 0) at[static_cast<size_t>(p)] = static_cast<int64_t>(i);
-  }
-  for (size_t i = 0; i < out.size(); ++i) {
-    bool ordered = true;
-    for_each_var_use(out[i].value, [&](const VarNode* v) {
-      int64_t p = index.binding_index(v);
-      ordered &= p < 0 || (at[static_cast<size_t>(p)] >= 0 && at[static_cast<size_t>(p)] < static_cast<int64_t>(i));
-    });
-    if (!ordered) return false;
+// Whether every use stays after its binding with the blocks at their
+// anchors. Kept bindings keep their order, and a block uses only what the
+// bindings it replaces used (bound before its anchor) and its own vars; so
+// only the vars of replaced bindings (which a block binds anew at its
+// anchor) can move after a use: each use outside their block must come
+// after its anchor.
+bool anchors_keep_order(const DataflowIndex& index, const Placement& placement) {
+  const std::vector<Binding>& bindings = index.function().bindings();
+  for (size_t p = 0; p < bindings.size(); ++p) {
+    int32_t g = placement.owner[p];
+    if (g < 0) continue;
+    int64_t anchor = placement.anchor[static_cast<size_t>(g)];
+    for (int64_t q : index.users(bindings[p].var.get())) {
+      int32_t user_block = placement.owner[static_cast<size_t>(q)];
+      if (user_block == g) continue;
+      int64_t at = user_block < 0 ? q : placement.anchor[static_cast<size_t>(user_block)];
+      if (at < anchor) return false;
+    }
   }
   return true;
 }
@@ -133,15 +146,16 @@ Function replace_bindings(const DataflowIndex& index, const std::vector<BindingB
     return std::make_shared<FunctionNode>(fn.params(), std::move(bindings), fn.ret(), fn.attrs());
   };
   std::vector<uint8_t> applied(blocks.size(), 1);
+  Placement placement(fn.bindings().size(), blocks, applied);
   std::vector<int32_t> block_of;
-  std::vector<Binding> out = assemble(fn.bindings(), blocks, applied, &block_of);
-  if (in_dependency_order(index, out)) return function_of(std::move(out));
+  std::vector<Binding> out = assemble(fn.bindings(), blocks, placement, &block_of);
+  if (anchors_keep_order(index, placement)) return function_of(std::move(out));
   std::optional<std::vector<uint32_t>> order = stable_dependency_order(out);
   if (!order) {
     std::vector<uint8_t> stuck = bindings_on_cycles(out);
     for (size_t i = 0; i < out.size(); ++i)
       if (stuck[i] && block_of[i] >= 0) applied[static_cast<size_t>(block_of[i])] = 0;
-    out = assemble(fn.bindings(), blocks, applied, &block_of);
+    out = assemble(fn.bindings(), blocks, Placement(fn.bindings().size(), blocks, applied), &block_of);
     order = stable_dependency_order(out);
     if (!order) throw TransformError("replace_bindings: the bindings depend on themselves with no block applied");
   }

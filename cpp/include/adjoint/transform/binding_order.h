@@ -7,7 +7,8 @@
 //
 //   - replace_bindings: the function with each block in place of the
 //     bindings it replaces, where the last of them was; when that puts a
-//     use before its binding, the stable dependency order below. Blocks
+//     use before its binding (only uses of the vars a block binds anew can
+//     be: a look at their users), the stable dependency order below. Blocks
 //     that together form a cycle (one's operands computed from another's
 //     results and the other way round) are left out, their bindings kept,
 //     and the order taken again.
@@ -33,8 +34,9 @@
 
 namespace aj {
 
-// New bindings that stand for some bindings of a function: together they
-// bind the vars of the replaced ones that anything else uses.
+// New bindings that stand for some bindings of a function: they use only
+// what the replaced ones used and their own vars, and bind anew each var of
+// the replaced ones that anything else uses.
 struct BindingBlock {
   std::vector<Binding> bindings;
   std::vector<int64_t> replaced;  // positions in the function
