@@ -77,7 +77,7 @@ class RewriteRound final : public Bindings {
     for (uint32_t i : rules_.rules_for(call->op().id)) {
       const Rule& rule = rules_.rules()[i];
       if (!matcher_.match(rule.pattern, value)) continue;
-      Expr out = rule.replacement(matcher_.result());
+      Expr out = replace(rule, value);
       if (!out || out == value) continue;
       if (!type_equal(out->type(), value->type()))
         throw TypeInferenceError(str("rule '", rule.name, "' at binding '", binding_->name_hint(),
@@ -87,6 +87,16 @@ class RewriteRound final : public Bindings {
       return out;
     }
     return nullptr;
+  }
+
+  // What rule's replacement gives; a TypeInferenceError it raises (a value
+  // that is no expr) is reported with the rule and the binding.
+  Expr replace(const Rule& rule, const Expr& value) {
+    try {
+      return rule.replacement(matcher_.result());
+    } catch (const TypeInferenceError& e) {
+      throw TypeInferenceError(str("rule '", rule.name, "' at binding '", binding_->name_hint(), "': ", e.what()));
+    }
   }
 
   // The var that stands for `value` from here on: when sharing values, the
