@@ -1,0 +1,287 @@
+"""Dataflow patterns over the IR, and rewriting the calls they match.
+
+``from adjoint import pattern as P`` gives the vocabulary of DESIGN.md §5,
+on the C++ matcher (looking through var bindings, linear in the size of the
+pattern and of the runs it matches):
+
+    P.wildcard(), P.is_op("matmul")(a, b, **attrs), P.is_const(), P.is_var(),
+    P.is_tuple([...]), P.is_tuple_get_item(p, i), P.repeated(p, name=...),
+    p | q, p & q, ~p, p.has_dtype(d), p.has_shape(s), p.has_attr({...})
+
+``pattern.match(expr, fn)`` returns the captures (``Captures``: each
+sub-pattern object, and each name given with ``name=``, mapped to what it
+matched; a list for a run and for patterns inside one) or None.
+``P.rewrite_call(pattern, rewriter, mod)`` replaces every call the pattern
+matches by ``rewriter(expr, captures)``, built with ``aj.op``, to a fixed
+point.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping
+from typing import Any, Callable, Iterator, Sequence
+
+from . import _core
+from .builder import _stack, as_expr
+from .errors import Error
+from .transform import DeadCodeElimination
+
+_P = _core._pattern
+_ids = itertools.count()
+
+__all__ = [
+    "Captures", "Pattern", "is_const", "is_op", "is_tuple", "is_tuple_get_item", "is_var", "match",
+    "repeated", "rewrite_call", "wildcard",
+]
+
+
+class Pattern:
+    """An immutable pattern. Combine with ``|``, ``&``, ``~``; constrain with
+    ``has_dtype``, ``has_shape``, ``has_attr``; ``match`` an expr.
+
+    A pattern object used twice in one pattern matches one value in both
+    places, as one capture name does."""
+
+    __slots__ = ("_build", "_children", "_name", "_plain", "_tagged")
+
+    def __init__(self, build: Callable[..., Any], children: Sequence["Pattern"] = (), name: str | None = None):
+        self._build = build
+        self._children = tuple(children)
+        self._name = _check_name(name)
+        self._tagged = None
+        core = build(*(c._plain for c in self._children))
+        self._plain = core.named(name) if name is not None else core
+
+    def _capture_name(self) -> str:
+        if self._name is not None:
+            return self._name
+        return f"%{id(self)}"
+
+    def _core_tagged(self) -> Any:
+        """The C++ pattern with every node named: its own name, or one made for it."""
+        if self._tagged is None:
+            core = self._build(*(c._core_tagged() for c in self._children))
+            self._tagged = core.named(self._capture_name())
+        return self._tagged
+
+    def _objects(self) -> dict[str, "Pattern"]:
+        """Every sub-pattern of this one by capture name."""
+        out: dict[str, Pattern] = {}
+        todo = [self]
+        while todo:
+            p = todo.pop()
+            if out.setdefault(p._capture_name(), p) is p:
+                todo.extend(p._children)
+        return out
+
+    def __or__(self, other: "Pattern") -> "Pattern":
+        return Pattern(lambda a, b: a | b, [self, _pattern_arg(other, "|")])
+
+    def __and__(self, other: "Pattern") -> "Pattern":
+        return Pattern(lambda a, b: a & b, [self, _pattern_arg(other, "&")])
+
+    def __invert__(self) -> "Pattern":
+        return Pattern(lambda a: ~a, [self])
+
+    def has_dtype(self, dtype: Any) -> "Pattern":
+        """This pattern, on a tensor of this dtype only."""
+        return Pattern(lambda a: a.has_dtype(dtype), [self])
+
+    def has_shape(self, shape: Sequence[int | str]) -> "Pattern":
+        """This pattern, on a tensor of this shape only (symbolic dims are strings: ``("n", 4)``)."""
+        shape = tuple(shape) if isinstance(shape, list) else shape
+        return Pattern(lambda a: a.has_shape(shape), [self])
+
+    def has_attr(self, attrs: dict[str, Any]) -> "Pattern":
+        """This pattern, on a call with these attrs only."""
+        return Pattern(lambda a: a.has_attr(attrs), [self])
+
+    def match(self, expr: Any, fn: Any = None) -> "Captures | None":
+        """The captures of this pattern on ``expr``, seeing through the bindings
+        of ``fn`` (an ``aj.Function``; None: vars stand for themselves), or None."""
+        raw = _P.match_expr(self._core_tagged(), expr, fn)
+        return None if raw is None else Captures(raw, self._objects())
+
+    def __repr__(self) -> str:
+        return repr(self._plain)
+
+
+class Captures(Mapping):
+    """What a match captured: each sub-pattern object that matched, and each
+    name given with ``name=``, mapped to the expr it matched (a list for a
+    run and for the patterns inside one). Patterns under ``~`` and on the
+    side of ``|`` that failed capture nothing."""
+
+    __slots__ = ("_raw", "_objects")
+
+    def __init__(self, raw: dict[str, Any], objects: dict[str, Pattern]):
+        self._raw = raw
+        self._objects = objects
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, Pattern):
+            return self._raw[key._capture_name()]
+        if isinstance(key, str) and not key.startswith("%"):
+            return self._raw[key]
+        raise KeyError(key)
+
+    def __contains__(self, key: Any) -> bool:
+        try:
+            self[key]
+        except KeyError:
+            return False
+        return True
+
+    def __iter__(self) -> Iterator[Any]:
+        for name in self._raw:
+            yield self._objects[name]
+        for name in self._raw:
+            if not name.startswith("%"):
+                yield name
+
+    def __len__(self) -> int:
+        return sum(1 if name.startswith("%") else 2 for name in self._raw)
+
+    def __repr__(self) -> str:
+        return "Captures({" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items()) + "})"
+
+
+def _check_name(name: Any) -> str | None:
+    if name is not None and (not isinstance(name, str) or not name):
+        raise Error(f"name=: expected a non-empty str, got {name!r}")
+    return name
+
+
+def _pattern_arg(value: Any, what: str) -> Pattern:
+    if not isinstance(value, Pattern):
+        raise Error(f"{what}: expected a pattern, got {type(value).__name__} ({value!r})")
+    return value
+
+
+def _patterns_arg(values: Any, what: str) -> list[Pattern]:
+    if not isinstance(values, (list, tuple)):
+        raise Error(f"{what}: expected a list of patterns, got {type(values).__name__}")
+    return [_pattern_arg(v, f"{what}[{i}]") for i, v in enumerate(values)]
+
+
+def wildcard(name: str | None = None) -> Pattern:
+    """Any expr."""
+    return Pattern(_P.wildcard, name=name)
+
+
+def is_const(name: str | None = None) -> Pattern:
+    """A constant."""
+    return Pattern(_P.is_const, name=name)
+
+
+def is_var(name: str | None = None) -> Pattern:
+    """A var bound to nothing (a param); with ``name``, only vars of that name
+    hint (as TVM's is_var). Name its capture with ``name=`` of a wrapping
+    pattern, e.g. ``P.is_var() & P.wildcard(name="x")``."""
+    hint = "" if name is None else _check_name(name)
+    return Pattern(lambda: _P.is_var(hint))
+
+
+class _OpPattern:
+    """``is_op(op)``: call it with the patterns of the args and the attrs."""
+
+    __slots__ = ("_op",)
+
+    def __init__(self, op: str):
+        if not isinstance(op, str):
+            raise Error(f"is_op: expected an op name (str), got {type(op).__name__}")
+        self._op = op
+
+    def __call__(self, *args: Pattern, name: str | None = None, **attrs: Any) -> Pattern:
+        what = f"is_op({self._op!r})"
+        for i, a in enumerate(args):
+            if not isinstance(a, Pattern):
+                raise Error(f"{what}: argument {i} is {type(a).__name__} ({a!r}), not a pattern "
+                            "(use P.wildcard(), P.is_const(), ... )")
+        op = self._op
+        return Pattern(lambda *a: _P.is_op(op, list(a), attrs), args, name=name)
+
+    def __repr__(self) -> str:
+        return f"is_op({self._op!r})"
+
+
+def is_op(op: str) -> _OpPattern:
+    """A call of ``op``: ``is_op("sum")(x, axis=1, name="s")`` (args are
+    patterns, or runs of them from ``repeated``; attrs must be equal)."""
+    return _OpPattern(op)
+
+
+def is_tuple(fields: Sequence[Pattern], name: str | None = None) -> Pattern:
+    """A tuple whose fields match ``fields`` (which may hold runs from ``repeated``)."""
+    fields = _patterns_arg(fields, "is_tuple")
+    return Pattern(lambda *f: _P.is_tuple(list(f)), fields, name=name)
+
+
+def is_tuple_get_item(tuple_pattern: Pattern, index: int | None = None, name: str | None = None) -> Pattern:
+    """Item ``index`` of a tuple matching ``tuple_pattern`` (None: any item)."""
+    tuple_pattern = _pattern_arg(tuple_pattern, "is_tuple_get_item")
+    i = -1 if index is None else index
+    return Pattern(lambda t: _P.is_tuple_get_item(t, i), [tuple_pattern], name=name)
+
+
+def repeated(element: Pattern, name: str | None = None, count: str | None = None) -> Pattern:
+    """A run of consecutive tuple fields or call args, each matching
+    ``element``, of any length; an element of ``is_tuple`` or ``is_op(...)``.
+    Captures a list. Two runs of one ``count`` name have one length."""
+    element = _pattern_arg(element, "repeated")
+    count_name = "" if count is None else _check_name(count)
+    return Pattern(lambda e: _P.repeated(e, "", count_name), [element], name=name)
+
+
+def match(pattern: Pattern, expr: Any, fn: Any = None) -> Captures | None:
+    """``pattern.match(expr, fn)``."""
+    return _pattern_arg(pattern, "match").match(expr, fn)
+
+
+class _CallMaker:
+    """Stands for the active FunctionBuilder while a rewriter runs: ``aj.op``
+    calls make call exprs, which the rewriter binds where they replace."""
+
+    def _emit_call(self, op: str, args: list[Any], attrs: dict[str, Any], name: str) -> Any:
+        return _core.Call(op, args, attrs)
+
+    def emit(self, value: Any, name: str = "") -> Any:
+        return as_expr(value)
+
+
+def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod: Any, *,
+                 max_rounds: int = 8) -> Any:
+    """``mod`` with every call ``pattern`` matches replaced by
+    ``rewriter(expr, captures)``: an expr built with ``aj.op`` from the
+    captures, or ``expr`` itself (or None) for no rewrite. Replacements are
+    rewritten themselves, to a fixed point; dead bindings are removed.
+
+    A replacement of another type than the call's is an aj.TypeInferenceError
+    naming the binding; rewrites that do not settle in ``max_rounds`` rounds
+    an aj.TransformError; an exception in ``rewriter`` propagates. ``mod`` is
+    never changed."""
+    pattern = _pattern_arg(pattern, "rewrite_call: pattern")
+    if not callable(rewriter):
+        raise Error(f"rewrite_call: the rewriter must be callable, got {type(rewriter).__name__}")
+    if not isinstance(mod, _core.Module):
+        raise Error(f"rewrite_call: expected an aj.Module, got {type(mod).__name__}")
+    if not _P.can_match_call(pattern._plain):
+        return mod
+    objects = pattern._objects()
+    fired = []
+
+    def replacement(root: Any, raw: dict[str, Any]) -> Any:
+        out = rewriter(root, Captures(raw, objects))
+        if out is not None and out is not root and not fired:
+            fired.append(True)
+        return out
+
+    rule = (getattr(rewriter, "__name__", "rewriter"), f"{pattern!r} -> rewriter", pattern._core_tagged(), replacement)
+    stack = _stack()
+    stack.append(_CallMaker())
+    try:
+        out = _P.rewrite(mod, [rule], max_rounds)
+    finally:
+        stack.pop()
+    return DeadCodeElimination()(out) if fired else mod
