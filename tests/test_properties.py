@@ -29,11 +29,12 @@ OTHERS = [
     T.SimplifyGradient(),
     T.DeadCodeElimination(),
     T.EliminateCommonSubexpr(),
+    T.ReorderPermuteDimsAfterConcat(),
 ]
 # Every pass the properties run: each alone, the others in one pipeline, and each other after each Gradient.
 PASSES = [*GRADIENTS, *OTHERS, T.Sequential(OTHERS), *(T.Sequential([g, p]) for g in GRADIENTS for p in OTHERS)]
 # Passes that change nothing when run on their own output.
-IDEMPOTENT = [T.SimplifyGradient(), T.DeadCodeElimination(), T.EliminateCommonSubexpr()]
+IDEMPOTENT = [T.SimplifyGradient(), T.DeadCodeElimination(), T.EliminateCommonSubexpr(), T.ReorderPermuteDimsAfterConcat()]
 
 # Passes reorder float sums (SimplifyGradient turns matmuls into sums): results agree to rounding.
 RTOL = 1e-9

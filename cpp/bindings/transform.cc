@@ -46,6 +46,13 @@ GradientOptions gradient_options(const py::handle& func_name, const py::handle& 
   return opt;
 }
 
+// (name, "before -> after") per rule of a table, in the order they are tried.
+std::vector<std::pair<std::string, std::string>> rule_table(const RuleSet& rules) {
+  std::vector<std::pair<std::string, std::string>> table;
+  for (const Rule& r : rules.rules()) table.emplace_back(r.name, r.before_after);
+  return table;
+}
+
 }  // namespace
 
 void bind_transform(py::module_& m) {
@@ -59,11 +66,11 @@ void bind_transform(py::module_& m) {
   def_pass<dead_code_elimination>(m, "dead_code_elimination", "DeadCodeElimination");
   def_pass<eliminate_common_subexpr>(m, "eliminate_common_subexpr", "EliminateCommonSubexpr");
   def_pass<simplify_gradient>(m, "simplify_gradient", "SimplifyGradient");
-  m.def("simplify_gradient_rules", [] {
-    std::vector<std::pair<std::string, std::string>> rules;
-    for (const Rule& r : simplify_gradient_rules().rules()) rules.emplace_back(r.name, r.before_after);
-    return rules;
-  }, "SimplifyGradient's rule table: (name, \"before -> after\") per rule, in the order they are tried.");
+  m.def("simplify_gradient_rules", [] { return rule_table(simplify_gradient_rules()); },
+        "SimplifyGradient's rule table: (name, \"before -> after\") per rule, in the order they are tried.");
+  def_pass<reorder_permute_dims_after_concat>(m, "reorder_permute_dims_after_concat", "ReorderPermuteDimsAfterConcat");
+  m.def("reorder_permute_dims_after_concat_rules", [] { return rule_table(reorder_permute_dims_after_concat_rules()); },
+        "ReorderPermuteDimsAfterConcat's rule table: (name, \"before -> after\") per rule.");
 }
 
 }  // namespace aj::bindings

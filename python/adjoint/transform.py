@@ -117,6 +117,23 @@ SimplifyGradient.__doc__ = _rules_docstring(
 )
 
 
+class ReorderPermuteDimsAfterConcat(Pass):
+    name = "ReorderPermuteDimsAfterConcat"
+
+    #: ``(name, "before -> after")`` for each rule: the C++ rule table itself.
+    rules: list[tuple[str, str]] = [tuple(rule) for rule in _core.reorder_permute_dims_after_concat_rules()]
+
+    def transform(self, mod: Module) -> Module:
+        return _core.reorder_permute_dims_after_concat(mod)
+
+
+ReorderPermuteDimsAfterConcat.__doc__ = _rules_docstring(
+    "Moves permute_dims after a concat whose fields all permute their inputs the same way, for any number of "
+    "fields, in every function, then removes dead bindings:",
+    ReorderPermuteDimsAfterConcat.rules,
+)
+
+
 class Sequential(Pass):
     """Runs passes in order."""
 
@@ -152,4 +169,5 @@ def _names(require: Sequence[str | Var] | str | Var) -> list[str]:
     return out
 
 
-__all__ = ["Pass", "Gradient", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyGradient", "Sequential"]
+__all__ = ["Pass", "Gradient", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyGradient",
+           "ReorderPermuteDimsAfterConcat", "Sequential"]

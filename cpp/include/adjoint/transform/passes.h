@@ -28,4 +28,11 @@ Function rewrite_simplify_gradient(const Function& fn, bool share_values = false
 // The rule table itself: names and descriptions for SimplifyGradient.rules.
 const RuleSet& simplify_gradient_rules();
 
+// ReorderPermuteDimsAfterConcat: concat((permute_dims(x, p), ...), axis)
+// with one p for every field becomes permute_dims(concat((x, ...),
+// axis=p[axis]), p), in every function, then dead-code elimination.
+Module reorder_permute_dims_after_concat(const Module& mod);
+// Its rule table (one rule).
+const RuleSet& reorder_permute_dims_after_concat_rules();
+
 }  // namespace aj
