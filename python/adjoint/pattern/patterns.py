@@ -1,38 +1,20 @@
-"""Dataflow patterns over the IR, and rewriting the calls they match.
-
-``from adjoint import pattern as P`` gives the vocabulary of DESIGN.md §5,
-on the C++ matcher (looking through var bindings, linear in the size of the
-pattern and of the runs it matches):
-
-    P.wildcard(), P.is_op("matmul")(a, b, **attrs), P.is_const(), P.is_var(),
-    P.is_tuple([...]), P.is_tuple_get_item(p, i), P.repeated(p, name=...),
-    p | q, p & q, ~p, p.has_dtype(d), p.has_shape(s), p.has_attr({...})
-
-``pattern.match(expr, fn)`` returns the captures (``Captures``: each
-sub-pattern object, and each name given with ``name=``, mapped to what it
-matched; a list for a run and for patterns inside one) or None.
-``P.rewrite_call(pattern, rewriter, mod)`` replaces every call the pattern
-matches by ``rewriter(expr, captures)``, built with ``aj.op``, to a fixed
-point.
-"""
+"""The pattern vocabulary (DESIGN.md §5): immutable patterns on the C++
+matcher, what a match captured, and ``match``. Rewriting with them lives in
+``rewrite_call.py`` and the other modules of this package."""
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping
 from typing import Any, Callable, Iterator, Sequence
 
-from . import _core
-from .builder import _stack, as_expr
-from .errors import Error
-from .transform import DeadCodeElimination
+from .. import _core
+from ..errors import Error
 
 _P = _core._pattern
-_ids = itertools.count()
 
 __all__ = [
-    "Captures", "Pattern", "is_const", "is_op", "is_tuple", "is_tuple_get_item", "is_var", "match",
-    "repeated", "rewrite_call", "wildcard",
+    "Captures", "Pattern", "is_const", "is_op", "is_tuple", "is_tuple_get_item", "is_var", "match", "repeated",
+    "wildcard",
 ]
 
 
@@ -237,51 +219,3 @@ def repeated(element: Pattern, name: str | None = None, count: str | None = None
 def match(pattern: Pattern, expr: Any, fn: Any = None) -> Captures | None:
     """``pattern.match(expr, fn)``."""
     return _pattern_arg(pattern, "match").match(expr, fn)
-
-
-class _CallMaker:
-    """Stands for the active FunctionBuilder while a rewriter runs: ``aj.op``
-    calls make call exprs, which the rewriter binds where they replace."""
-
-    def _emit_call(self, op: str, args: list[Any], attrs: dict[str, Any], name: str) -> Any:
-        return _core.Call(op, args, attrs)
-
-    def emit(self, value: Any, name: str = "") -> Any:
-        return as_expr(value)
-
-
-def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod: Any, *,
-                 max_rounds: int = 8) -> Any:
-    """``mod`` with every call ``pattern`` matches replaced by
-    ``rewriter(expr, captures)``: an expr built with ``aj.op`` from the
-    captures, or ``expr`` itself (or None) for no rewrite. Replacements are
-    rewritten themselves, to a fixed point; dead bindings are removed.
-
-    A replacement of another type than the call's is an aj.TypeInferenceError
-    naming the binding; rewrites that do not settle in ``max_rounds`` rounds
-    an aj.TransformError; an exception in ``rewriter`` propagates. ``mod`` is
-    never changed."""
-    pattern = _pattern_arg(pattern, "rewrite_call: pattern")
-    if not callable(rewriter):
-        raise Error(f"rewrite_call: the rewriter must be callable, got {type(rewriter).__name__}")
-    if not isinstance(mod, _core.Module):
-        raise Error(f"rewrite_call: expected an aj.Module, got {type(mod).__name__}")
-    if not _P.can_match_call(pattern._plain):
-        return mod
-    objects = pattern._objects()
-    fired = []
-
-    def replacement(root: Any, raw: dict[str, Any]) -> Any:
-        out = rewriter(root, Captures(raw, objects))
-        if out is not None and out is not root and not fired:
-            fired.append(True)
-        return out
-
-    rule = (getattr(rewriter, "__name__", "rewriter"), f"{pattern!r} -> rewriter", pattern._core_tagged(), replacement)
-    stack = _stack()
-    stack.append(_CallMaker())
-    try:
-        out = _P.rewrite(mod, [rule], max_rounds)
-    finally:
-        stack.pop()
-    return DeadCodeElimination()(out) if fired else mod
