@@ -19,8 +19,9 @@ point.
 from .patterns import (Captures, Pattern, is_const, is_op, is_tuple, is_tuple_get_item, is_var, match, repeated,
                        wildcard)
 from .rewrite_call import rewrite_call
+from .rewriter import Rewriter
 
 __all__ = [
     "Captures", "Pattern", "is_const", "is_op", "is_tuple", "is_tuple_get_item", "is_var", "match", "repeated",
-    "rewrite_call", "wildcard",
+    "rewrite_call", "wildcard", "Rewriter",
 ]

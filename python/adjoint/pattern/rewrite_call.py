@@ -1,9 +1,12 @@
 """``rewrite_call``: every call a pattern matches replaced by what a Python
-function builds from the captures, on the C++ rewriter (transform/rewrite.h)."""
+function builds from the captures, on the C++ rewriter (transform/rewrite.h).
+``_python_rule`` and ``_ops_make_calls`` are the machinery, shared with
+``P.Rewriter.from_pattern`` (rewriter.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
 
 from .. import _core
 from ..builder import _stack, as_expr
@@ -25,6 +28,29 @@ class _CallMaker:
         return as_expr(value)
 
 
+@contextmanager
+def _ops_make_calls() -> Iterator[None]:
+    """Within it, ``aj.op`` calls make unbound call exprs (what rewriters return)."""
+    stack = _stack()
+    stack.append(_CallMaker())
+    try:
+        yield
+    finally:
+        stack.pop()
+
+
+def _python_rule(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], name: str) -> tuple:
+    """The C++ rewriter's form of a Python rule: (name, "pattern -> name",
+    the C++ pattern, replacement(root, raw captures)); ``rewriter`` sees the
+    captures as ``Captures``. Run it within ``_ops_make_calls``."""
+    objects = pattern._objects()
+
+    def replacement(root: Any, raw: dict[str, Any]) -> Any:
+        return rewriter(root, Captures(raw, objects))
+
+    return (name, f"{pattern!r} -> {name}", pattern._core_tagged(), replacement)
+
+
 def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod: Any, *,
                  max_rounds: int = 8) -> Any:
     """``mod`` with every call ``pattern`` matches replaced by
@@ -43,20 +69,15 @@ def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod
         raise Error(f"rewrite_call: expected an aj.Module, got {type(mod).__name__}")
     if not _P.can_match_call(pattern._plain):
         return mod
-    objects = pattern._objects()
     fired = []
 
-    def replacement(root: Any, raw: dict[str, Any]) -> Any:
-        out = rewriter(root, Captures(raw, objects))
+    def tracked(root: Any, captures: Captures) -> Any:
+        out = rewriter(root, captures)
         if out is not None and out is not root and not fired:
             fired.append(True)
         return out
 
-    rule = (getattr(rewriter, "__name__", "rewriter"), f"{pattern!r} -> rewriter", pattern._core_tagged(), replacement)
-    stack = _stack()
-    stack.append(_CallMaker())
-    try:
+    rule = _python_rule(pattern, tracked, getattr(rewriter, "__name__", "rewriter"))
+    with _ops_make_calls():
         out = _P.rewrite(mod, [rule], max_rounds)
-    finally:
-        stack.pop()
     return DeadCodeElimination()(out) if fired else mod
