@@ -152,7 +152,11 @@ std::string rule_text(const FunctionNode& pattern, const FunctionNode& replaceme
 // the nesting of exprs, which the Inliner has bounded.
 class PatternReader {
  public:
-  explicit PatternReader(const Function& fn) : fn_(fn), index_(*fn), memo_(index_.num_defs()) {}
+  explicit PatternReader(const Function& fn) : fn_(fn), index_(*fn), memo_(index_.num_defs()), uses_(memo_.size()) {
+    for (const Binding& b : fn->bindings())
+      if (b.value->kind() != ExprKind::kVar) count_uses(b.value);
+    count_uses(fn->ret());
+  }
 
   Pattern read() {
     const FunctionNode& fn = *fn_;
@@ -198,9 +202,9 @@ class PatternReader {
     return wildcard();
   }
 
-  // A param: a capture. A bound var: its value's pattern, captured when
-  // several bindings use the var, so that all match one value. Captures are
-  // named "%" and the var's def index (unique, whatever the names are).
+  // A param: a capture. A bound var: its value's pattern, captured when the
+  // var is used more than once, so that all uses match one value. Captures
+  // are named "%" and the var's def index (unique, whatever the names are).
   Pattern var(const VarNode* v) {
     v = through_var_chain(index_, v);
     size_t i = static_cast<size_t>(index_.def_index(v));
@@ -209,7 +213,7 @@ class PatternReader {
       memo_[i] = wildcard().named(str("%", i));
     } else {
       Pattern p = expr(*index_.value(v));
-      memo_[i] = index_.num_users(v) > 1 ? p.named(str("%", i)) : p;
+      memo_[i] = uses_[i] > 1 ? p.named(str("%", i)) : p;
     }
     return memo_[i];
   }
@@ -229,9 +233,19 @@ class PatternReader {
     });
   }
 
+  // Counts each use of a var in e, as a use of the var it stands for.
+  void count_uses(const Expr& e) {
+    if (auto* v = as<VarNode>(e)) {
+      ++uses_[static_cast<size_t>(index_.def_index(through_var_chain(index_, v)))];
+      return;
+    }
+    for_each_operand(*e, [this](const Expr& o) { count_uses(o); });
+  }
+
   Function fn_;
   DataflowIndex index_;
   std::vector<Pattern> memo_;  // by def index
+  std::vector<uint32_t> uses_;  // by def index: how often the function uses each var
 };
 
 // ---- 3. the replacement ----
