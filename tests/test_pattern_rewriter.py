@@ -368,41 +368,57 @@ EXP_LOG_TO_SQRT = P.Rewriter.from_text(rule_text(
     params33("x"), [f"a: {T33} = log(x)", f"b: {T33} = exp(a)", "return b"], [f"s: {T33} = sqrt(x)", "return s"]))
 
 
+EXP_LOG = f'''@function
+def main(x: {t((3,))}) -> {t((3,))}:
+    a: {t((3,))} = log(x)
+    e: {t((3,))} = exp(a)
+    return e
+'''
+
+
 def exp_log_module():
-    bb = aj.FunctionBuilder("main")
-    x = bb.param("x", (3,), "float64")
-    return bb.finish(aj.op.exp(aj.op.log(x), name="e"))
+    return aj.parse(EXP_LOG)
 
 
-def returned_op(mod):
-    fn = mod["main"]
-    return fn.bindings[-1].value.op if fn.bindings else None
+def returning(op: str) -> str:
+    """main(x) returning op(x), printed."""
+    return f'''@function
+def main(x: {t((3,))}) -> {t((3,))}:
+    e: {t((3,))} = {op}(x)
+    return e
+'''
+
+
+RETURNING_X = f'''@function
+def main(x: {t((3,))}) -> {t((3,))}:
+    return x
+'''
 
 
 def test_or_tries_the_left_rules_first():
     mod = exp_log_module()
-    assert returned_op((REWRITERS["exp_of_log"] | EXP_LOG_TO_SQRT)(mod)) is None
-    assert returned_op((EXP_LOG_TO_SQRT | REWRITERS["exp_of_log"])(mod)) == "sqrt"
+    assert (REWRITERS["exp_of_log"] | EXP_LOG_TO_SQRT)(mod).script() == RETURNING_X
+    assert (EXP_LOG_TO_SQRT | REWRITERS["exp_of_log"])(mod).script() == returning("sqrt")
 
 
 def test_or_mixes_text_and_python_rules_in_order():
     pattern = P.is_op("exp")(P.is_op("log")(P.wildcard(name="x")))
     to_abs = P.Rewriter.from_pattern(pattern, lambda expr, m: aj.op.abs(m["x"]))
     mod = exp_log_module()
-    assert returned_op((to_abs | EXP_LOG_TO_SQRT)(mod)) == "abs"
-    assert returned_op((EXP_LOG_TO_SQRT | to_abs)(mod)) == "sqrt"
+    assert (to_abs | EXP_LOG_TO_SQRT)(mod).script() == returning("abs")
+    assert (EXP_LOG_TO_SQRT | to_abs)(mod).script() == returning("sqrt")
     assert [name for name, _ in (to_abs | EXP_LOG_TO_SQRT).rules] == ["<lambda>", "exp(log(x)) -> sqrt(x)"]
 
 
 def test_python_rule_that_declines_leaves_the_call_to_the_next_rule():
     declines = P.Rewriter.from_pattern(P.is_op("exp")(P.wildcard()), lambda expr, m: None, name="declines")
-    assert returned_op((declines | EXP_LOG_TO_SQRT)(exp_log_module())) == "sqrt"
+    assert (declines | EXP_LOG_TO_SQRT)(exp_log_module()).script() == returning("sqrt")
 
 
 def test_names_stay_distinct_when_combined():
     r = REWRITERS["exp_of_log"]
     assert [name for name, _ in (r | r | r).rules] == ["exp_of_log", "exp_of_log #2", "exp_of_log #3"]
-    assert (r | r)(exp_log_module())["main"].bindings == []
+    assert (r | r)(exp_log_module()).script() == RETURNING_X
 
 
 def test_repr_lists_the_rules():
@@ -433,9 +449,17 @@ def test_replacement_params_stand_for_the_pattern_params_by_position():
         [f"n: {T33} = negative(a)", f"m: {T33} = add(b, n)", "return m"]).replace(
         f"def replacement(a: {T33}, b: {T33})", f"def replacement(b: {T33}, a: {T33})"))
     assert swapped.rules[0][1] == "subtract(a, b) -> add(a, negative(b))"
-    bb = aj.FunctionBuilder("main")
-    p, q = bb.param("p", (2,), "float64"), bb.param("q", (2,), "float64")
-    mod = bb.finish(aj.op.subtract(p, q))
+    mod = aj.parse(f'''@function
+def main(p: {t((2,))}, q: {t((2,))}) -> {t((2,))}:
+    d: {t((2,))} = subtract(p, q)
+    return d
+''')
+    assert swapped(mod).script() == f'''@function
+def main(p: {t((2,))}, q: {t((2,))}) -> {t((2,))}:
+    lv: {t((2,))} = negative(q)
+    d: {t((2,))} = add(p, lv)
+    return d
+'''
     inputs = [np.array([1.0, 2.0]), np.array([5.0, -1.0])]
     np.testing.assert_allclose(aj.build(swapped(mod))["main"](*inputs), inputs[0] - inputs[1])
 
@@ -444,14 +468,24 @@ def test_a_value_the_pattern_uses_twice_must_be_one_value():
     square_of_log = P.Rewriter.from_text(rule_text(
         params33("x"), [f"a: {T33} = log(x)", f"b: {T33} = multiply(a, a)", "return b"],
         [f"a: {T33} = log(x)", f"b: {T33} = square(a)", "return b"]))
-    bb = aj.FunctionBuilder("main")
-    x = bb.param("x", (2,), "float32")
-    a = aj.op.log(x)
-    mod = bb.finish(aj.Tuple([aj.op.multiply(a, a), aj.op.multiply(a, aj.op.log(x))]))
-    out = square_of_log(mod)["main"]
-    # the first multiply is rewritten (the replacement makes its own log), the second is not
-    assert [b.value.op for b in out.bindings] == ["log", "log", "square", "log", "multiply"]
-    assert out.bindings[-1].value.args[0] == out.bindings[0].var
+    mod = aj.parse(f'''@function
+def main(x: {t((2,))}) -> Tuple({t((2,))}, {t((2,))}):
+    a: {t((2,))} = log(x)
+    b: {t((2,))} = multiply(a, a)
+    c: {t((2,))} = log(x)
+    d: {t((2,))} = multiply(a, c)
+    return (b, d)
+''')
+    # b is rewritten (the replacement makes its own log); d multiplies two values, not one
+    assert square_of_log(mod).script() == f'''@function
+def main(x: {t((2,))}) -> Tuple({t((2,))}, {t((2,))}):
+    a: {t((2,))} = log(x)
+    lv: {t((2,))} = log(x)
+    b: {t((2,))} = square(lv)
+    c: {t((2,))} = log(x)
+    d: {t((2,))} = multiply(a, c)
+    return (b, d)
+'''
 
 
 def test_a_chain_of_ten_thousand_bindings():
