@@ -488,6 +488,23 @@ def main(x: {t((2,))}) -> Tuple({t((2,))}, {t((2,))}):
 '''
 
 
+def test_a_value_the_replacement_uses_twice_is_bound_once():
+    exp_squared = P.Rewriter.from_text(rule_text(
+        params33("x"), [f"y: {T33} = sqrt(x)", "return y"],
+        [f"t: {T33} = exp(x)", f"u: {T33} = multiply(t, t)", "return u"]))
+    mod = aj.parse(f'''@function
+def main(a: {t((2,))}) -> {t((2,))}:
+    b: {t((2,))} = sqrt(a)
+    return b
+''')
+    assert exp_squared(mod).script() == f'''@function
+def main(a: {t((2,))}) -> {t((2,))}:
+    lv: {t((2,))} = exp(a)
+    b: {t((2,))} = multiply(lv, lv)
+    return b
+'''
+
+
 def test_a_chain_of_ten_thousand_bindings():
     bb = aj.FunctionBuilder("main")
     v = x = bb.param("x", (4,), "float32")
