@@ -73,7 +73,7 @@ class Pattern:
             if id(p) not in seen:
                 seen.add(id(p))
                 out.setdefault(p._capture_name(), p)
-                todo.extend(p._children)
+                todo.extend(reversed(p._children))  # in the order written
         return out
 
     def __or__(self, other: "Pattern") -> "Pattern":
