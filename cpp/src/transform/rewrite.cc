@@ -164,6 +164,7 @@ class RewriteRound final : public Bindings {
       for (const auto& f : t->fields()) fields.push_back(bind_simplified(f, nullptr, depth + 1));
       return std::make_shared<TupleNode>(std::move(fields));
     }
+    if (auto* item = as<TupleGetItemNode>(e)) return bind_item(*item, root, depth);
     auto* call = as<CallNode>(e);
     if (!call) return e;
     std::vector<Expr> args;
@@ -179,6 +180,14 @@ class RewriteRound final : public Bindings {
       return bind_simplified(replaced, root, depth + 1);
     }
     return bind(root, value);
+  }
+
+  // An item of a tuple a replacement builds: the tuple is bound first; an
+  // item of a literal tuple is that field, an item of a bound tuple is bound.
+  Expr bind_item(const TupleGetItemNode& item, const Var& root, int depth) {
+    Expr tuple = bind_simplified(item.tuple(), nullptr, depth + 1);
+    if (auto* t = as<TupleNode>(tuple)) return t->fields()[static_cast<size_t>(item.index())];
+    return bind(root, std::make_shared<TupleGetItemNode>(tuple, item.index()));
   }
 
   // Unchanged bindings are kept as they are (same var, same value).
