@@ -11,6 +11,7 @@
 #include "adjoint/pattern/rule.h"
 #include "adjoint/transform/rewrite.h"
 #include "convert.h"
+#include "python_rule.h"
 
 namespace py = pybind11;
 
@@ -63,6 +64,13 @@ const Expr& bound_value(const DataflowIndex& index, const std::string& var_name)
   throw Error(str("match: the function binds no var named '", var_name, "'"));
 }
 
+// The bindings of no function: every var stands for itself.
+class NoBindings final : public Bindings {
+ public:
+  const ExprNode* bound_value(const VarNode*) const override { return nullptr; }
+  size_t num_users(const VarNode*) const override { return 0; }
+};
+
 // A rule whose replacement is replacement(root, captures) -> expr or None.
 Rule rule_arg(const py::handle& obj, size_t i) {
   std::string what = str("rewrite: rules[", i, "]");
@@ -75,13 +83,17 @@ Rule rule_arg(const py::handle& obj, size_t i) {
   Replacement replacement = [pattern, fn](const Match& m) -> Expr {
     py::object out = fn(unconst(m.root()), captures_out(pattern, m));
     if (out.is_none()) return nullptr;
-    return node_arg<ExprNode>(out, "rewrite: the replacement's result", "an aj.Expr or None");
+    if (!py::isinstance<ExprNode>(out))
+      throw TypeInferenceError(str("the replacement returned ", py_type_name(out), ", not an aj.Expr or None"));
+    return out.cast<Expr>();
   };
   return Rule{string_arg(t[0], what + ": name"), string_arg(t[1], what + ": before_after"), pattern,
               std::move(replacement)};
 }
 
 }  // namespace
+
+Rule python_rule(const py::handle& obj, size_t i) { return rule_arg(obj, i); }
 
 void bind_pattern(py::module_& core) {
   py::module_ m = core.def_submodule(
@@ -120,6 +132,25 @@ void bind_pattern(py::module_& core) {
     return captures_out(pattern, *found);
   }, py::arg("pattern"), py::arg("function"), py::arg("var_name"),
         "The captures of pattern on the value bound to var_name in function, or None.");
+  m.def("match_expr", [](const py::handle& p, const py::handle& e, const py::handle& fn) -> py::object {
+    Pattern pattern = pattern_arg(p, "match");
+    Expr expr = node_arg<ExprNode>(e, "match: expr", "an aj.Expr");
+    if (fn.is_none()) {
+      NoBindings none;
+      std::optional<Match> found = match(pattern, expr, none);
+      return found ? py::object(captures_out(pattern, *found)) : py::none();
+    }
+    if (!py::isinstance<NamedFunction>(fn)) throw Error(str("match: expected an aj.Function or None, got ", py_type_name(fn)));
+    const auto& named = fn.cast<const NamedFunction&>();
+    verify_input(std::make_shared<ModuleNode>(std::vector<std::pair<std::string, Function>>{{named.name, named.fn}}),
+                 "match");
+    DataflowIndex index(*named.fn);
+    IndexBindings bindings(index);
+    std::optional<Match> found = match(pattern, expr, bindings);
+    return found ? py::object(captures_out(pattern, *found)) : py::none();
+  }, py::arg("pattern"), py::arg("expr"), py::arg("function") = py::none(),
+        "The captures of pattern on expr, seeing through the bindings of function (None: no bindings), or None.");
+  m.def("can_match_call", [](const py::handle& p) { return can_match_call(pattern_arg(p, "can_match_call")); });
   m.def("rewrite", [](const py::handle& mod, const py::list& rules, int max_rounds) {
     std::vector<Rule> list;
     for (size_t i = 0; i < rules.size(); ++i) list.push_back(rule_arg(rules[i], i));
