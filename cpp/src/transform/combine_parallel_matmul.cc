@@ -25,21 +25,28 @@
 //     it, per branch.
 //
 // Algorithm:
+//   0. Levels: each binding's depth (longest path from the params) and
+//      height (longest path to a binding nothing uses), one pass each way.
 //   1. Groups sharing the LHS: the matmuls of each LHS var, by the batch
 //      dims of their RHS and their result dtype, in binding order.
-//   2. For each group: extend each branch through its only uses; mark what
-//      the branches' results reach in the window from the first branch to
-//      its last operand (one forward sweep; none when every operand is bound
-//      before the first branch); keep the branches whose operands are not
-//      marked; ask check; decide what to fuse; build the combined bindings.
+//   2. For each group: extend each branch through its only uses; find which
+//      operands and biases the branches' results may reach: a path from r to
+//      o needs depth(r) < depth(o) and height(r) > height(o), so most are
+//      ruled out at once (the results sorted by depth, with running maximum
+//      heights); the rest are settled by one forward sweep from the first
+//      branch to the last of them while the sweeps' budget (4 bindings per
+//      binding of the function) lasts, else counted as reached (never
+//      wrong; a group is then left alone that could have been combined);
+//      keep the branches whose operands are not reached; ask check; decide
+//      what to fuse; build the combined bindings.
 //   3. The same for groups sharing the RHS, from the matmuls not combined.
 //   4. Rebuild (transform/binding_order.h): each group's bindings go where
 //      its last branch ended; when an earlier branch's result is used before
 //      that, one stable dependency order moves the uses after them. Groups
 //      that together would form a cycle (one's operands computed from
 //      another's results and the other way round) are left alone.
-// Every step is linear in the function's size, but for the sweeps, each
-// linear in its window.
+// Linear in the function's size, but for sorting each group's results by
+// depth (B log B for B branches).
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -71,6 +78,11 @@ const std::vector<std::pair<std::string, std::string>>& rewrite_table() {
 }
 
 enum class Side { kLhs, kRhs };  // the operand a group's matmuls share
+
+// The sweeps that settle whether a branch's operand is computed from
+// another branch look at most this many bindings per binding of the
+// function, in all (see step 2 above).
+constexpr int64_t kSweepBudgetPerBinding = 4;
 
 // One matmul of a group, and the bias add and activation that follow it
 // alone (positions of bindings; -1 when absent).
@@ -129,7 +141,10 @@ class Combiner {
  public:
   Combiner(const Function& fn, const ParallelMatmulCheck& check)
       : fn_(fn), bindings_(fn->bindings()), index_(*fn), check_(check),
-        taken_(bindings_.size(), 0), reached_(bindings_.size(), 0) {}
+        taken_(bindings_.size(), 0), reached_(bindings_.size(), 0),
+        sweep_budget_(kSweepBudgetPerBinding * static_cast<int64_t>(bindings_.size())) {
+    measure_levels();
+  }
 
   Function run() {
     for (Side side : {Side::kLhs, Side::kRhs})
@@ -150,6 +165,27 @@ class Combiner {
     if (index_.num_users(v) != 1 || index_.used_by_return(v)) return -1;
     int64_t p = index_.users(v).front();
     return taken_[static_cast<size_t>(p)] ? -1 : p;
+  }
+
+  // ---- 0. levels ----
+
+  // depth_: 0 for a binding of params and constants only, else one more
+  // than its deepest operand's; height_: 0 for a binding nothing uses, else
+  // one more than its highest user's.
+  void measure_levels() {
+    size_t n = bindings_.size();
+    depth_.assign(n, 0);
+    height_.assign(n, 0);
+    for (size_t p = 0; p < n; ++p)
+      for_each_var_use(bindings_[p].value, [&](const VarNode* v) {
+        int64_t q = index_.binding_index(v);
+        if (q >= 0) depth_[p] = std::max(depth_[p], depth_[static_cast<size_t>(q)] + 1);
+      });
+    for (size_t p = n; p-- > 0;)
+      for_each_var_use(bindings_[p].value, [&](const VarNode* v) {
+        int64_t q = index_.binding_index(v);
+        if (q >= 0) height_[static_cast<size_t>(q)] = std::max(height_[static_cast<size_t>(q)], height_[p] + 1);
+      });
   }
 
   // ---- 1. grouping ----
@@ -181,7 +217,7 @@ class Combiner {
   void combine(Group& g) {
     for (Branch& b : g.branches) extend(b);
     uint32_t serial = ++serial_;
-    mark_reached(g, serial);
+    find_reached(g, serial);
     std::vector<Branch> kept;
     for (const Branch& b : g.branches)
       if (!reached(other_operand(g, b), serial)) kept.push_back(b);
@@ -209,17 +245,42 @@ class Combiner {
     return matmul(b)->args()[1 - side_arg(g.side)];
   }
 
-  // Marks (with serial) every binding the branches' results reach, up to
-  // the last binding of an operand or bias of the group.
-  void mark_reached(const Group& g, uint32_t serial) {
-    int64_t first = bindings_.size(), last = -1;
+  // Marks (with serial) the branches' results and the operands and biases
+  // of the group they may reach (see step 2 above).
+  void find_reached(const Group& g, uint32_t serial) {
+    std::vector<std::pair<uint32_t, uint32_t>> results;  // (depth, height), by depth
+    int64_t first = static_cast<int64_t>(bindings_.size());
     for (const Branch& b : g.branches) {
+      reached_[b.matmul] = serial;
+      results.emplace_back(depth_[b.matmul], height_[b.matmul]);
       first = std::min<int64_t>(first, b.matmul);
-      last = std::max(last, position(other_operand(g, b)));
-      if (b.add >= 0) last = std::max(last, position(b.bias));
     }
-    if (last < first) return;  // every operand is bound before the first branch
-    for (const Branch& b : g.branches) reached_[b.matmul] = serial;
+    std::sort(results.begin(), results.end());
+    for (size_t i = 1; i < results.size(); ++i)
+      results[i].second = std::max(results[i].second, results[i - 1].second);
+    auto may_be_reached = [&](int64_t p) {  // some result r: depth(r) < depth(p) and height(r) > height(p)
+      if (p < first || reached_[static_cast<size_t>(p)] == serial) return false;
+      auto shallower = std::lower_bound(results.begin(), results.end(),
+                                        std::make_pair(depth_[static_cast<size_t>(p)], uint32_t{0}));
+      return shallower != results.begin() && std::prev(shallower)->second > height_[static_cast<size_t>(p)];
+    };
+    std::vector<int64_t> open;
+    for (const Branch& b : g.branches)
+      for (const Expr* e : {&other_operand(g, b), b.add >= 0 ? &b.bias : nullptr})
+        if (e && may_be_reached(position(*e))) open.push_back(position(*e));
+    if (open.empty()) return;
+    int64_t last = *std::max_element(open.begin(), open.end());
+    if (last - first <= sweep_budget_) {
+      sweep_budget_ -= last - first;
+      sweep(first, last, serial);
+    } else {
+      for (int64_t p : open) reached_[static_cast<size_t>(p)] = serial;
+    }
+  }
+
+  // Marks (with serial) every binding from first to last that uses a
+  // marked var.
+  void sweep(int64_t first, int64_t last, uint32_t serial) {
     for (int64_t p = first; p <= last; ++p) {
       if (reached_[static_cast<size_t>(p)] == serial) continue;
       for_each_var_use(bindings_[static_cast<size_t>(p)].value, [&](const VarNode* v) {
@@ -330,7 +391,8 @@ class Combiner {
     Expr parts = block.bind(ops::split({out}, {{"indices_or_sections", split_points(side, kept)},
                                                {"axis", static_cast<int64_t>(split_axis(side, kept.front()))}}));
     for (size_t i = 0; i < kept.size(); ++i)
-      block.bind_to(var_at(claim(kept[i], fusion, block)), std::make_shared<TupleGetItemNode>(parts, static_cast<int>(i)));
+      block.bind_to(var_at(claim(kept[i], fusion, block)),
+                    std::make_shared<TupleGetItemNode>(parts, static_cast<int>(i)));
     blocks_.push_back(std::move(block));
   }
 
@@ -404,6 +466,8 @@ class Combiner {
   const ParallelMatmulCheck& check_;
   std::vector<uint8_t> taken_;     // by position: replaced by a group's block
   std::vector<uint32_t> reached_;  // by position: the serial of the last group whose results reach it
+  std::vector<uint32_t> depth_, height_;  // by position (step 0)
+  int64_t sweep_budget_;           // bindings the sweeps may still look at
   std::vector<BindingBlock> blocks_;
   uint32_t serial_ = 0;
 };
