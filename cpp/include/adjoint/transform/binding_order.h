@@ -22,7 +22,8 @@
 //     algorithm on uses) or from the sinks (on dependences). Every cycle
 //     lies in that set; so may bindings both downstream of one cycle and
 //     upstream of another.
-// Both are linear in the size of the list's values.
+// The last two take any list of bindings (not only a function's); all
+// three are linear in the size of the values.
 #pragma once
 
 #include <cstdint>
@@ -43,7 +44,9 @@ struct BindingBlock {
 };
 
 // index.function() with the blocks in place (see above); the same function
-// when there are none. A TransformError if some use is still unbound after.
+// when there are none. Leaving out the blocks on cycles leaves no cycle (a
+// cycle through kept bindings alone would be one of the function's own);
+// a TransformError if one is left all the same.
 Function replace_bindings(const DataflowIndex& index, const std::vector<BindingBlock>& blocks);
 
 // Positions into `bindings` in the order described above; nullopt when the
