@@ -8,6 +8,7 @@ namespace aj::bindings {
 void bind_errors(py::module_& m);
 void bind_ir(py::module_& m);
 void bind_pattern(py::module_& m);
+void bind_pattern_rewriter(py::module_& m);
 void bind_runtime(py::module_& m);
 void bind_transform(py::module_& m);
 }  // namespace aj::bindings
@@ -19,4 +20,5 @@ PYBIND11_MODULE(_core, m) {
   aj::bindings::bind_runtime(m);
   aj::bindings::bind_transform(m);
   aj::bindings::bind_pattern(m);
+  aj::bindings::bind_pattern_rewriter(m);
 }

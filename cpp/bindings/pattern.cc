@@ -11,6 +11,7 @@
 #include "adjoint/pattern/rule.h"
 #include "adjoint/transform/rewrite.h"
 #include "convert.h"
+#include "python_rule.h"
 
 namespace py = pybind11;
 
@@ -94,6 +95,8 @@ Rule rule_arg(const py::handle& obj, size_t i) {
 }
 
 }  // namespace
+
+Rule python_rule(const py::handle& obj, size_t i) { return rule_arg(obj, i); }
 
 void bind_pattern(py::module_& core) {
   py::module_ m = core.def_submodule(

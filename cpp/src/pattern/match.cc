@@ -43,8 +43,13 @@ bool is_run(const PatternNode& p) { return p.kind() == PatternKind::kRepeated; }
 // agreeing fields.
 bool same_value(const Expr& a, const Expr& b) { return cse::value_equal(a, b); }
 
+// A constraint's index is the attr's place in the schema of the op it was
+// made for; has_attr checks a call before its inner pattern has checked the
+// op, so a call of another op reads the attr by name instead.
 bool attr_agrees(const OpDef& op, const CallNode& call, const AttrConstraint& c) {
-  if (c.index >= 0) return attr_equal(call.attrs()[static_cast<size_t>(c.index)], c.value);
+  auto at = static_cast<size_t>(c.index);
+  if (c.index >= 0 && at < call.attrs().size() && at < op.attrs.size() && op.attrs[at].name == c.name)
+    return attr_equal(call.attrs()[at], c.value);
   int i = op.attr_index(c.name);  // a constraint on calls of any op: read as this op reads it
   if (i < 0) return false;
   try {

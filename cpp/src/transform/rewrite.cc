@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <memory>
+#include <unordered_map>
+#include <utility>
 
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/ir/substitute.h"
@@ -143,14 +145,26 @@ class RewriteRound final : public Bindings {
   // The leaf that stands for `e` once bound: nested calls are bound first,
   // bottom-up, each simplified by the rules before it is bound, so the
   // result is at a fixed point. The root is bound to `root` when given
-  // (the binding's own var: same type), nested calls to new vars.
+  // (the binding's own var: same type), nested calls to new vars. A nested
+  // expr object a replacement uses twice is bound once.
   Expr bind_simplified(const Expr& e, const Var& root, int depth) {
+    if (root || e->kind() == ExprKind::kVar || e->kind() == ExprKind::kConstant)
+      return bind_simplified_once(e, root, depth);
+    auto [it, fresh] = nested_.try_emplace(e.get());
+    if (!fresh) return it->second.second;
+    Expr leaf = bind_simplified_once(e, root, depth);
+    nested_[e.get()] = {e, leaf};
+    return leaf;
+  }
+
+  Expr bind_simplified_once(const Expr& e, const Var& root, int depth) {
     if (depth > kMaxDepth) fail_to_converge("replacements nest too deep");
     if (auto* t = as<TupleNode>(e)) {
       std::vector<Expr> fields;
       for (const auto& f : t->fields()) fields.push_back(bind_simplified(f, nullptr, depth + 1));
       return std::make_shared<TupleNode>(std::move(fields));
     }
+    if (auto* item = as<TupleGetItemNode>(e)) return bind_item(*item, root, depth);
     auto* call = as<CallNode>(e);
     if (!call) return e;
     std::vector<Expr> args;
@@ -168,10 +182,19 @@ class RewriteRound final : public Bindings {
     return bind(root, value);
   }
 
+  // An item of a tuple a replacement builds: the tuple is bound first; an
+  // item of a literal tuple is that field, an item of a bound tuple is bound.
+  Expr bind_item(const TupleGetItemNode& item, const Var& root, int depth) {
+    Expr tuple = bind_simplified(item.tuple(), nullptr, depth + 1);
+    if (auto* t = as<TupleNode>(tuple)) return t->fields()[static_cast<size_t>(item.index())];
+    return bind(root, std::make_shared<TupleGetItemNode>(tuple, item.index()));
+  }
+
   // Unchanged bindings are kept as they are (same var, same value).
   void rewrite(const Binding& b) {
     binding_ = b.var.get();
     fired_before_binding_ = fired_.size();
+    nested_.clear();
     Expr value = substitute(b.value, replacement());
     Expr leaf = value->kind() == ExprKind::kCall ? bind_simplified(value, b.var, 0) : Expr(bind(b.var, value));
     if (leaf != b.var) entry(b.var.get()).replaced = leaf;
@@ -192,6 +215,9 @@ class RewriteRound final : public Bindings {
   std::vector<const Rule*> fired_;
   size_t fired_before_binding_ = 0;
   mutable std::unique_ptr<DataflowIndex> users_;  // built when a rule first reads a use count
+  // The nested exprs of the binding being rewritten, each with the leaf it
+  // was bound to (the expr is held so its address is not reused meanwhile).
+  std::unordered_map<const ExprNode*, std::pair<Expr, Expr>> nested_;
 };
 
 }  // namespace

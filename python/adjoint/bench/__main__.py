@@ -6,7 +6,8 @@ import argparse
 import importlib
 import sys
 
-SUITES = {"ir": "adjoint.bench.ir", "exec": "adjoint.bench.exec", "passes": "adjoint.bench.passes"}
+SUITES = {"ir": "adjoint.bench.ir", "exec": "adjoint.bench.exec", "passes": "adjoint.bench.passes",
+          "patterns": "adjoint.bench.patterns"}
 
 
 def main(argv: list[str] | None = None) -> int:

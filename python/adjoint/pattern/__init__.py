@@ -46,8 +46,9 @@ from .patterns import (Captures, Pattern, is_const, is_op, is_tuple, is_tuple_ge
                        wildcard)
 from .rewrite_bindings import rewrite_bindings
 from .rewrite_call import rewrite_call
+from .rewriter import Rewriter
 
 __all__ = [
-    "Captures", "Pattern", "PatternContext", "is_const", "is_op", "is_tuple", "is_tuple_get_item", "is_var", "match",
-    "repeated", "rewrite_bindings", "rewrite_call", "wildcard",
+    "Captures", "Pattern", "PatternContext", "Rewriter", "is_const", "is_op", "is_tuple", "is_tuple_get_item",
+    "is_var", "match", "repeated", "rewrite_bindings", "rewrite_call", "wildcard",
 ]

@@ -9,8 +9,10 @@ can reach it without importing the context module."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Mapping
+from numbers import Integral
 from typing import Any, Callable, Iterator, Sequence
 
 from .. import _core
@@ -52,18 +54,35 @@ class Pattern:
     def _core_tagged(self) -> Any:
         """The C++ pattern with every node named: its own name, or one made for it."""
         if self._tagged is None:
-            core = self._build(*(c._core_tagged() for c in self._children))
-            self._tagged = core.named(self._capture_name())
+            children = [c._core_tagged() for c in self._children]
+            try:
+                self._tagged = self._build(*children).named(self._capture_name())
+            except Error as e:
+                raise self._readable(e) from None
         return self._tagged
 
+    def _readable(self, error: Error) -> Error:
+        """``error`` (from the C++ pattern with every node named) told with the
+        pattern as written: a made-up name means a pattern object used twice."""
+        made_up = re.search(r"'(%\d+)' is used both inside and outside", str(error))
+        if made_up is None:
+            return error
+        twice = self._objects()[made_up.group(1)]
+        return Error(f"pattern {self!r}: the pattern object {twice!r} is used both inside and outside a repeated "
+                     "run, or in two runs; one object matches one value, so use a new object in each place")
+
     def _objects(self) -> dict[str, "Pattern"]:
-        """Every sub-pattern of this one by capture name."""
+        """Every sub-pattern of this one by capture name (the first of the
+        objects given one name)."""
         out: dict[str, Pattern] = {}
+        seen: set[int] = set()
         todo = [self]
         while todo:
             p = todo.pop()
-            if out.setdefault(p._capture_name(), p) is p:
-                todo.extend(p._children)
+            if id(p) not in seen:
+                seen.add(id(p))
+                out.setdefault(p._capture_name(), p)
+                todo.extend(reversed(p._children))  # in the order written
         return out
 
     def __or__(self, other: "Pattern") -> "Pattern":
@@ -71,6 +90,12 @@ class Pattern:
 
     def __and__(self, other: "Pattern") -> "Pattern":
         return Pattern(lambda a, b: a & b, [self, _pattern_arg(other, "&")])
+
+    def __ror__(self, other: Any) -> "Pattern":
+        return _pattern_arg(other, "|") | self
+
+    def __rand__(self, other: Any) -> "Pattern":
+        return _pattern_arg(other, "&") & self
 
     def __invert__(self) -> "Pattern":
         return Pattern(lambda a: ~a, [self])
@@ -103,7 +128,11 @@ class Pattern:
     def match(self, expr: Any, fn: Any = None) -> "Captures | None":
         """The captures of this pattern on ``expr``, seeing through the bindings
         of ``fn`` (an ``aj.Function``; None: vars stand for themselves), or None."""
-        raw = _P.match_expr(self._core_tagged(), expr, fn)
+        try:
+            raw = _P.match_expr(self._core_tagged(), expr, fn)
+        except Error:
+            _P.match_expr(self._plain, expr, fn)  # the same error, told with the pattern as written
+            raise
         return None if raw is None else Captures(raw, self._objects())
 
     def __repr__(self) -> str:
@@ -175,8 +204,8 @@ def _add_edge(source: Pattern, target: Any, index: Any, only: bool) -> Pattern:
 
 
 def _check_name(name: Any) -> str | None:
-    if name is not None and (not isinstance(name, str) or not name):
-        raise Error(f"name=: expected a non-empty str, got {name!r}")
+    if name is not None and (not isinstance(name, str) or not name or name.startswith("%")):
+        raise Error(f"name=: expected a non-empty str not starting with '%', got {name!r}")
     return name
 
 
@@ -248,6 +277,8 @@ def is_tuple(fields: Sequence[Pattern], name: str | None = None) -> Pattern:
 def is_tuple_get_item(tuple_pattern: Pattern, index: int | None = None, name: str | None = None) -> Pattern:
     """Item ``index`` of a tuple matching ``tuple_pattern`` (None: any item)."""
     tuple_pattern = _pattern_arg(tuple_pattern, "is_tuple_get_item")
+    if isinstance(index, Integral) and not isinstance(index, bool) and not -1 <= index < 2**31:
+        raise Error(f"is_tuple_get_item: index {index} is out of range (0 to 2**31 - 1, or None for any item)")
     i = -1 if index is None else index
     return Pattern(lambda t: _P.is_tuple_get_item(t, i), [tuple_pattern], name=name)
 

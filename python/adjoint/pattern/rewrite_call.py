@@ -1,13 +1,18 @@
 """``rewrite_call``: every call a pattern matches replaced by what a Python
-function builds from the captures, on the C++ rewriter (transform/rewrite.h)."""
+function builds from the captures, on the C++ rewriter (transform/rewrite.h).
+``_python_rule`` and ``_ops_make_calls`` are the machinery, shared with
+``P.Rewriter.from_pattern`` (rewriter.py)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from contextlib import contextmanager
+from numbers import Integral
+from typing import Any, Callable, Iterator
 
 from .. import _core
+from ..analysis import verify
 from ..builder import _stack, as_expr
-from ..errors import Error
+from ..errors import Error, VerifyError
 from ..transform import DeadCodeElimination
 from .patterns import Captures, Pattern, _P, _pattern_arg
 
@@ -25,38 +30,93 @@ class _CallMaker:
         return as_expr(value)
 
 
+@contextmanager
+def _ops_make_calls() -> Iterator[None]:
+    """Within it, ``aj.op`` calls make unbound call exprs (what rewriters return)."""
+    stack = _stack()
+    maker = _CallMaker()
+    stack.append(maker)
+    try:
+        yield
+    finally:
+        stack.remove(maker)  # not pop: a rewriter may have left a builder of its own on the stack
+
+
+def _python_rule(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], name: str) -> tuple:
+    """The C++ rewriter's form of a Python rule: (name, "pattern -> name",
+    the C++ pattern, replacement(root, raw captures)); ``rewriter`` sees the
+    captures as ``Captures``; returning None, the root or an expr written
+    alike is no rewrite. Run it within ``_ops_make_calls``."""
+    objects = pattern._objects()
+
+    def replacement(root: Any, raw: dict[str, Any]) -> Any:
+        out = rewriter(root, Captures(raw, objects))
+        return None if out is None or _same_value(out, root) else out
+
+    return (name, f"{pattern!r} -> {name}", pattern._core_tagged(), replacement)
+
+
 def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod: Any, *,
                  max_rounds: int = 8) -> Any:
     """``mod`` with every call ``pattern`` matches replaced by
     ``rewriter(expr, captures)``: an expr built with ``aj.op`` from the
-    captures, or ``expr`` itself (or None) for no rewrite. Replacements are
-    rewritten themselves, to a fixed point; dead bindings are removed.
+    captures, or ``expr`` itself (or an expr written alike, or None) for no
+    rewrite. Replacements are rewritten themselves, to a fixed point; dead
+    bindings are removed; with no rewrite, ``mod`` itself is returned.
 
     A replacement of another type than the call's is an aj.TypeInferenceError
-    naming the binding; rewrites that do not settle in ``max_rounds`` rounds
-    an aj.TransformError; an exception in ``rewriter`` propagates. ``mod`` is
-    never changed."""
+    naming the binding; one using vars the function does not bind an
+    aj.VerifyError naming the rewriter; rewrites that do not settle in
+    ``max_rounds`` rounds an aj.TransformError; an exception in ``rewriter``
+    propagates. ``mod`` is never changed."""
     pattern = _pattern_arg(pattern, "rewrite_call: pattern")
     if not callable(rewriter):
         raise Error(f"rewrite_call: the rewriter must be callable, got {type(rewriter).__name__}")
     if not isinstance(mod, _core.Module):
         raise Error(f"rewrite_call: expected an aj.Module, got {type(mod).__name__}")
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, Integral) or not 1 <= max_rounds < 2**31:
+        raise Error(f"rewrite_call: max_rounds must be an int from 1 to 2**31 - 1, got {max_rounds!r}")
     if not _P.can_match_call(pattern._plain):
         return mod
-    objects = pattern._objects()
-    fired = []
+    fired = False
+    name = getattr(rewriter, "__name__", "rewriter")
 
-    def replacement(root: Any, raw: dict[str, Any]) -> Any:
-        out = rewriter(root, Captures(raw, objects))
-        if out is not None and out is not root and not fired:
-            fired.append(True)
+    def tracked(root: Any, captures: Captures) -> Any:
+        nonlocal fired
+        out = rewriter(root, captures)
+        fired = fired or (out is not None and not _same_value(out, root))
         return out
 
-    rule = (getattr(rewriter, "__name__", "rewriter"), f"{pattern!r} -> rewriter", pattern._core_tagged(), replacement)
-    stack = _stack()
-    stack.append(_CallMaker())
+    with _ops_make_calls():
+        out = _P.rewrite(mod, [_python_rule(pattern, tracked, name)], int(max_rounds))
+    if not fired:
+        return mod
     try:
-        out = _P.rewrite(mod, [rule], max_rounds)
-    finally:
-        stack.pop()
-    return DeadCodeElimination()(out) if fired else mod
+        verify(out)
+    except VerifyError as e:
+        raise VerifyError(f"rewrite_call: the replacements of rewriter '{name}' leave the module malformed: "
+                          f"{e}") from None
+    return DeadCodeElimination()(out)
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """Whether exprs a and b are one value written alike: the same vars, equal
+    constants, and calls, tuples and items of such (a rewriter that rebuilds
+    the call it was given rewrites nothing, as in TVM's rewrite_call)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, _core.Call):
+        return a.op == b.op and a.attrs == b.attrs and _same_values(a.args, b.args)
+    if isinstance(a, _core.Tuple):
+        return _same_values(a.fields, b.fields)
+    if isinstance(a, _core.TupleGetItem):
+        return a.index == b.index and _same_value(a.tuple, b.tuple)
+    if isinstance(a, _core.Constant):
+        return a.type == b.type and a.data.tobytes() == b.data.tobytes()
+    return False  # two vars
+
+
+def _same_values(a: list[Any], b: list[Any]) -> bool:
+    return len(a) == len(b) and all(_same_value(x, y) for x, y in zip(a, b))

@@ -1,0 +1,569 @@
+"""The public pattern vocabulary, ``from adjoint import pattern as P``, used
+as a user of TVM's relax.dpl would use it: each constructor matching and not
+matching, what a match captures (by pattern object and by name, lists for
+runs), the combinators, type and attr constraints, runs of 1 to 1,000
+elements, ``match`` with and without a function, readable reprs, and bad
+arguments named in their errors. Rewriting: test_pattern_rewrite_call.py."""
+
+from __future__ import annotations
+
+import operator
+import re
+import textwrap
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, note
+from hypothesis import strategies as st
+
+import adjoint as aj
+from adjoint import pattern as P
+
+
+def module(source: str) -> aj.Module:
+    return aj.parse(textwrap.dedent(source))
+
+
+def var(fn: aj.Function, name: str) -> aj.Var:
+    """The param or bound var of fn with this name hint."""
+    for v in [*fn.params, *(b.var for b in fn.bindings)]:
+        if v.name_hint == name:
+            return v
+    raise LookupError(name)
+
+
+def value(fn: aj.Function, name: str) -> aj.Expr:
+    """What fn binds the var of this name hint to."""
+    return next(b.value for b in fn.bindings if b.var.name_hint == name)
+
+
+_ = P.wildcard
+
+# ---- each constructor matching and not matching ----
+
+# Every kind of value: params, calls, a tuple, an item, a constant, an alias; a symbolic dim.
+KINDS = module('''
+    @function
+    def main(a: Tensor(("n", 4), "float64"), w: Tensor((4, 4), "float64")) -> Tensor(("n", 1), "float64"):
+        e: Tensor(("n", 4), "float64") = exp(a)
+        m: Tensor(("n", 4), "float64") = matmul(e, w)
+        s: Tensor(("n", 1), "float64") = sum(m, axis=[1], keepdims=True)
+        t: Tuple(Tensor(("n", 4), "float64"), Tensor(("n", 1), "float64")) = (m, s)
+        u: Tensor(("n", 1), "float64") = t[1]
+        k: Tensor((), "float64") = const(2.0, "float64")
+        al: Tensor(("n", 1), "float64") = u
+        r: Tensor(("n", 1), "float64") = multiply(al, k)
+        return r
+''')["main"]
+
+CONSTRUCTORS = [
+    # (pattern, var it is matched against in KINDS, whether it matches)
+    (_(), "a", True),
+    (_(), "t", True),
+    (P.is_op("exp")(_()), "e", True),
+    (P.is_op("exp")(_()), "m", False),
+    (P.is_op("exp")(_()), "a", False),
+    (P.is_op("matmul")(P.is_op("exp")(P.is_var()), P.is_var()), "m", True),
+    (P.is_op("matmul")(P.is_var(), _()), "m", False),  # e is bound to exp(a): not a var bound to nothing
+    (P.is_op("sum")(_(), axis=[1], keepdims=True), "s", True),
+    (P.is_op("sum")(_(), axis=1), "s", True),  # coerced as the op's schema does: 1 is [1]
+    (P.is_op("sum")(_(), axis=[0]), "s", False),
+    (P.is_op("sum")(_(), keepdims=False), "s", False),
+    (P.is_const(), "k", True),
+    (P.is_const(), "a", False),
+    (P.is_op("multiply")(_(), P.is_const()), "r", True),
+    (P.is_var(), "a", True),
+    (P.is_var(), "e", False),
+    (P.is_var("w"), "w", True),
+    (P.is_var("w"), "a", False),
+    (P.is_tuple([_(), _()]), "t", True),
+    (P.is_tuple([_()]), "t", False),
+    (P.is_tuple([P.is_op("matmul")(_(), _()), P.is_op("sum")(_())]), "t", True),
+    (P.is_tuple([P.is_op("sum")(_()), P.is_op("matmul")(_(), _())]), "t", False),
+    (P.is_tuple_get_item(_(), 1), "u", True),
+    (P.is_tuple_get_item(_(), 0), "u", False),
+    (P.is_tuple_get_item(_()), "u", True),
+    (P.is_tuple_get_item(P.is_tuple([_(), P.is_op("sum")(_())]), 1), "u", True),
+    (P.is_tuple_get_item(_()), "m", False),
+    (P.is_op("multiply")(P.is_tuple_get_item(_(), 1), _()), "r", True),  # through the alias al = u
+    (P.is_op("log")(_()) | P.is_op("exp")(_()), "e", True),
+    (P.is_op("log")(_()) | P.is_op("sum")(_()), "e", False),
+    (P.is_op("exp")(_()) & _().has_shape(("n", 4)), "e", True),
+    (P.is_op("exp")(_()) & _().has_dtype("float32"), "e", False),
+    (~P.is_const(), "a", True),
+    (~P.is_const(), "k", False),
+    (_().has_dtype("float64"), "e", True),
+    (_().has_dtype("float32"), "e", False),
+    (_().has_dtype(np.float64), "e", True),
+    (_().has_shape(("n", 4)), "e", True),
+    (_().has_shape(["n", 1]), "s", True),
+    (_().has_shape(("n", 1)), "e", False),
+    (_().has_shape((3, 4)), "e", False),
+    (_().has_shape(()), "k", True),
+    (_().has_shape(("n", 4)), "t", False),  # a tuple has no shape
+    (P.is_op("sum")(_()).has_attr({"axis": 1}), "s", True),
+    (P.is_op("sum")(_()).has_attr({"axis": [1], "keepdims": True}), "s", True),
+    (P.is_op("sum")(_()).has_attr({"keepdims": False}), "s", False),
+    (_().has_attr({"keepdims": True}), "s", True),
+    (_().has_attr({"axis": 1}), "s", True),  # coerced by the op of the call it meets
+    (_().has_attr({"keepdims": True}), "e", False),  # exp has no keepdims
+    (_().has_attr({"keepdims": True}), "a", False),  # a param has no attrs
+]
+
+
+@pytest.mark.parametrize("pattern, name, matches", CONSTRUCTORS, ids=[f"{p!r} on {n}" for p, n, _m in CONSTRUCTORS])
+def test_each_constructor_matches_what_it_describes_and_nothing_else(pattern, name, matches):
+    assert (pattern.match(var(KINDS, name), KINDS) is not None) == matches
+
+
+def test_has_attr_of_one_op_on_a_call_of_another_is_no_match():
+    # regression: the matcher read the attr at sum's index in exp's empty attrs (a segfault)
+    sum_axis = P.is_op("sum")(_()).has_attr({"axis": 1})
+    assert sum_axis.match(var(KINDS, "e"), KINDS) is None
+    assert (sum_axis | P.is_op("exp")(_())).match(var(KINDS, "e"), KINDS) is not None
+    assert sum_axis.match(var(KINDS, "s"), KINDS) is not None
+
+
+def test_symbolic_shapes_compare_as_polynomials():
+    fn = module('''
+        @function
+        def main(a: Tensor(("n", "m"), "float64"), b: Tensor(("n", "m"), "float64")) -> Tensor(("2*n", "m"), "float64"):
+            c: Tensor(("2*n", "m"), "float64") = concat((a, b))
+            return c
+    ''')["main"]
+    assert _().has_shape(("n + n", "m")).match(var(fn, "c"), fn) is not None
+    assert _().has_shape(("n", "m")).match(var(fn, "c"), fn) is None
+    assert _().has_shape(("2*m", "m")).match(var(fn, "c"), fn) is None
+
+
+# ---- what a match captures ----
+
+def test_captures_map_each_sub_pattern_object_and_each_name_to_what_it_matched():
+    x = _(name="x")
+    e = P.is_op("exp")(x)
+    weight = P.is_var()
+    mm = P.is_op("matmul")(e, weight, name="mm")
+    got = mm.match(var(KINDS, "m"), KINDS)
+    assert got[mm] is var(KINDS, "m") and got["mm"] is var(KINDS, "m")
+    assert got[e] is var(KINDS, "e")  # the expr as written where it matched: the var, not exp(a)
+    assert got[x] is var(KINDS, "a") and got["x"] is var(KINDS, "a")
+    assert got[weight] is var(KINDS, "w")
+    assert set(got) == {mm, e, x, weight, "x", "mm"} and len(got) == 6
+    assert x in got and "x" in got and _() not in got and "y" not in got
+    for missing in [_(), "y", 3, None]:
+        with pytest.raises(KeyError):
+            got[missing]
+
+
+def test_captures_print_as_a_dict_of_patterns_and_names():
+    x = _(name="x")
+    got = P.is_op("exp")(x).match(var(KINDS, "e"), KINDS)
+    assert repr(got) == ('Captures({exp(x): Var(e: Tensor(("n", 4), "float64")), '
+                         'x: Var(a: Tensor(("n", 4), "float64")), '
+                         "'x': Var(a: Tensor((\"n\", 4), \"float64\"))})")
+
+
+def test_the_root_captures_the_call_when_a_call_is_matched():
+    root = P.is_op("matmul")(_(), _())
+    call = value(KINDS, "m")
+    assert root.match(call, KINDS)[root] is call
+
+
+def test_a_pattern_object_used_twice_matches_one_value():
+    fn = module('''
+        @function
+        def main(a: Tensor((2,), "float64"), b: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
+            same: Tensor((2,), "float64") = add(a, a)
+            other: Tensor((2,), "float64") = add(a, b)
+            r: Tensor((2,), "float64") = multiply(same, other)
+            return r
+    ''')["main"]
+    x = _()
+    twice = P.is_op("add")(x, x)
+    assert twice.match(var(fn, "same"), fn)[x] is var(fn, "a")
+    assert twice.match(var(fn, "other"), fn) is None
+    by_name = P.is_op("add")(_(name="v"), _(name="v"))  # two objects, one name: one value as well
+    assert by_name.match(var(fn, "same"), fn) is not None and by_name.match(var(fn, "other"), fn) is None
+
+
+def test_two_objects_of_one_name_are_both_captured_with_their_sub_patterns():
+    # regression: the sub-patterns of the second object named "x" were missing from the captures
+    fn = module('''
+        @function
+        def main(a: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
+            e: Tensor((2,), "float64") = exp(a)
+            r: Tensor((2,), "float64") = add(e, e)
+            return r
+    ''')["main"]
+    inner_1, inner_2 = _(), _()
+    exp_1, exp_2 = P.is_op("exp")(inner_1, name="x"), P.is_op("exp")(inner_2, name="x")
+    root = P.is_op("add")(exp_1, exp_2)
+    got = root.match(var(fn, "r"), fn)
+    assert got[inner_1] is var(fn, "a") and got[inner_2] is var(fn, "a") and got[exp_2] is var(fn, "e")
+    assert list(got) == [root, exp_1, inner_1, inner_2, "x"]  # the name's first object stands for it
+    assert len(got) == 5 and repr(got).startswith("Captures({add((x := exp(_)), (x := exp(_))): Var(r")
+
+
+def test_or_keeps_the_first_side_that_matches_and_only_its_captures():
+    x, y = _(name="x"), _(name="y")
+    left, right = P.is_op("exp")(x), P.is_op("exp")(y)
+    both = (left | right).match(var(KINDS, "e"), KINDS)
+    assert left in both and x in both and right not in both and y not in both and "y" not in both
+    second = (P.is_op("log")(y) | left).match(var(KINDS, "e"), KINDS)
+    assert second[x] is var(KINDS, "a") and "y" not in second
+
+
+def test_and_captures_both_sides():
+    x, z = _(name="x"), _(name="z")
+    got = (P.is_op("exp")(x) & z).match(var(KINDS, "e"), KINDS)
+    assert got["x"] is var(KINDS, "a") and got["z"] is var(KINDS, "e")
+
+
+def test_not_captures_nothing_under_it_and_compares_with_what_was_captured_before():
+    y = _(name="y")
+    negated = ~P.is_op("log")(y)
+    got = negated.match(var(KINDS, "e"), KINDS)
+    assert dict(got) == {negated: var(KINDS, "e")}
+    fn = module('''
+        @function
+        def main(a: Tensor((2,), "float64"), b: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
+            same: Tensor((2,), "float64") = add(a, a)
+            other: Tensor((2,), "float64") = add(a, b)
+            r: Tensor((2,), "float64") = multiply(same, other)
+            return r
+    ''')["main"]
+    x = _()
+    distinct = P.is_op("add")(x, ~x)
+    assert distinct.match(var(fn, "other"), fn) is not None and distinct.match(var(fn, "same"), fn) is None
+
+
+# Patterns that match some of KINDS's values and not others, combined at random.
+ATOMS = [P.is_const(), P.is_var(), P.is_op("exp")(_()), _().has_dtype("float64"), _().has_shape(("n", 4)),
+         P.is_tuple([_(), _()]), P.is_tuple_get_item(_()), P.is_op("sum")(_()).has_attr({"axis": 1})]
+combined = st.recursive(
+    st.sampled_from(ATOMS),
+    lambda inner: st.one_of(st.builds(lambda p, q: p | q, inner, inner), st.builds(lambda p, q: p & q, inner, inner),
+                            st.builds(lambda p: ~p, inner)),
+    max_leaves=6)
+
+
+@given(combined, combined, st.sampled_from(["a", "w", "e", "m", "s", "t", "u", "k", "al", "r"]))
+def test_for_all_patterns_the_combinators_are_boolean_logic(p, q, name):
+    def matches(pattern):
+        return pattern.match(var(KINDS, name), KINDS) is not None
+
+    assert matches(p | q) == (matches(p) or matches(q))
+    assert matches(p & q) == (matches(p) and matches(q))
+    assert matches(~p) != matches(p) and matches(~~p) == matches(p)
+    assert matches(~(p | q)) == matches(~p & ~q)
+
+
+# ---- runs: repeated ----
+
+def concat_of_exps(n: int, *, bound_tuple: bool = False, odd_one: int | None = None) -> aj.Function:
+    """main(p0..p{n-1}) = concat((exp(p0), ..., exp(p{n-1}))): the tuple in the
+    call, or bound to a var; field odd_one is a log instead."""
+    bb = aj.FunctionBuilder("main")
+    ps = [bb.param(f"p{i}", (1, 2), "float64") for i in range(n)]
+    fields = [(aj.op.log if i == odd_one else aj.op.exp)(p, name=f"e{i}") for i, p in enumerate(ps)]
+    fields = bb.emit(aj.Tuple(fields), name="t") if bound_tuple else fields
+    return bb.finish(aj.op.concat(fields, axis=0, name="c"))["main"]
+
+
+@pytest.mark.parametrize("bound_tuple", [False, True], ids=["tuple in the call", "tuple bound to a var"])
+@pytest.mark.parametrize("n", [1, 2, 13, 100, 1000])
+def test_repeated_matches_runs_of_any_length_and_captures_lists(n, bound_tuple):
+    fn = concat_of_exps(n, bound_tuple=bound_tuple)
+    x = _(name="x")
+    element = P.is_op("exp")(x)
+    run = P.repeated(element, name="es")
+    pattern = P.is_op("concat")(P.is_tuple([run]), axis=0)
+    start = time.perf_counter()
+    got = pattern.match(var(fn, "c"), fn)
+    elapsed = time.perf_counter() - start
+    assert [v.name_hint for v in got["es"]] == [f"e{i}" for i in range(n)]
+    assert got[run] == got["es"] and got[element] == got["es"]
+    assert got[x] == got["x"] == list(fn.params)
+    assert elapsed < 0.5, f"matching a run of {n} took {elapsed:.3f} s"
+
+
+@pytest.mark.parametrize("n", [1, 2, 13, 100, 1000])
+def test_a_run_fails_when_one_element_does_not_match(n):
+    fn = concat_of_exps(n, odd_one=n // 2)
+    assert P.is_op("concat")(P.is_tuple([P.repeated(P.is_op("exp")(_()))])).match(var(fn, "c"), fn) is None
+
+
+def test_runs_take_what_the_single_patterns_around_them_leave():
+    fn = concat_of_exps(5)
+    first, last = _(name="first"), _(name="last")
+    got = P.is_tuple([first, P.repeated(_(), name="middle"), last]).match(value(fn, "c").args[0], fn)
+    assert got["first"].name_hint == "e0" and got["last"].name_hint == "e4"
+    assert [v.name_hint for v in got["middle"]] == ["e1", "e2", "e3"]
+
+
+def test_a_run_may_be_empty():
+    fn = concat_of_exps(5)
+    fields = value(fn, "c").args[0]
+    assert P.is_tuple([_(), _(), P.repeated(_(), name="none"), _(), _(), _()]).match(fields, fn)["none"] == []
+    assert P.is_tuple([_(), _(), _(), P.repeated(_()), _(), _(), _()]).match(fields, fn) is None
+
+
+def test_repeated_as_call_args():
+    fn = module('''
+        @function
+        def main(c: Tensor((2,), "bool"), a: Tensor((2,), "float64"), b: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
+            s: Tensor((2,), "float64") = add(a, b)
+            r: Tensor((2,), "float64") = where(c, s, a)
+            return r
+    ''')["main"]
+    both = P.is_op("add")(P.repeated(P.is_var(), name="xs"))
+    assert both.match(var(fn, "s"), fn)["xs"] == [var(fn, "a"), var(fn, "b")]
+    assert P.is_op("add")(_(), P.repeated(P.is_var(), name="xs")).match(var(fn, "s"), fn)["xs"] == [var(fn, "b")]
+    assert P.is_op("where")(P.repeated(P.is_var())).match(var(fn, "r"), fn) is None  # s is bound to a call
+    after_the_first = P.is_op("where")(_(), P.repeated(_(), name="xs")).match(var(fn, "r"), fn)
+    assert after_the_first["xs"] == [var(fn, "s"), var(fn, "a")]
+
+
+@pytest.mark.parametrize("n", [2, 100, 1000])
+def test_two_runs_of_one_count_name_have_one_length(n):
+    fn = concat_of_exps(n)
+    t = value(fn, "c").args[0]
+    halves = P.is_tuple([P.repeated(_(), name="a", count="k"), P.repeated(_(), name="b", count="k")])
+    got = halves.match(t, fn)
+    assert len(got["a"]) == len(got["b"]) == n // 2
+    assert got["a"] + got["b"] == list(t.fields)
+    odd = P.is_tuple([P.repeated(_(), count="k"), _(), P.repeated(_(), count="k")])
+    assert odd.match(t, fn) is None
+
+
+def test_runs_of_one_name_or_one_object_hold_the_same_values():
+    fn = module('''
+        @function
+        def main(a: Tensor((2,), "float64"), b: Tensor((2,), "float64")) -> Tensor((8,), "float64"):
+            twice: Tensor((8,), "float64") = concat((a, b, a, b))
+            swapped: Tensor((8,), "float64") = concat((a, b, b, a))
+            r: Tensor((8,), "float64") = add(twice, swapped)
+            return r
+    ''')["main"]
+    named = P.is_op("concat")(P.is_tuple([P.repeated(_(), name="xs", count="k"),
+                                          P.repeated(_(), name="xs", count="k")]))
+    run = P.repeated(_(), count="k")
+    one_object = P.is_op("concat")(P.is_tuple([run, run]))
+    for pattern in [named, one_object]:
+        assert pattern.match(var(fn, "twice"), fn) is not None
+        assert pattern.match(var(fn, "swapped"), fn) is None
+    assert named.match(var(fn, "twice"), fn)["xs"] == [var(fn, "a"), var(fn, "b")]
+
+
+@given(st.integers(1, 80), st.data())
+def test_for_all_lengths_a_run_captures_exactly_the_fields_it_spans(n, data):
+    fn = concat_of_exps(n)
+    fields = list(value(fn, "c").args[0].fields)
+    before = data.draw(st.integers(0, n - 1), label="singles before the run")
+    after = data.draw(st.integers(0, n - 1 - before), label="singles after the run")
+    pattern = P.is_tuple([*(_() for _i in range(before)), P.repeated(_(), name="run"), *(_() for _i in range(after))])
+    assert pattern.match(value(fn, "c").args[0], fn)["run"] == fields[before:n - after]
+
+
+# ---- match: with and without a function ----
+
+def test_match_sees_through_the_bindings_of_the_function_given_and_none_without():
+    deep = P.is_op("matmul")(P.is_op("exp")(_()), _())
+    shallow = P.is_op("matmul")(_(), _())
+    m, call = var(KINDS, "m"), value(KINDS, "m")
+    assert deep.match(m, KINDS) is not None and P.match(deep, m, KINDS) is not None
+    assert deep.match(m) is None and shallow.match(m) is None  # without fn, m is only a var
+    assert shallow.match(call) is not None and deep.match(call) is None
+    assert deep.match(call, KINDS) is not None
+    assert P.is_var().match(m) is not None and P.is_var().match(m, KINDS) is None  # a var stands for itself
+
+
+def test_match_in_a_function_that_does_not_bind_the_expr_sees_a_var():
+    other = module('''
+        @function
+        def f(q: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
+            r: Tensor((2,), "float64") = exp(q)
+            return r
+    ''')["f"]
+    assert P.is_op("exp")(_()).match(var(other, "r"), KINDS) is None
+    assert P.is_op("exp")(_()).match(var(other, "r"), other) is not None
+
+
+# ---- repr: readable text ----
+
+x_, y_ = _(name="x"), _(name="y")
+REPRS = [
+    (_(), "_"),
+    (x_, "x"),
+    (P.is_const(), "const()"),
+    (P.is_var(), "var()"),
+    (P.is_var("w"), 'var("w")'),
+    (P.is_op("exp")(x_), "exp(x)"),
+    (P.is_op("exp"), "is_op('exp')"),
+    (P.is_op("exp")(x_, name="e"), "(e := exp(x))"),
+    (P.is_op("sum")(x_, axis=1, keepdims=True), "sum(x, axis=[1], keepdims=True)"),
+    (P.is_op("astype")(x_, dtype="float64"), 'astype(x, dtype="float64")'),
+    (P.is_op("exp")(P.is_op("log")(x_)), "exp(log(x))"),
+    (P.is_tuple([x_, _()]), "(x, _)"),
+    (P.is_tuple([x_]), "(x,)"),
+    (P.is_tuple([]), "()"),
+    (P.is_tuple_get_item(x_, 1), "x[1]"),
+    (P.is_tuple_get_item(x_), "x[?]"),
+    (P.repeated(x_), "repeated(x)"),
+    (P.repeated(_(), name="xs"), "(xs := repeated(_))"),
+    (P.repeated(_(), name="xs", count="n"), '(xs := repeated(_, count="n"))'),
+    (P.is_op("concat")(P.is_tuple([P.repeated(x_)]), axis=0), "concat((repeated(x),), axis=0)"),
+    (x_ | P.is_const(), "(x | const())"),
+    (x_ & P.is_var(), "(x & var())"),
+    (~x_, "~x"),
+    (P.is_op("exp")(x_) | P.is_op("log")(y_), "(exp(x) | log(y))"),
+    (x_.has_dtype("float32"), 'x.has_dtype("float32")'),
+    ((~x_).has_dtype("float32"), '(~x).has_dtype("float32")'),
+    (x_.has_shape(("n", 4)), 'x.has_shape(("n", 4))'),
+    (x_.has_shape([3, "2*n + m"]), 'x.has_shape((3, "m + 2*n"))'),
+    (x_.has_shape(()), "x.has_shape(())"),
+    (P.is_op("sum")(x_).has_attr({"axis": 1}), 'sum(x).has_attr({"axis": [1]})'),
+    (_().has_attr({"keepdims": True}), '_.has_attr({"keepdims": True})'),
+]
+
+
+@pytest.mark.parametrize("pattern, text", REPRS, ids=[t for _p, t in REPRS])
+def test_repr_is_the_pattern_as_written(pattern, text):
+    assert repr(pattern) == text
+
+
+@pytest.mark.parametrize("args, words", [
+    ((1,), ["is_op('exp')", "argument 0", "int", "not a pattern"]),
+    ((None,), ["argument 0", "NoneType"]),
+    (("x",), ["argument 0", "str", "'x'"]),
+    (([P.wildcard()],), ["argument 0", "list"]),
+    ((np.float64(1.0),), ["argument 0", "float64"]),
+], ids=["int", "None", "str", "list", "numpy scalar"])
+def test_non_pattern_arguments_to_is_op_are_errors_naming_them(args, words):
+    with pytest.raises(aj.Error) as info:
+        P.is_op("exp")(*args)
+    for w in words:
+        assert w in str(info.value)
+
+
+def test_an_expr_given_to_is_op_is_an_error_naming_it():
+    with pytest.raises(aj.Error, match=r"argument 1 is Var \(Var\(w"):
+        P.is_op("matmul")(_(), var(KINDS, "w"))
+
+
+KINDS_MODULE = aj.Module({"main": KINDS})
+
+BAD_PATTERNS = [
+    (lambda: P.is_op(3), ["is_op", "str", "int"]),
+    (lambda: P.is_op("nosuch")(_()), ["no op named 'nosuch'"]),
+    (lambda: P.is_op("exp")(_(), _()), ["exp", "takes 1 arg", "got 2"]),
+    (lambda: P.is_op("sum")(_(), nosuch=1), ["'sum' has no attr 'nosuch'", "axis, keepdims"]),
+    (lambda: P.is_op("sum")(_(), axis="a"), ["attr 'axis'", '"a"']),
+    (lambda: P.is_op("sum")(_(), keepdims=1), ["keepdims", "bool"]),
+    (lambda: P.is_tuple(_()), ["is_tuple", "list of patterns"]),
+    (lambda: P.is_tuple([_(), 1]), ["is_tuple[1]", "int"]),
+    (lambda: P.is_tuple_get_item(var(KINDS, "t"), 0), ["is_tuple_get_item", "Var"]),
+    (lambda: P.is_tuple_get_item(_(), "0"), ["index", "str"]),
+    (lambda: P.is_tuple_get_item(_(), True), ["index", "bool"]),
+    (lambda: P.is_tuple_get_item(_(), -2), ["index -2"]),
+    (lambda: P.is_tuple_get_item(_(), 2**32 - 1), ["index 4294967295", "out of range"]),
+    (lambda: P.is_tuple_get_item(_(), 2**40), ["index 1099511627776", "out of range"]),
+    (lambda: P.is_tuple_get_item(_(), -2**40), ["out of range"]),
+    (lambda: P.repeated(1), ["repeated", "int"]),
+    (lambda: P.repeated(P.repeated(_())), ["element of repeated", "run"]),
+    (lambda: P.repeated(_()) | _(), ["left side of |", "run"]),
+    (lambda: P.is_tuple([P.repeated(_()), P.repeated(_())]), ["two repeated runs", "count name"]),
+    (lambda: P.is_tuple([P.repeated(_(name="x")), _(name="x")]), ["'x'", "inside and outside a repeated run"]),
+    (lambda: _() | 1, ["|", "int"]),
+    (lambda: 1 | _(), ["|", "int"]),
+    (lambda: None & _(), ["&", "NoneType"]),
+    (lambda: _().has_shape("n"), ["has_shape", "tuple or list"]),
+    (lambda: _().has_shape((-1,)), ["has_shape", "-1"]),
+    (lambda: _().has_shape(("n +",)), ["has_shape", "n +"]),
+    (lambda: _().has_dtype("float99"), ["has_dtype", "float99"]),
+    (lambda: _().has_attr([1]), ["has_attr", "dict"]),
+    (lambda: P.is_const().has_attr({"axis": 1}), ["const()", "matches no call"]),
+    (lambda: P.is_tuple([_()]).has_dtype("float32"), ["a tuple has no dtype"]),
+    (lambda: _(name=1), ["name=", "1"]),
+    (lambda: _(name=""), ["name="]),
+    (lambda: _(name="%x"), ["name=", "'%x'"]),
+    (lambda: P.is_var(3), ["name=", "3"]),
+    (lambda: P.repeated(_()).match(var(KINDS, "a")), ["match", "repeated(_)", "run"]),
+    (lambda: _().match(3, KINDS), ["match", "aj.Expr", "int"]),
+    (lambda: _().match(var(KINDS, "a"), KINDS_MODULE), ["match", "aj.Function", "Module"]),
+]
+
+
+@pytest.mark.parametrize("make, words", BAD_PATTERNS, ids=[" ".join(w) for _m, w in BAD_PATTERNS])
+def test_bad_pattern_arguments_are_errors_naming_them(make, words):
+    with pytest.raises(aj.Error) as info:
+        make()
+    for w in words:
+        assert w in str(info.value)
+    assert not re.search(r"%\d", str(info.value))  # no made-up capture names
+
+
+def test_one_pattern_object_inside_and_outside_a_run_is_an_error_told_as_written():
+    # regression: the message showed the made-up capture names ('%140...')
+    element = _()
+    pattern = P.is_op("concat")(P.is_tuple([P.repeated(element), element]))
+    uses = [lambda: pattern.match(var(KINDS, "a")), lambda: P.rewrite_call(pattern, lambda e, c: None, KINDS_MODULE)]
+    for use in uses:
+        with pytest.raises(aj.Error, match=r"pattern \(repeated\(_\), _\): the pattern object _ is used both inside"):
+            use()
+
+
+# ---- for all patterns: matching and rewriting succeed or raise aj.Errors ----
+
+def built(make, *parts):
+    """make(*parts), or the first pattern among parts when the vocabulary
+    refuses the pattern (with an aj.Error: a name both inside and outside a
+    run, has_attr on a pattern that matches no call, ...)."""
+    try:
+        return make(*parts)
+    except aj.Error:
+        return next(p for p in parts if isinstance(p, P.Pattern))
+
+
+def refusable(make, *parts):
+    return st.builds(built, st.just(make), *parts)
+
+
+LEAVES = st.sampled_from([_, P.is_const, P.is_var, lambda: P.is_var("a"), lambda: _(name="x")]).map(lambda make: make())
+
+
+def combinations(inner):
+    return st.one_of(
+        refusable(lambda a, op: P.is_op(op)(a), inner, st.sampled_from(["exp", "log", "permute_dims", "sum"])),
+        refusable(lambda a, b, op: P.is_op(op)(a, b), inner, inner, st.sampled_from(["matmul", "add", "multiply"])),
+        refusable(lambda element, fields: P.is_tuple([*fields, P.repeated(element)]), inner,
+                  st.lists(inner, max_size=2)),
+        refusable(P.is_tuple_get_item, inner, st.sampled_from([None, 0, 1, 5])),
+        refusable(operator.or_, inner, inner),
+        refusable(operator.and_, inner, inner),
+        refusable(operator.invert, inner),
+        refusable(P.Pattern.has_dtype, inner, st.sampled_from(["float64", "float32"])),
+        refusable(P.Pattern.has_shape, inner, st.sampled_from([("n", 4), (), (2, 3)])),
+        refusable(P.Pattern.has_attr, inner, st.sampled_from([{"axis": 1}, {"keepdims": True}, {"axes": [1, 0]}])),
+    )
+
+
+@given(st.recursive(LEAVES, combinations, max_leaves=8), st.randoms(use_true_random=False))
+def test_for_all_patterns_matching_and_rewriting_give_results_or_aj_errors(pattern, rnd):
+    note(repr(pattern))
+    for name in ["a", "w", "e", "m", "s", "t", "u", "k", "al", "r"]:
+        try:
+            got = pattern.match(var(KINDS, name), KINDS)
+        except aj.Error:
+            continue
+        assert got is None or repr(got).startswith("Captures(")
+
+    def picks_a_capture(expr, captures):
+        return rnd.choice([None, *(v for v in captures.values() if not isinstance(v, list))])
+
+    try:
+        out = P.rewrite_call(pattern, picks_a_capture, KINDS_MODULE)
+    except aj.Error:
+        return
+    aj.analysis.verify(out)
