@@ -527,6 +527,15 @@ def test_a_new_value_of_another_shape_is_a_type_error_naming_the_var():
     assert mod.script() == QKV
 
 
+def test_a_new_value_of_another_dtype_is_a_type_error_naming_the_var():
+    ctx, (x, wq, wk, wv, q, k, v) = qkv_context()
+    mod = aj.parse(QKV)
+    with pytest.raises(aj.TypeInferenceError, match=r"function 'main': the new value for 'v' has type "
+                                                    r"Tensor\(\(2, 3\), \"float32\"\)"):
+        P.rewrite_bindings(ctx, lambda m, b: {m[v]: aj.op.astype(m[v], "float32")}, mod)
+    assert mod.script() == QKV
+
+
 def test_a_new_value_that_is_no_expr_is_a_type_error_naming_the_var():
     ctx, (x, wq, wk, wv, q, k, v) = qkv_context()
     with pytest.raises(aj.TypeInferenceError, match="the new value for 'q' is list, not an aj.Expr"):

@@ -13,7 +13,11 @@ sub-pattern object, and each name given with ``name=``, mapped to what it
 matched; a list for a run and for patterns inside one) or None.
 ``P.rewrite_call(pattern, rewriter, mod)`` replaces every call the pattern
 matches by ``rewriter(expr, captures)``, built with ``aj.op``, to a fixed
-point.
+point. ``P.Rewriter`` makes such rules passes (``Module -> Module``): from a
+text rule of two functions ``pattern`` and ``replacement``
+(``Rewriter.from_text``, ``from_module``: matched and applied in C++) or from
+a pattern and a Python function (``from_pattern``); ``r1 | r2`` tries the
+rules in order at each call.
 
 Graph patterns, as in TVM: patterns made inside ``with P.PatternContext()
 as ctx:`` are registered in it, and its roots (those no other registered
