@@ -16,6 +16,9 @@
 namespace py = pybind11;
 
 namespace aj::bindings {
+
+void bind_pattern_graph(py::module_& m);  // pattern_graph.cc
+
 namespace {
 
 Pattern pattern_arg(const py::handle& obj, const std::string& what) {
@@ -106,6 +109,8 @@ void bind_pattern(py::module_& core) {
       .def("has_dtype", [](const Pattern& p, const py::handle& d) { return p.has_dtype(dtype_from_py(d, "has_dtype")); })
       .def("has_shape", [](const Pattern& p, const py::handle& s) { return p.has_shape(shape_from_py(s, "has_shape")); })
       .def("has_attr", [](const Pattern& p, const py::handle& a) { return p.has_attr(attrs_arg(a, "has_attr")); })
+      .def_property_readonly("is_run", [](const Pattern& p) { return p->kind() == PatternKind::kRepeated; },
+                             "Whether this is a run (repeated), which stands in a list, not for one expr.")
       .def("__repr__", &Pattern::to_string);
   m.def("wildcard", &wildcard);
   m.def("is_op", [](const py::handle& op, const py::handle& args, const py::handle& attrs) {
@@ -161,6 +166,7 @@ void bind_pattern(py::module_& core) {
   }, py::arg("mod"), py::arg("rules"), py::arg("max_rounds") = 8,
         "mod with each call rewritten by the first rule that matches it (rules: (name, before_after, pattern, "
         "replacement(root, captures) -> expr or None)); dead bindings are left.");
+  bind_pattern_graph(m);
 }
 
 }  // namespace aj::bindings

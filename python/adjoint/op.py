@@ -42,13 +42,20 @@ def _make_op(op_name: str) -> Callable[..., Any]:
     schema = _core.op_schema(op_name)
     sig = _signature(schema)
     arg_names = schema["args"]
+    positional = [*arg_names, *(a["name"] for a in schema["attrs"])]
+    keywords = frozenset(positional[len(arg_names):]) | {"name"}
+    required = frozenset(a["name"] for a in schema["attrs"] if a["required"])
 
     def op_fn(*args: Any, **kwargs: Any) -> Any:
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeInferenceError(f"op '{op_name}': {e}") from None
-        given = bound.arguments
+        given = dict(zip(positional, args))
+        if (len(arg_names) <= len(args) <= len(positional) and keywords.issuperset(kwargs)
+                and given.keys().isdisjoint(kwargs) and required.issubset(given.keys() | kwargs.keys())):
+            given.update(kwargs)  # the common call, bound as sig.bind would bind it
+        else:
+            try:
+                given = sig.bind(*args, **kwargs).arguments
+            except TypeError as e:
+                raise TypeInferenceError(f"op '{op_name}': {e}") from None
         name = given.pop("name", "")
         like = _first_expr(*(given.get(a) for a in arg_names))
         tensors = [as_expr(given.pop(a), like) for a in arg_names]

@@ -1,10 +1,16 @@
 """The pattern vocabulary (DESIGN.md §5): immutable patterns on the C++
 matcher, what a match captured, and ``match``. Rewriting with them lives in
-``rewrite_call.py`` and the other modules of this package."""
+``rewrite_call.py`` and the other modules of this package.
+
+Every pattern made while a ``P.PatternContext`` (context.py) is active is
+registered in the innermost one, and ``p.used_by(q)`` adds an edge to it;
+the stack of active contexts (one per thread) lives here so that patterns
+can reach it without importing the context module."""
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping
 from numbers import Integral
 from typing import Any, Callable, Iterator, Sequence
@@ -36,6 +42,9 @@ class Pattern:
         self._tagged = None
         core = build(*(c._plain for c in self._children))
         self._plain = core.named(name) if name is not None else core
+        contexts = _active_contexts()
+        if contexts:
+            contexts[-1]._register(self)
 
     def _capture_name(self) -> str:
         if self._name is not None:
@@ -104,6 +113,18 @@ class Pattern:
         """This pattern, on a call with these attrs only."""
         return Pattern(lambda a: a.has_attr(attrs), [self])
 
+    def used_by(self, other: "Pattern", index: int | None = None) -> "Pattern":
+        """An edge of the active ``P.PatternContext``: in a match, ``other``'s
+        arg ``index`` (any arg when None) is this pattern's value (a field of
+        a tuple arg counts). Returns ``other``, so edges chain:
+        ``a.used_by(b).used_by(c)``."""
+        return _add_edge(self, other, index, False)
+
+    def only_used_by(self, other: "Pattern", index: int | None = None) -> "Pattern":
+        """As ``used_by``, and moreover every use of this pattern's value is
+        by ``other``'s match (and the function does not return it)."""
+        return _add_edge(self, other, index, True)
+
     def match(self, expr: Any, fn: Any = None) -> "Captures | None":
         """The captures of this pattern on ``expr``, seeing through the bindings
         of ``fn`` (an ``aj.Function``; None: vars stand for themselves), or None."""
@@ -156,6 +177,30 @@ class Captures(Mapping):
 
     def __repr__(self) -> str:
         return "Captures({" + ", ".join(f"{k!r}: {v!r}" for k, v in self.items()) + "})"
+
+
+_contexts = threading.local()
+
+
+def _active_contexts() -> list[Any]:
+    """The active PatternContexts of this thread, innermost last."""
+    stack = getattr(_contexts, "stack", None)
+    if stack is None:
+        stack = _contexts.stack = []
+    return stack
+
+
+def _add_edge(source: Pattern, target: Any, index: Any, only: bool) -> Pattern:
+    what = "only_used_by" if only else "used_by"
+    target = _pattern_arg(target, what)
+    if index is not None and (not isinstance(index, int) or isinstance(index, bool) or index < 0):
+        raise Error(f"{what}: the arg index must be a non-negative int or None, got {index!r}")
+    contexts = _active_contexts()
+    if not contexts:
+        raise Error(f"{source!r}.{what}({target!r}): no P.PatternContext is active; edges belong to one "
+                    "(with P.PatternContext() as ctx: ...)")
+    contexts[-1]._add_edge(source, target, index, only)
+    return target
 
 
 def _check_name(name: Any) -> str | None:

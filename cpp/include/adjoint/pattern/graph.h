@@ -1,0 +1,131 @@
+// Graph patterns (P.PatternContext, DESIGN.md §5): several root patterns
+// matched at once, each to a binding of its own in one function, tied
+// together by the sub-patterns they share and by use edges. Three matmuls
+// sharing one LHS (the Q, K and V projections) are the classic case; a
+// repeated root matches any number of such branches.
+//
+//   - A root matches the value of one binding, seeing through bindings as
+//     pattern/match.h does. A repeated root matches one or more bindings,
+//     its branches, in binding order.
+//   - A capture name that two roots capture, or that an edge names inside a
+//     repeated root, is shared: it stands for one value in a match (vars by
+//     identity, other values by content, as cse::value_equal compares them).
+//     The other names of a repeated root take one value per branch.
+//   - An edge (from, to, index) holds when from's value is to's operand
+//     `index` (any operand for -1; a field of a tuple operand counts). With
+//     `only`, every use of from's value is moreover by to's bindings, and
+//     the function does not return it.
+//   - What a root's own binding value was captured as is reported as the
+//     binding's var (reported_capture): the var is how the rest of the
+//     function refers to that value.
+//
+// Matching, one walk (match_graph):
+//   1. Each root is tried on each binding's value (only calls of its root's
+//      ops, when it has some); each match is a candidate, which keeps the
+//      values of the root's shared and edge names.
+//   2. The candidates of root i are filed in hash buckets keyed by the values
+//      of its shared names that earlier roots capture (for a repeated root:
+//      all its shared names).
+//   3. For each free candidate of root 0, in binding order, a depth-first
+//      search picks for each next root a free candidate from the bucket the
+//      earlier roots' values select (or, when no shared name ties it to them,
+//      from the users of the source var of an edge into it), checking the
+//      edges whose later end it is; a repeated root takes every candidate
+//      that fits. A complete assignment is a match, and its bindings are
+//      taken for the rest of the walk (a binding is in at most one match).
+// Each bucket steps over its taken candidates once, so when the shared
+// names select few candidates (the QKV case: the matmuls of one LHS) a walk
+// is linear in the size of the function. Roots tied by nothing may try many
+// candidates of later roots per candidate of the first.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "adjoint/ir/function.h"
+#include "adjoint/pattern/match.h"
+
+namespace aj {
+
+class DataflowIndex;
+
+struct GraphRoot {
+  Pattern pattern;        // matches the value of a binding; not a run
+  bool repeated = false;  // one or more bindings (branches)
+};
+
+struct GraphEdge {
+  std::string from, to;  // capture names
+  int index = -1;        // to's operand; -1: any
+  bool only = false;     // every use of from's value is by to's bindings
+};
+
+// The checked roots and edges, and the plan matching follows (which names
+// each root keeps, its bucket key, its edges).
+class GraphPattern {
+ public:
+  // An aj::Error naming the problem: no root can match a call, an edge names
+  // a capture no root makes, a shared name sits in a run.
+  GraphPattern(std::vector<GraphRoot> roots, std::vector<GraphEdge> edges);
+
+  const std::vector<GraphRoot>& roots() const { return roots_; }
+  const std::vector<GraphEdge>& edges() const { return edges_; }
+  // Whether `name` stands for one value in a match (see the file comment).
+  bool is_shared(const std::string& name) const;
+  // "roots: [matmul(x, _), ...]; edges: [a -> b (arg 0)]".
+  std::string to_string() const;
+
+  // Where a name's value is found: the root that captures it first, and
+  // its slot among the values that root's candidates keep.
+  struct NameSource {
+    uint32_t root;
+    uint32_t slot;
+  };
+  struct RootPlan {
+    std::vector<OpId> ops;              // the ops a binding's call must have (empty: any value)
+    std::vector<std::string> kept;      // names whose values candidates keep, by slot
+    std::vector<std::vector<const PatternNode*>> kept_nodes;  // by slot: the root's nodes of that name
+    std::vector<uint32_t> key_slots;    // the bucket key: slots of kept
+    std::vector<NameSource> key_from;   // for each key slot, the earlier root that fixes it
+    bool key_fixed = true;              // every key name is fixed by earlier roots
+    std::vector<uint32_t> edges;        // the edges checked when this root is assigned
+    int users_edge = -1;                // an edge into this root whose source's users give candidates
+  };
+  const std::vector<RootPlan>& plans() const { return plans_; }
+  // The source of the value of an edge's end.
+  NameSource source(const std::string& name) const;
+
+ private:
+  void plan();
+
+  std::vector<GraphRoot> roots_;
+  std::vector<GraphEdge> edges_;
+  std::vector<std::string> shared_;  // sorted
+  std::vector<RootPlan> plans_;
+};
+
+// One match: per root, the bindings of its branches (positions in the
+// function, in order: one for a plain root) and what the root's pattern
+// captured on each.
+struct GraphMatch {
+  std::vector<std::vector<uint32_t>> bindings;
+  std::vector<std::vector<Match>> captures;
+};
+
+// The nodes of p, outside its runs, that capture `name` (what a match
+// captured under the name is found by node, without comparing names).
+std::vector<const PatternNode*> nodes_named(const Pattern& p, const std::string& name);
+
+// A capture as reported: the binding's var when it is the binding's value
+// itself, else the expr as written.
+Expr reported_capture(const Expr& captured, const Binding& binding);
+
+// The disjoint matches of gp among the bindings of index's function, in the
+// binding order of their first root's first branch. The matches refer into
+// the function, gp and `bindings` (the matcher's view, which must read
+// index): valid while those live.
+std::vector<GraphMatch> match_graph(const GraphPattern& gp, const DataflowIndex& index, const Bindings& bindings);
+
+}  // namespace aj

@@ -1,0 +1,166 @@
+// Graph patterns (pattern/graph.h): checking the roots and edges, and the
+// plan the matcher (graph_match.cc) follows: which names each root's
+// candidates keep, the key of its buckets and where the key's values come
+// from, and the edges checked when it is assigned.
+#include "adjoint/pattern/graph.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include "adjoint/support/error.h"
+
+namespace aj {
+namespace {
+
+using Names = std::vector<std::string>;  // sorted, unique
+
+bool contains(const Names& names, const std::string& n) { return std::binary_search(names.begin(), names.end(), n); }
+
+void insert(Names& names, const std::string& n) {
+  auto it = std::lower_bound(names.begin(), names.end(), n);
+  if (it == names.end() || *it != n) names.insert(it, n);
+}
+
+// A root's capture names: those with one value per match of its pattern, and
+// those inside runs (one per element).
+struct RootNames {
+  Names single, in_runs;
+};
+
+RootNames root_names(const Pattern& p) {
+  RootNames out;
+  for (const CaptureName& c : capture_names(p)) insert(c.is_list ? out.in_runs : out.single, c.name);
+  return out;
+}
+
+void collect_nodes(const Pattern& p, const std::string& name, std::vector<const PatternNode*>& out) {
+  if (p->kind() == PatternKind::kRepeated) return;
+  if (p->name() == name && std::find(out.begin(), out.end(), p.get()) == out.end()) out.push_back(p.get());
+  for (const Pattern& o : p->operands()) collect_nodes(o, name, out);
+}
+
+std::string root_text(const GraphRoot& r) {
+  return r.repeated ? str("repeated(", r.pattern.to_string(), ")") : r.pattern.to_string();
+}
+
+std::string edge_text(const GraphEdge& e) {
+  return str(e.from, e.only ? " only_used_by " : " used_by ", e.to, e.index >= 0 ? str(" (arg ", e.index, ")") : "");
+}
+
+void check_root(const GraphRoot& r, size_t i) {
+  if (!r.pattern) throw Error(str("graph pattern: root ", i, " is null"));
+  if (r.pattern->kind() == PatternKind::kRepeated)
+    throw Error(str("graph pattern: root ", i, " (", r.pattern.to_string(), ") is a run; give its element with repeated=true"));
+  if (!can_match_call(r.pattern))
+    throw Error(str("graph pattern: root ", i, " (", r.pattern.to_string(), ") can match no call"));
+}
+
+}  // namespace
+
+GraphPattern::GraphPattern(std::vector<GraphRoot> roots, std::vector<GraphEdge> edges)
+    : roots_(std::move(roots)), edges_(std::move(edges)) {
+  if (roots_.empty()) throw Error("graph pattern: there is no root");
+  for (size_t i = 0; i < roots_.size(); ++i) check_root(roots_[i], i);
+  plan();
+}
+
+std::vector<const PatternNode*> nodes_named(const Pattern& p, const std::string& name) {
+  std::vector<const PatternNode*> out;
+  collect_nodes(p, name, out);
+  return out;
+}
+
+bool GraphPattern::is_shared(const std::string& name) const { return contains(shared_, name); }
+
+GraphPattern::NameSource GraphPattern::source(const std::string& name) const {
+  for (uint32_t r = 0; r < plans_.size(); ++r) {
+    const Names& kept = plans_[r].kept;
+    auto it = std::lower_bound(kept.begin(), kept.end(), name);
+    if (it != kept.end() && *it == name) return {r, static_cast<uint32_t>(it - kept.begin())};
+  }
+  throw Error(str("graph pattern: no root keeps the value of '", name, "'"));
+}
+
+// Shared names first (they decide what candidates keep), then per root its
+// kept names, key and edges, in root order.
+void GraphPattern::plan() {
+  std::vector<RootNames> names;
+  for (const GraphRoot& r : roots_) names.push_back(root_names(r.pattern));
+  auto owner = [&](const std::string& n) -> int {
+    for (size_t r = 0; r < names.size(); ++r)
+      if (contains(names[r].single, n)) return static_cast<int>(r);
+    return -1;
+  };
+  Names edge_names;
+  for (const GraphEdge& e : edges_) {
+    for (const std::string* n : {&e.from, &e.to}) {
+      if (owner(*n) < 0)
+        throw Error(str("graph pattern: the edge ", edge_text(e), " names '", *n,
+                        "', which no root captures once per match"));
+      insert(edge_names, *n);
+    }
+    if (e.from == e.to) throw Error(str("graph pattern: the edge ", edge_text(e), " joins a pattern to itself"));
+    if (e.index < -1) throw Error(str("graph pattern: the edge ", edge_text(e), " has a negative arg index"));
+  }
+  for (size_t r = 0; r < roots_.size(); ++r) {
+    for (const std::string& n : names[r].single) {
+      bool in_other = false;
+      for (size_t o = 0; o < roots_.size(); ++o) in_other = in_other || (o != r && contains(names[o].single, n));
+      bool edge_in_run = roots_[r].repeated && contains(edge_names, n) && n != roots_[r].pattern->name();
+      if (in_other || edge_in_run) insert(shared_, n);
+    }
+  }
+  for (size_t r = 0; r < roots_.size(); ++r)
+    for (const std::string& n : names[r].in_runs)
+      if (contains(shared_, n))
+        throw Error(str("graph pattern: '", n, "' is shared by roots but inside a run of ", root_text(roots_[r]),
+                        ", where it takes one value per element"));
+
+  plans_.resize(roots_.size());
+  for (uint32_t r = 0; r < roots_.size(); ++r) {
+    RootPlan& p = plans_[r];
+    p.ops = root_ops(roots_[r].pattern);
+    for (const std::string& n : names[r].single)
+      if (contains(shared_, n) || contains(edge_names, n)) insert(p.kept, n);
+    for (const std::string& n : p.kept) p.kept_nodes.push_back(nodes_named(roots_[r].pattern, n));
+    for (uint32_t s = 0; s < p.kept.size(); ++s) {
+      const std::string& n = p.kept[s];
+      if (!contains(shared_, n)) continue;
+      int o = owner(n);
+      if (o < static_cast<int>(r) || roots_[r].repeated) p.key_slots.push_back(s);
+    }
+  }
+  for (uint32_t r = 0; r < roots_.size(); ++r) {
+    RootPlan& p = plans_[r];
+    for (uint32_t s : p.key_slots) {
+      int o = owner(p.kept[s]);
+      if (o < static_cast<int>(r)) p.key_from.push_back(source(p.kept[s]));
+      else {
+        p.key_from.push_back({r, s});
+        p.key_fixed = false;
+      }
+    }
+    for (uint32_t e = 0; e < edges_.size(); ++e) {
+      int from = owner(edges_[e].from), to = owner(edges_[e].to);
+      if (std::max(from, to) != static_cast<int>(r)) continue;
+      p.edges.push_back(e);
+      if (p.users_edge < 0 && to == static_cast<int>(r) && from < to && edges_[e].to == roots_[r].pattern->name())
+        p.users_edge = static_cast<int>(e);
+    }
+  }
+}
+
+std::string GraphPattern::to_string() const {
+  std::ostringstream os;
+  os << "roots: [";
+  for (size_t i = 0; i < roots_.size(); ++i) os << (i ? ", " : "") << root_text(roots_[i]);
+  os << "]";
+  if (!edges_.empty()) {
+    os << "; edges: [";
+    for (size_t i = 0; i < edges_.size(); ++i) os << (i ? ", " : "") << edge_text(edges_[i]);
+    os << "]";
+  }
+  return os.str();
+}
+
+}  // namespace aj

@@ -1,0 +1,398 @@
+// The graph matcher (pattern/graph.h, match_graph): candidates per root,
+// filed in hash buckets by the values of their key names, and a depth-first
+// search over the roots for each free candidate of the first. A binding is
+// free, held by the partial match being built, or taken by a match found.
+// Buckets are lists threaded through one array and found through one
+// open-addressing table, so filing a candidate allocates nothing of its own.
+#include <algorithm>
+#include <deque>
+
+#include "adjoint/analysis/dataflow.h"
+#include "adjoint/op/registry.h"
+#include "adjoint/pattern/graph.h"
+#include "adjoint/transform/common_values.h"
+
+namespace aj {
+namespace {
+
+enum class Held : uint8_t { kFree, kTaken, kHeld };
+
+// Two kept values agree: both absent, the same var, equal other values.
+bool same(const Expr* a, const Expr* b) {
+  if (a == b) return true;
+  return a && b && cse::value_equal(*a, *b);
+}
+
+size_t value_hash(const Expr* e) { return e ? cse::value_hash(*e) : 0x51u; }
+
+// Whether `value` is `operand`, or a field (at any depth) of it when it is a tuple.
+bool occurs_in(const Expr& value, const Expr& operand) {
+  if (cse::value_equal(operand, value)) return true;
+  if (auto* t = as<TupleNode>(operand))
+    for (const Expr& f : t->fields())
+      if (occurs_in(value, f)) return true;
+  return false;
+}
+
+// What the first of `nodes` that matched captured, or nullptr.
+const Expr* find_capture(const Match& m, const std::vector<const PatternNode*>& nodes) {
+  for (const Capture& c : m.captures())
+    if (c.scope == 0 && std::find(nodes.begin(), nodes.end(), c.pattern) != nodes.end()) return c.expr;
+  return nullptr;
+}
+
+constexpr uint32_t kNone = UINT32_MAX;
+
+// Candidates filed by the hash of their key: each bucket a list in the
+// order candidates were added (binding order), threaded through next_.
+class Buckets {
+ public:
+  void add(size_t hash, uint32_t c) {
+    if (4 * (first_.size() + 1) > 3 * slots_.size()) grow();
+    uint32_t b = find(hash);
+    if (b == kNone) {
+      b = static_cast<uint32_t>(first_.size());
+      first_.push_back(c);
+      last_.push_back(c);
+      put(hash, b);
+    } else {
+      next_[last_[b]] = c;
+      last_[b] = c;
+    }
+    if (next_.size() <= c) next_.resize(c + 1, kNone);
+  }
+  // The bucket of `hash`, or kNone.
+  uint32_t find(size_t hash) const {
+    if (slots_.empty()) return kNone;
+    for (size_t s = hash & (slots_.size() - 1);; s = (s + 1) & (slots_.size() - 1)) {
+      if (slots_[s].bucket == kNone) return kNone;
+      if (slots_[s].hash == hash) return slots_[s].bucket;
+    }
+  }
+  // The bucket's first candidate not yet stepped over (see scan).
+  uint32_t& first(uint32_t bucket) { return first_[bucket]; }
+  uint32_t next(uint32_t c) const { return next_[c]; }
+
+ private:
+  struct Slot {
+    size_t hash;
+    uint32_t bucket;
+  };
+  void put(size_t hash, uint32_t b) {
+    size_t s = hash & (slots_.size() - 1);
+    while (slots_[s].bucket != kNone) s = (s + 1) & (slots_.size() - 1);
+    slots_[s] = {hash, b};
+  }
+  void grow() {
+    std::vector<Slot> old(std::max<size_t>(16, 2 * slots_.size()), Slot{0, kNone});
+    old.swap(slots_);
+    for (const Slot& s : old)
+      if (s.bucket != kNone) put(s.hash, s.bucket);
+  }
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> first_, last_, next_;
+};
+
+bool has_op(const std::vector<OpId>& ops, const Expr& value) {
+  if (ops.empty()) return true;
+  auto* call = as<CallNode>(value);
+  return call && std::find(ops.begin(), ops.end(), call->op().id) != ops.end();
+}
+
+class GraphMatcher {
+ public:
+  GraphMatcher(const GraphPattern& gp, const DataflowIndex& index, const Bindings& bindings)
+      : gp_(gp), index_(index), bindings_(bindings), fn_(index.function()), matcher_(bindings),
+        roots_(gp.roots().size()), held_(fn_.bindings().size(), Held::kFree) {}
+
+  std::vector<GraphMatch> run() {
+    collect();
+    RootState& first = roots_[0];
+    for (uint32_t c = 0; c < first.candidates.size(); ++c)
+      if (try_candidate(0, c)) accept();
+    return std::move(matches_);
+  }
+
+ private:
+  struct Candidate {
+    uint32_t binding;
+    uint32_t values;  // offset into values_ of the kept names' values, by slot
+  };
+  struct RootState {
+    std::vector<Candidate> candidates;  // in binding order
+    uint32_t first_free = 0;            // candidates before it are taken
+    Buckets buckets;                    // by key, for a root with key names
+    std::vector<uint32_t> candidate_at;  // by binding; for a root with a users edge
+    std::vector<uint32_t> held;          // its candidates in the partial match
+  };
+
+  const GraphPattern::RootPlan& plan(uint32_t r) const { return gp_.plans()[r]; }
+  const Candidate& cand(uint32_t r, uint32_t c) const { return roots_[r].candidates[c]; }
+  const Expr* value(uint32_t r, uint32_t c, uint32_t slot) const { return values_[cand(r, c).values + slot]; }
+  // A kept name's value in the partial match (its first branch, for a repeated root).
+  const Expr* held_value(GraphPattern::NameSource s) const { return value(s.root, roots_[s.root].held[0], s.slot); }
+
+  // ---- steps 1 and 2: candidates and buckets ----
+
+  void collect() {
+    for (uint32_t r = 0; r < roots_.size(); ++r)
+      if (plan(r).users_edge >= 0) roots_[r].candidate_at.assign(held_.size(), kNone);
+    const auto& bindings = fn_.bindings();
+    for (uint32_t b = 0; b < bindings.size(); ++b)
+      for (uint32_t r = 0; r < roots_.size(); ++r)
+        if (has_op(plan(r).ops, bindings[b].value) && matcher_.match(gp_.roots()[r].pattern, bindings[b].value))
+          add_candidate(r, b);
+  }
+
+  void add_candidate(uint32_t r, uint32_t b) {
+    RootState& rs = roots_[r];
+    const Binding& binding = fn_.bindings()[b];
+    auto c = static_cast<uint32_t>(rs.candidates.size());
+    rs.candidates.push_back({b, static_cast<uint32_t>(values_.size())});
+    for (const auto& nodes : plan(r).kept_nodes)
+      values_.push_back(kept_value(find_capture(matcher_.result(), nodes), binding));
+    if (!rs.candidate_at.empty()) rs.candidate_at[b] = c;
+    if (!plan(r).key_slots.empty()) rs.buckets.add(own_key_hash(r, c), c);
+  }
+
+  // The binding's value as its var (kept in vars_, whose addresses stay put).
+  const Expr* kept_value(const Expr* captured, const Binding& b) {
+    if (captured != &b.value) return captured;
+    vars_.push_back(b.var);
+    return &vars_.back();
+  }
+
+  size_t own_key_hash(uint32_t r, uint32_t c) const {
+    size_t h = 0;
+    for (uint32_t s : plan(r).key_slots) h = cse::mix(h, value_hash(value(r, c, s)));
+    return h;
+  }
+
+  size_t held_key_hash(uint32_t r) const {
+    size_t h = 0;
+    for (const auto& src : plan(r).key_from) h = cse::mix(h, value_hash(held_value(src)));
+    return h;
+  }
+
+  // ---- step 3: the search ----
+
+  bool free(uint32_t r, uint32_t c) const { return held_[cand(r, c).binding] == Held::kFree; }
+
+  // c is free and agrees with the earlier roots on the key names they fix.
+  bool fits(uint32_t r, uint32_t c) const {
+    if (!free(r, c)) return false;
+    const auto& p = plan(r);
+    for (size_t k = 0; k < p.key_slots.size(); ++k)
+      if (p.key_from[k].root != r && !same(value(r, c, p.key_slots[k]), held_value(p.key_from[k]))) return false;
+    return true;
+  }
+
+  bool try_candidate(uint32_t r, uint32_t c) {
+    if (!fits(r, c)) return false;
+    if (gp_.roots()[r].repeated) return try_branches(r, c);
+    hold(r, c);
+    if (uses_hold(r, UINT32_MAX) && onlys_hold(r) && extend(r + 1)) return true;
+    release(r);
+    return false;
+  }
+
+  // A repeated root: `first` and every other free candidate that fits with
+  // it (its bucket, or all of the root's candidates when it has no key).
+  bool try_branches(uint32_t r, uint32_t first) {
+    if (!uses_hold(r, first)) return false;
+    hold(r, first);
+    auto take = [&](uint32_t c) {
+      if (c != first && fits(r, c) && same_key(r, c, first) && uses_hold(r, c)) hold(r, c);
+      return false;
+    };
+    if (plan(r).key_slots.empty()) scan_all(r, take);
+    else scan_bucket(r, roots_[r].buckets.find(own_key_hash(r, first)), take);
+    auto& held = roots_[r].held;
+    std::sort(held.begin(), held.end(), [&](uint32_t a, uint32_t b) { return cand(r, a).binding < cand(r, b).binding; });
+    if (onlys_hold(r) && extend(r + 1)) return true;
+    release(r);
+    return false;
+  }
+
+  bool same_key(uint32_t r, uint32_t a, uint32_t b) const {
+    for (uint32_t s : plan(r).key_slots)
+      if (!same(value(r, a, s), value(r, b, s))) return false;
+    return true;
+  }
+
+  bool extend(uint32_t r) {
+    if (r == roots_.size()) return true;
+    return for_each_option(r, [&](uint32_t c) { return try_candidate(r, c); });
+  }
+
+  // f(c) for the candidates of root r worth trying given the earlier roots,
+  // until f returns true; whether it did.
+  template <typename F>
+  bool for_each_option(uint32_t r, F&& f) {
+    const auto& p = plan(r);
+    RootState& rs = roots_[r];
+    if (!p.key_slots.empty() && p.key_fixed) {
+      uint32_t bucket = rs.buckets.find(held_key_hash(r));
+      return bucket != kNone && scan_bucket(r, bucket, f);
+    }
+    if (p.users_edge >= 0) {
+      const Expr* from = held_value(gp_.source(gp_.edges()[static_cast<size_t>(p.users_edge)].from));
+      const VarNode* v = from ? as<VarNode>(*from) : nullptr;
+      if (!v) return false;
+      for (int64_t b : index_.users(v)) {
+        uint32_t c = rs.candidate_at[static_cast<size_t>(b)];
+        if (c != kNone && f(c)) return true;
+      }
+      return false;
+    }
+    return scan_all(r, f);
+  }
+
+  bool taken(uint32_t r, uint32_t c) const { return held_[cand(r, c).binding] == Held::kTaken; }
+
+  // f(c) for the candidates of a bucket, stepping once over those taken.
+  template <typename F>
+  bool scan_bucket(uint32_t r, uint32_t bucket, F&& f) {
+    Buckets& bs = roots_[r].buckets;
+    uint32_t& head = bs.first(bucket);
+    while (head != kNone && taken(r, head)) head = bs.next(head);
+    for (uint32_t c = head; c != kNone; c = bs.next(c))
+      if (f(c)) return true;
+    return false;
+  }
+
+  template <typename F>
+  bool scan_all(uint32_t r, F&& f) {
+    RootState& rs = roots_[r];
+    auto n = static_cast<uint32_t>(rs.candidates.size());
+    while (rs.first_free < n && taken(r, rs.first_free)) ++rs.first_free;
+    for (uint32_t c = rs.first_free; c < n; ++c)
+      if (f(c)) return true;
+    return false;
+  }
+
+  void hold(uint32_t r, uint32_t c) {
+    roots_[r].held.push_back(c);
+    held_[cand(r, c).binding] = Held::kHeld;
+  }
+
+  void release(uint32_t r) {
+    for (uint32_t c : roots_[r].held) held_[cand(r, c).binding] = Held::kFree;
+    roots_[r].held.clear();
+  }
+
+  // ---- edges ----
+
+  // f(value) for each value of a kept name in the partial match; only
+  // candidate `branch` for the root being assigned, when it is a branch.
+  template <typename F>
+  bool all_values(GraphPattern::NameSource s, uint32_t r, uint32_t branch, F&& f) const {
+    if (s.root == r && branch != UINT32_MAX) return f(value(s.root, branch, s.slot));
+    for (uint32_t c : roots_[s.root].held)
+      if (!f(value(s.root, c, s.slot))) return false;
+    return true;
+  }
+
+  // The edges checked at root r hold as uses (from is an operand of to).
+  bool uses_hold(uint32_t r, uint32_t branch) const {
+    for (uint32_t e : plan(r).edges) {
+      const GraphEdge& edge = gp_.edges()[e];
+      bool ok = all_values(gp_.source(edge.from), r, branch, [&](const Expr* from) {
+        return all_values(gp_.source(edge.to), r, branch, [&](const Expr* to) { return used_at(edge, from, to); });
+      });
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  bool used_at(const GraphEdge& edge, const Expr* from, const Expr* to) const {
+    if (!from || !to) return false;
+    Operands ops = operands(resolve(*to, bindings_));
+    if (edge.index >= 0) return static_cast<size_t>(edge.index) < ops.size() && occurs_in(*from, ops[edge.index]);
+    return std::any_of(ops.begin(), ops.end(), [&](const Expr& op) { return occurs_in(*from, op); });
+  }
+
+  // The `only` edges checked at root r: from's value is a var that nothing
+  // but to's bindings uses (at the edge's arg, when it names one).
+  bool onlys_hold(uint32_t r) const {
+    for (uint32_t e : plan(r).edges) {
+      const GraphEdge& edge = gp_.edges()[e];
+      if (!edge.only) continue;
+      std::vector<int64_t> to_bindings;
+      bool ok = all_values(gp_.source(edge.to), r, UINT32_MAX, [&](const Expr* to) {
+        const VarNode* v = to ? as<VarNode>(*to) : nullptr;
+        int64_t b = v ? index_.binding_index(v) : -1;
+        to_bindings.push_back(b);
+        return b >= 0 && (edge.index < 0 || only_at(*to, edge));
+      });
+      std::sort(to_bindings.begin(), to_bindings.end());
+      ok = ok && all_values(gp_.source(edge.from), r, UINT32_MAX, [&](const Expr* from) {
+        return from && only_users(*from, to_bindings);
+      });
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  // Every value of the edge's source appears in to's value at the edge's arg only.
+  bool only_at(const Expr& to, const GraphEdge& edge) const {
+    Operands ops = operands(resolve(to, bindings_));
+    return all_values(gp_.source(edge.from), UINT32_MAX, UINT32_MAX, [&](const Expr* from) {
+      for (size_t i = 0; i < ops.size(); ++i)
+        if (i != static_cast<size_t>(edge.index) && occurs_in(*from, ops[i])) return false;
+      return true;
+    });
+  }
+
+  bool only_users(const Expr& from, const std::vector<int64_t>& allowed) const {
+    const VarNode* v = as<VarNode>(from);
+    if (!v || index_.def_kind(v) == DefKind::kUndefined || index_.used_by_return(v)) return false;
+    for (int64_t u : index_.users(v))
+      if (!std::binary_search(allowed.begin(), allowed.end(), u)) return false;
+    return true;
+  }
+
+  // ---- a match found ----
+
+  void accept() {
+    GraphMatch m;
+    for (uint32_t r = 0; r < roots_.size(); ++r) {
+      std::vector<uint32_t> bindings;
+      std::vector<Match> captures;
+      for (uint32_t c : roots_[r].held) {
+        uint32_t b = cand(r, c).binding;
+        held_[b] = Held::kTaken;
+        bindings.push_back(b);
+        matcher_.match(gp_.roots()[r].pattern, fn_.bindings()[b].value);
+        captures.push_back(matcher_.result());
+      }
+      roots_[r].held.clear();
+      m.bindings.push_back(std::move(bindings));
+      m.captures.push_back(std::move(captures));
+    }
+    matches_.push_back(std::move(m));
+  }
+
+  const GraphPattern& gp_;
+  const DataflowIndex& index_;
+  const Bindings& bindings_;
+  const FunctionNode& fn_;
+  Matcher matcher_;
+  std::vector<RootState> roots_;
+  std::vector<Held> held_;          // by binding
+  std::vector<const Expr*> values_;  // the kept values of every candidate
+  std::deque<Expr> vars_;            // binding vars standing for their values in values_
+  std::vector<GraphMatch> matches_;
+};
+
+}  // namespace
+
+Expr reported_capture(const Expr& captured, const Binding& binding) {
+  return &captured == &binding.value ? Expr(binding.var) : captured;
+}
+
+std::vector<GraphMatch> match_graph(const GraphPattern& gp, const DataflowIndex& index, const Bindings& bindings) {
+  return GraphMatcher(gp, index, bindings).run();
+}
+
+}  // namespace aj

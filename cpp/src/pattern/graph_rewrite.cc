@@ -1,0 +1,255 @@
+// rewrite_graph and replace_bindings (pattern/graph_rewrite.h): checking a
+// walk's replacements, binding their values in A-normal form with equal new
+// values bound once, and the stable topological sort that puts every
+// binding after what it uses.
+#include "adjoint/pattern/graph_rewrite.h"
+
+#include <algorithm>
+
+#include "adjoint/analysis/dataflow.h"
+#include "adjoint/support/error.h"
+#include "adjoint/transform/common_values.h"
+#include "adjoint/transform/passes.h"
+
+namespace aj {
+namespace {
+
+std::string where(const std::string& name) { return str("rewrite_bindings: function '", name, "': "); }
+
+// The replacement of each binding (by position; nullptr: kept), each checked
+// (see the header); empty when none changes a value. `backward` tells
+// whether a new value uses a var bound at or after the binding it replaces
+// (only then must the bindings be re-ordered).
+std::vector<const Expr*> checked_replacements(const FunctionNode& fn, const std::string& name,
+                                              const DataflowIndex& index, const std::vector<GraphReplacement>& reps,
+                                              bool& backward) {
+  std::vector<const Expr*> given(fn.bindings().size(), nullptr);
+  std::vector<uint8_t> named(fn.bindings().size(), 0);
+  bool changed = false;
+  for (const GraphReplacement& r : reps) {
+    const std::string& hint = r.var->name_hint();
+    int64_t b = index.binding_index(r.var.get());
+    if (b < 0)
+      throw TransformError(str(where(name), "the rewriter gave a new value for ",
+                               index.is_param(r.var.get()) ? "param '" : "'", hint, "', which no binding of the function defines"));
+    if (!type_equal(r.value->type(), r.var->type()))
+      throw TypeInferenceError(str(where(name), "the new value for '", hint, "' has type ", r.value->type()->to_string(),
+                                   ", but the binding it replaces has type ", r.var->type()->to_string()));
+    for_each_var_use(r.value, [&](const VarNode* v) {
+      int64_t d = index.def_index(v);
+      if (d < 0)
+        throw TransformError(str(where(name), "the new value for '", hint, "' uses '", v->name_hint(),
+                                 "', which the function does not define"));
+      backward = backward || index.binding_index(v) >= b;
+    });
+    const Expr*& slot = given[static_cast<size_t>(b)];
+    if (named[static_cast<size_t>(b)]++) {
+      const Expr& before = slot ? *slot : fn.bindings()[static_cast<size_t>(b)].value;
+      if (!cse::value_equal(before, r.value))
+        throw TransformError(str(where(name), "two matches give different new values for '", hint, "'"));
+      continue;
+    }
+    if (cse::value_equal(r.value, fn.bindings()[static_cast<size_t>(b)].value)) continue;
+    slot = &r.value;
+    changed = true;
+  }
+  return changed ? given : std::vector<const Expr*>{};
+}
+
+// The bindings of the rewritten function, made in order: kept ones as they
+// were, a replaced one as the bindings of its new value's nested calls and
+// tuple items (to fresh vars; an equal value bound before in this walk is
+// reused), then the replaced var bound to what is left.
+class NewBindings {
+ public:
+  // n bindings, r of them replaced.
+  NewBindings(size_t n, size_t r) : seen_(4 * r + 16, out_), memo_(kMemoSize) { out_.reserve(n + 3 * r); }
+
+  void keep(const Binding& b) { out_.push_back(b); }
+
+  void replace(const Var& var, const Expr& value) {
+    Expr root = value->kind() == ExprKind::kCall || value->kind() == ExprKind::kTupleGetItem ? with_leaf_operands(value)
+                                                                                            : leaf(value);
+    if (root->kind() == ExprKind::kCall || root->kind() == ExprKind::kTupleGetItem)
+      seen_.insert(cse::value_key(root), out_.size());
+    out_.push_back({var, std::move(root)});
+  }
+
+  std::vector<Binding> take() { return std::move(out_); }
+
+ private:
+  // A var, a constant or a tuple of leaves standing for e.
+  Expr leaf(const Expr& e) {
+    switch (e->kind()) {
+      case ExprKind::kVar:
+      case ExprKind::kConstant:
+        return e;
+      case ExprKind::kTuple: {
+        const auto& fields = static_cast<const TupleNode&>(*e).fields();
+        std::vector<Expr> out;
+        bool changed = false;
+        for (const Expr& f : fields) {
+          out.push_back(leaf(f));
+          changed = changed || out.back() != f;
+        }
+        return changed ? std::make_shared<TupleNode>(std::move(out)) : e;
+      }
+      case ExprKind::kCall:
+      case ExprKind::kTupleGetItem:
+        break;
+    }
+    Memo& m = memo_[(reinterpret_cast<uintptr_t>(e.get()) >> 4) & (kMemoSize - 1)];
+    if (m.node != e.get()) m = {e.get(), bind_shared(with_leaf_operands(e))};
+    return m.leaf;
+  }
+
+  // A call or tuple item with its operands made leaves.
+  Expr with_leaf_operands(const Expr& e) {
+    if (auto* item = as<TupleGetItemNode>(e)) {
+      Expr t = leaf(item->tuple());
+      return t == item->tuple() ? e : std::make_shared<TupleGetItemNode>(t, item->index());
+    }
+    const auto& call = static_cast<const CallNode&>(*e);
+    std::vector<Expr> args;
+    bool changed = false;
+    for (const Expr& a : call.args()) {
+      args.push_back(leaf(a));
+      changed = changed || args.back() != a;
+    }
+    return changed ? std::make_shared<CallNode>(&call.op(), std::move(args), call.attrs(), call.type()) : e;
+  }
+
+  Var bind_shared(const Expr& value) {
+    size_t key = cse::value_key(value);
+    if (Var earlier = seen_.find(key, value)) return earlier;
+    seen_.insert(key, out_.size());
+    auto var = std::make_shared<VarNode>("lv", value->type());
+    out_.push_back({var, value});
+    return var;
+  }
+
+  // The var bound to a nested call or tuple item, by its node: the new
+  // values of one match share nodes (q, k and v items of one split), and a
+  // node's leaf is found here before it is rebuilt and hashed again. The
+  // nodes stay alive (the replacements hold them) while this lives.
+  struct Memo {
+    const ExprNode* node = nullptr;
+    Expr leaf;
+  };
+  static constexpr size_t kMemoSize = 64;
+
+  std::vector<Binding> out_;
+  cse::SeenValues seen_;  // the new values bound so far (indices into out_)
+  std::vector<Memo> memo_;
+};
+
+[[noreturn]] void cycle_error(const std::string& name, const std::vector<Binding>& bindings,
+                              const std::vector<std::pair<uint32_t, uint32_t>>& stack, uint32_t again) {
+  std::string path;
+  auto from = std::find_if(stack.begin(), stack.end(), [&](const auto& f) { return f.first == again; });
+  for (auto it = from; it != stack.end(); ++it) path += bindings[it->first].var->name_hint() + " -> ";
+  path += bindings[again].var->name_hint();
+  throw TransformError(str(where(name), "the new values make '", bindings[again].var->name_hint(),
+                           "' depend on itself (", path, ")"));
+}
+
+// The bindings with each after the bindings of the vars it uses: a
+// depth-first visit in the given order, so bindings already in order stay
+// as they are. Iterative (a chain of any length), linear in the size.
+std::vector<Binding> in_dependency_order(std::vector<Binding> bindings, const std::string& name) {
+  size_t n = bindings.size();
+  std::vector<const VarNode*> vars;
+  vars.reserve(n);
+  for (const Binding& b : bindings) vars.push_back(b.var.get());
+  VarIndexMap position(vars);
+  std::vector<uint32_t> start(n + 1), deps;  // deps of binding i: deps[start[i] .. start[i + 1])
+  for (size_t i = 0; i < n; ++i) {
+    start[i] = static_cast<uint32_t>(deps.size());
+    for_each_var_use(bindings[i].value, [&](const VarNode* v) {
+      int64_t d = position(v);
+      if (d >= 0) deps.push_back(static_cast<uint32_t>(d));
+    });
+  }
+  start[n] = static_cast<uint32_t>(deps.size());
+  enum : uint8_t { kNew, kOpen, kDone };
+  std::vector<uint8_t> state(n, kNew);
+  std::vector<std::pair<uint32_t, uint32_t>> stack;  // (binding, next dep)
+  std::vector<Binding> out;
+  out.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (state[i] != kNew) continue;
+    state[i] = kOpen;
+    stack.push_back({i, start[i]});
+    while (!stack.empty()) {
+      auto [b, next] = stack.back();
+      if (next == start[b + 1]) {
+        state[b] = kDone;
+        out.push_back(bindings[b]);
+        stack.pop_back();
+        continue;
+      }
+      stack.back().second = next + 1;
+      uint32_t d = deps[next];
+      if (state[d] == kOpen) cycle_error(name, bindings, stack, d);
+      if (state[d] == kNew) {
+        state[d] = kOpen;
+        stack.push_back({d, start[d]});
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Function replace_bindings(const Function& fn, const std::string& name, const DataflowIndex& index,
+                          const std::vector<GraphReplacement>& replacements) {
+  bool backward = false;
+  std::vector<const Expr*> given = checked_replacements(*fn, name, index, replacements, backward);
+  if (given.empty()) return nullptr;
+  NewBindings out(fn->bindings().size(), replacements.size());
+  for (size_t i = 0; i < given.size(); ++i) {
+    const Binding& b = fn->bindings()[i];
+    if (given[i]) out.replace(b.var, *given[i]);
+    else out.keep(b);
+  }
+  std::vector<Binding> bindings = out.take();
+  if (backward) bindings = in_dependency_order(std::move(bindings), name);
+  return std::make_shared<FunctionNode>(fn->params(), std::move(bindings), fn->ret(), fn->attrs());
+}
+
+Function rewrite_graph(const Function& fn, const std::string& name, const GraphPattern& gp,
+                       const GraphRewriter& rewriter, int max_rounds) {
+  if (max_rounds < 1) throw Error(str("rewrite_bindings: max_rounds must be at least 1, got ", max_rounds));
+  Function current = fn;
+  for (int walk = 0;; ++walk) {
+    DataflowIndex index(*current);
+    IndexBindings bindings(index);
+    std::vector<GraphMatch> matches = match_graph(gp, index, bindings);
+    if (matches.empty()) return current;
+    GraphWalk w{name, current, index};
+    std::vector<GraphReplacement> replacements;
+    for (const GraphMatch& m : matches) {
+      std::vector<GraphReplacement> r = rewriter(m, w);
+      replacements.insert(replacements.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
+    }
+    Function out = replace_bindings(current, name, index, replacements);
+    if (!out) return current;
+    if (walk == max_rounds)
+      throw TransformError(str(where(name), "the rewriter still gives new values after ", max_rounds,
+                               " walks (return {} for a match it has nothing to do with)"));
+    current = dead_code_elimination(out);
+  }
+}
+
+Module rewrite_graph(const Module& mod, const GraphPattern& gp, const GraphRewriter& rewriter, int max_rounds) {
+  std::vector<std::pair<std::string, Function>> functions;
+  bool changed = false;
+  for (const auto& [name, fn] : mod->functions()) {
+    functions.emplace_back(name, rewrite_graph(fn, name, gp, rewriter, max_rounds));
+    changed = changed || functions.back().second != fn;
+  }
+  return changed ? std::make_shared<ModuleNode>(std::move(functions)) : mod;
+}
+
+}  // namespace aj

@@ -1,0 +1,659 @@
+"""Graph patterns: P.PatternContext (roots, shared sub-patterns, repeated
+roots, used_by / only_used_by edges) and P.rewrite_bindings (one walk
+applies every match's {var: new value}, re-orders, removes dead code, and
+walks repeat until nothing changes). Golden text for structure, float64
+runs for meaning, the bad inputs of the issue, and a property over random
+programs of parallel matmuls."""
+
+import traceback
+from collections.abc import Mapping
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import adjoint as aj
+from adjoint import pattern as P
+
+RNG = np.random.default_rng(7)
+
+
+def rewrite(ctx, rewriter, mod, **kw):
+    """P.rewrite_bindings, with the output verified and the input unchanged."""
+    before = mod.script()
+    out = P.rewrite_bindings(ctx, rewriter, mod, **kw)
+    aj.analysis.verify(out)
+    assert mod.script() == before
+    return out
+
+
+def same_numbers(before, after, fn="main"):
+    args = [RNG.standard_normal(tuple(p.type.shape)) for p in before[fn].params]
+    want, got = aj.build(before)[fn](*args), aj.build(after)[fn](*args)
+    for w, g in zip(want if isinstance(want, tuple) else [want], got if isinstance(got, tuple) else [got]):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+def ops_of(mod, fn="main"):
+    return [b.value.op for b in mod[fn].bindings if isinstance(b.value, aj.Call)]
+
+
+def qkv_context(weight=P.wildcard):
+    with P.PatternContext() as ctx:
+        x = P.wildcard()
+        wq, wk, wv = weight(), weight(), weight()
+        q = P.is_op("matmul")(x, wq)
+        k = P.is_op("matmul")(x, wk)
+        v = P.is_op("matmul")(x, wv)
+    return ctx, (x, wq, wk, wv, q, k, v)
+
+
+def qkv_rewriter(patterns):
+    x, wq, wk, wv, q, k, v = patterns
+
+    def combine(m, bindings):
+        s = aj.op.split(aj.op.matmul(m[x], aj.op.concat([m[wq], m[wk], m[wv]], axis=1)), 3, axis=1)
+        return {m[q]: s[0], m[k]: s[1], m[v]: s[2]}
+
+    return combine
+
+
+QKV = '''\
+@function
+def main(x: Tensor((2, 4), "float64"), wq: Tensor((4, 3), "float64"), wk: Tensor((4, 3), "float64"), wv: Tensor((4, 3), "float64")) -> Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), Tensor((2, 3), "float64")):
+    q: Tensor((2, 3), "float64") = matmul(x, wq)
+    k: Tensor((2, 3), "float64") = matmul(x, wk)
+    v: Tensor((2, 3), "float64") = matmul(x, wv)
+    return (q, k, v)
+'''
+
+
+# ---- the QKV combine ----
+
+def test_qkv_combine_golden_and_numbers():
+    ctx, pats = qkv_context()
+    mod = aj.parse(QKV)
+    out = rewrite(ctx, qkv_rewriter(pats), mod)
+    assert out.script() == '''\
+@function
+def main(x: Tensor((2, 4), "float64"), wq: Tensor((4, 3), "float64"), wk: Tensor((4, 3), "float64"), wv: Tensor((4, 3), "float64")) -> Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), Tensor((2, 3), "float64")):
+    lv: Tensor((4, 9), "float64") = concat((wq, wk, wv), axis=1)
+    lv_1: Tensor((2, 9), "float64") = matmul(x, lv)
+    lv_2: Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), Tensor((2, 3), "float64")) = split(lv_1, 3, axis=1)
+    q: Tensor((2, 3), "float64") = lv_2[0]
+    k: Tensor((2, 3), "float64") = lv_2[1]
+    v: Tensor((2, 3), "float64") = lv_2[2]
+    return (q, k, v)
+'''
+    same_numbers(mod, out)
+
+
+def test_matchings_map_roots_to_their_vars_and_bindings_to_values():
+    ctx, (x, wq, wk, wv, q, k, v) = qkv_context()
+    mod = aj.parse(QKV)
+    seen = []
+
+    def look(m, bindings):
+        seen.append((m[q].name_hint, m[k].name_hint, m[v].name_hint, m[x].name_hint, m[wk].name_hint))
+        assert isinstance(bindings, Mapping)
+        assert bindings[m[q]].op == "matmul" and m[q] in bindings and m[x] not in bindings
+        assert len(bindings) == 3 and [var.name_hint for var in bindings] == ["q", "k", "v"]
+        assert bindings.get(m[x]) is None
+        return {}
+
+    assert rewrite(ctx, look, mod) is mod
+    assert seen == [("q", "k", "v", "x", "wk")]
+
+
+def qkv_groups(n, extra=""):
+    """main(x0, w.., x1, ...) with n QKV groups, each on its own LHS."""
+    params, lines, outs = [], [], []
+    for i in range(n):
+        params.append(f'x{i}: Tensor((2, 4), "float64")')
+        params += [f'w{c}{i}: Tensor((4, 3), "float64")' for c in "qkv"]
+        lines += [f'    {c}{i}: Tensor((2, 3), "float64") = matmul(x{i}, w{c}{i})' for c in "qkv"]
+        outs += [f"{c}{i}" for c in "qkv"]
+    t = ", ".join('Tensor((2, 3), "float64")' for _ in outs)
+    return aj.parse("@function\n" + f"def main({', '.join(params)}) -> Tuple({t}):\n" + "\n".join(lines) +
+                    extra + f"\n    return ({', '.join(outs)})\n")
+
+
+def test_one_call_rewrites_100_groups():
+    ctx, pats = qkv_context()
+    mod = qkv_groups(100)
+    out = rewrite(ctx, qkv_rewriter(pats), mod)
+    assert ops_of(out).count("matmul") == 100 and ops_of(out).count("split") == 100
+    assert ops_of(out).count("concat") == 100
+    same_numbers(mod, out)
+
+
+def test_six_matmuls_on_one_lhs_are_two_matches_in_binding_order():
+    ctx, pats = qkv_context()
+    x, wq, wk, wv, q, k, v = pats
+    mod = aj.parse('''\
+@function
+def main(x: Tensor((2, 4), "float64"), w: Tensor((4, 3), "float64")) -> Tensor((2, 3), "float64"):
+    a: Tensor((2, 3), "float64") = matmul(x, w)
+    b: Tensor((2, 3), "float64") = matmul(x, w)
+    c: Tensor((2, 3), "float64") = matmul(x, w)
+    d: Tensor((2, 3), "float64") = matmul(x, w)
+    e: Tensor((2, 3), "float64") = matmul(x, w)
+    f: Tensor((2, 3), "float64") = matmul(x, w)
+    s1: Tensor((2, 3), "float64") = add(a, b)
+    s2: Tensor((2, 3), "float64") = add(c, d)
+    s3: Tensor((2, 3), "float64") = add(e, f)
+    s4: Tensor((2, 3), "float64") = add(s1, s2)
+    s5: Tensor((2, 3), "float64") = add(s4, s3)
+    return s5
+''')
+    groups = []
+
+    def record(m, bindings):
+        groups.append([m[r].name_hint for r in (q, k, v)])
+        return qkv_rewriter(pats)(m, bindings)
+
+    out = rewrite(ctx, record, mod)
+    assert groups == [["a", "b", "c"], ["d", "e", "f"]]
+    assert ops_of(out).count("concat") == 1  # both groups concat (w, w, w): bound once
+    assert ops_of(out).count("matmul") == 1  # ... and so is the matmul of x by it
+    same_numbers(mod, out)
+
+
+def test_matmuls_on_other_lhs_or_too_few_are_untouched():
+    ctx, pats = qkv_context()
+    mod = aj.parse('''\
+@function
+def main(x: Tensor((2, 4), "float64"), y: Tensor((2, 4), "float64"), w: Tensor((4, 3), "float64")) -> Tensor((2, 3), "float64"):
+    a: Tensor((2, 3), "float64") = matmul(x, w)
+    b: Tensor((2, 3), "float64") = matmul(y, w)
+    c: Tensor((2, 3), "float64") = matmul(x, w)
+    d: Tensor((2, 3), "float64") = add(a, b)
+    e: Tensor((2, 3), "float64") = add(d, c)
+    return e
+''')
+    assert rewrite(ctx, qkv_rewriter(pats), mod) is mod
+
+
+def test_unrelated_matmuls_stay_as_they_are_beside_a_rewritten_group():
+    ctx, pats = qkv_context()
+    text = QKV.replace('wv: Tensor((4, 3), "float64")', 'wv: Tensor((4, 3), "float64"), y: Tensor((2, 4), "float64")')
+    text = text.replace("    return (q, k, v)", """\
+    a: Tensor((2, 3), "float64") = matmul(y, wq)
+    b: Tensor((2, 3), "float64") = matmul(y, wk)
+    return (q, k, v, a, b)""").replace("-> Tuple(", '-> Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), ')
+    mod = aj.parse(text)
+    out = rewrite(ctx, qkv_rewriter(pats), mod)
+    assert ops_of(out) == ["concat", "matmul", "split", "matmul", "matmul"]
+    assert out.script().endswith("""\
+    a: Tensor((2, 3), "float64") = matmul(y, wq)
+    b: Tensor((2, 3), "float64") = matmul(y, wk)
+    return (q, k, v, a, b)
+""")
+    same_numbers(mod, out)
+
+
+# ---- re-ordering ----
+
+def test_a_weight_bound_after_the_first_branch_is_moved_before_the_new_values():
+    ctx, pats = qkv_context()
+    mod = aj.parse('''\
+@function
+def main(x: Tensor((2, 4), "float64"), wq: Tensor((4, 3), "float64"), wk_t: Tensor((3, 4), "float64"), wv: Tensor((4, 3), "float64")) -> Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), Tensor((2, 3), "float64")):
+    q: Tensor((2, 3), "float64") = matmul(x, wq)
+    wk: Tensor((4, 3), "float64") = permute_dims(wk_t)
+    k: Tensor((2, 3), "float64") = matmul(x, wk)
+    v: Tensor((2, 3), "float64") = matmul(x, wv)
+    return (q, k, v)
+''')
+    out = rewrite(ctx, qkv_rewriter(pats), mod)
+    assert out.script() == '''\
+@function
+def main(x: Tensor((2, 4), "float64"), wq: Tensor((4, 3), "float64"), wk_t: Tensor((3, 4), "float64"), wv: Tensor((4, 3), "float64")) -> Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), Tensor((2, 3), "float64")):
+    wk: Tensor((4, 3), "float64") = permute_dims(wk_t)
+    lv: Tensor((4, 9), "float64") = concat((wq, wk, wv), axis=1)
+    lv_1: Tensor((2, 9), "float64") = matmul(x, lv)
+    lv_2: Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), Tensor((2, 3), "float64")) = split(lv_1, 3, axis=1)
+    q: Tensor((2, 3), "float64") = lv_2[0]
+    k: Tensor((2, 3), "float64") = lv_2[1]
+    v: Tensor((2, 3), "float64") = lv_2[2]
+    return (q, k, v)
+'''
+    same_numbers(mod, out)
+
+
+def test_a_chain_of_later_bindings_moves_in_one_pass():
+    """q's new value uses the last of a chain of 500 bindings after it."""
+    with P.PatternContext() as ctx:
+        q = P.is_op("tanh")(P.wildcard())
+    lines = [f'    c{i}: Tensor((3,), "float64") = negative({"y" if i == 0 else f"c{i - 1}"})' for i in range(500)]
+    mod = aj.parse('''\
+@function
+def main(x: Tensor((3,), "float64"), y: Tensor((3,), "float64")) -> Tensor((3,), "float64"):
+    q: Tensor((3,), "float64") = tanh(x)
+''' + "\n".join(lines) + '''
+    r: Tensor((3,), "float64") = add(q, c499)
+    return r
+''')
+    last = mod["main"].bindings[-2].var
+    calls = []
+
+    def once(m, bindings):
+        calls.append(1)
+        if len(calls) > 1:
+            return {}
+        return {m[q]: aj.op.add(aj.op.tanh(bindings[m[q]].args[0]), aj.op.multiply(last, 0.0))}
+
+    out = rewrite(ctx, once, mod)
+    names = [b.var.name_hint for b in out["main"].bindings]
+    assert names.index("c499") < names.index("q") < names.index("r")
+    same_numbers(mod, out)
+
+
+# ---- repeated roots ----
+
+def repeated_context():
+    with P.PatternContext() as ctx:
+        x = P.wildcard()
+        w = P.wildcard()
+        mm = P.is_op("matmul")(x, w)
+        branches = P.repeated(mm)
+        x.used_by(mm, 0)
+    return ctx, x, w, mm, branches
+
+
+def parallel_matmuls(n, lhs=1):
+    params = [f'x{j}: Tensor((2, 4), "float64")' for j in range(lhs)]
+    params += [f'w{i}: Tensor((4, {1 + i % 3}), "float64")' for i in range(n)]
+    lines = [f'    m{i}: Tensor((2, {1 + i % 3}), "float64") = matmul(x{i % lhs}, w{i})' for i in range(n)]
+    t = ", ".join(f'Tensor((2, {1 + i % 3}), "float64")' for i in range(n))
+    outs = ", ".join(f"m{i}" for i in range(n)) + ("," if n == 1 else "")
+    return aj.parse("@function\n" + f"def main({', '.join(params)}) -> Tuple({t}):\n" + "\n".join(lines) +
+                    f"\n    return ({outs})\n")
+
+
+def combine_all(x, w, branches, seen):
+    def rewriter(m, bindings):
+        vars_ = m[branches]
+        seen.append(len(vars_))
+        if len(vars_) < 2:
+            return {}
+        widths = [int(var.type.shape[1]) for var in vars_]
+        splits = list(np.cumsum(widths)[:-1])
+        s = aj.op.split(aj.op.matmul(m[x], aj.op.concat(m[w], axis=1)), [int(i) for i in splits], axis=1)
+        return {var: s[i] for i, var in enumerate(vars_)}
+    return rewriter
+
+
+@pytest.mark.parametrize("n", [1, 2, 13, 100, 1000])
+def test_a_repeated_root_matches_any_number_of_branches(n):
+    ctx, x, w, mm, branches = repeated_context()
+    mod = parallel_matmuls(n)
+    seen = []
+    out = rewrite(ctx, combine_all(x, w, branches, seen), mod)
+    assert seen[0] == n
+    assert ops_of(out).count("matmul") == 1
+    if n > 1:
+        assert seen == [n, 1]  # the second walk sees the one combined matmul, and leaves it
+        assert ops_of(out).count("split") == 1
+    if n <= 100:
+        same_numbers(mod, out)
+
+
+def test_repeated_branches_are_grouped_by_their_shared_lhs():
+    ctx, x, w, mm, branches = repeated_context()
+    mod = parallel_matmuls(7, lhs=2)
+    seen = []
+    out = rewrite(ctx, combine_all(x, w, branches, seen), mod)
+    assert seen[:2] == [4, 3]
+    assert ops_of(out).count("matmul") == 2
+    same_numbers(mod, out)
+
+
+def test_captures_of_a_repeated_root_are_lists_but_shared_ones_are_single():
+    ctx, x, w, mm, branches = repeated_context()
+    mod = parallel_matmuls(3)
+    got = {}
+
+    def look(m, bindings):
+        got.update(x=m[x], w=m[w], mm=m[mm], branches=m[branches])
+        return {}
+
+    rewrite(ctx, look, mod)
+    assert got["x"].name_hint == "x0"
+    assert [v.name_hint for v in got["w"]] == ["w0", "w1", "w2"]
+    assert [v.name_hint for v in got["mm"]] == [v.name_hint for v in got["branches"]] == ["m0", "m1", "m2"]
+
+
+# ---- edges ----
+
+MM_ADD = '''\
+@function
+def main(x: Tensor((3, 3), "float64"), y: Tensor((3, 3), "float64")) -> Tensor((3, 3), "float64"):
+    a: Tensor((3, 3), "float64") = matmul(x, y)
+    b: Tensor((3, 3), "float64") = add(y, a)
+    c: Tensor((3, 3), "float64") = multiply(b, a)
+    return c
+'''
+
+
+def fused_add(mm, add, calls):
+    def rewriter(m, bindings):
+        calls.append((m[mm].name_hint, m[add].name_hint))
+        return {}
+    return rewriter
+
+
+@pytest.mark.parametrize("index,expected", [(None, [("a", "b")]), (1, [("a", "b")]), (0, [])])
+def test_used_by_ties_two_roots_through_an_arg(index, expected):
+    with P.PatternContext() as ctx:
+        mm = P.is_op("matmul")(P.wildcard(), P.wildcard())
+        add = P.is_op("add")(P.wildcard(), P.wildcard())
+        assert mm.used_by(add, index) is add
+    calls = []
+    rewrite(ctx, fused_add(mm, add, calls), aj.parse(MM_ADD))
+    assert calls == expected
+
+
+def test_used_by_false_when_the_add_does_not_use_the_matmul():
+    with P.PatternContext() as ctx:
+        mm = P.is_op("matmul")(P.wildcard(), P.wildcard())
+        add = P.is_op("add")(P.wildcard(), P.wildcard())
+        mm.used_by(add)
+    calls = []
+    rewrite(ctx, fused_add(mm, add, calls), aj.parse(MM_ADD.replace("add(y, a)", "add(y, x)")))
+    assert calls == []
+
+
+@pytest.mark.parametrize("text,expected", [
+    (MM_ADD, []),  # a is used by the multiply too
+    (MM_ADD.replace("multiply(b, a)", "multiply(b, b)"), [("a", "b")]),
+    (MM_ADD.replace("multiply(b, a)", "multiply(b, b)").replace("return c", "return (c, a)")
+     .replace('-> Tensor((3, 3), "float64"):', '-> Tuple(Tensor((3, 3), "float64"), Tensor((3, 3), "float64")):'), []),
+])
+def test_only_used_by_requires_every_use_to_be_the_target(text, expected):
+    with P.PatternContext() as ctx:
+        mm = P.is_op("matmul")(P.wildcard(), P.wildcard())
+        add = P.is_op("add")(P.wildcard(), P.wildcard())
+        mm.only_used_by(add)
+    calls = []
+    rewrite(ctx, fused_add(mm, add, calls), aj.parse(text))
+    assert calls == expected
+
+
+def test_edges_chain_and_can_rewrite_across_roots():
+    with P.PatternContext() as ctx:
+        mm = P.is_op("matmul")(P.wildcard(), P.wildcard())
+        add = P.is_op("add")(P.wildcard(), P.wildcard())
+        mul = P.is_op("multiply")(P.wildcard(), P.wildcard())
+        assert mm.used_by(add).used_by(mul) is mul
+    mod = aj.parse(MM_ADD)
+
+    def double(m, bindings):
+        return {m[mul]: aj.op.multiply(bindings[m[mul]].args[0], aj.op.add(m[mm], 0.0))}
+
+    calls = []
+
+    def once(m, bindings):
+        calls.append(1)
+        return double(m, bindings) if len(calls) == 1 else {}
+
+    out = rewrite(ctx, once, mod)
+    assert ops_of(out) == ["matmul", "add", "add", "multiply"]
+    same_numbers(mod, out)
+
+
+def test_only_used_by_on_a_repeated_root_requires_no_other_use_of_the_lhs():
+    with P.PatternContext() as ctx:
+        x = P.is_var()
+        mm = P.is_op("matmul")(x, P.wildcard())
+        branches = P.repeated(mm)
+        x.only_used_by(mm, 0)
+    seen = []
+
+    def look(m, bindings):
+        seen.append(len(m[branches]))
+        return {}
+
+    rewrite(ctx, look, parallel_matmuls(3))
+    assert seen == [3]
+    text = parallel_matmuls(3).script().replace("return (m0", "return (x0, m0").replace(
+        "-> Tuple(", '-> Tuple(Tensor((2, 4), "float64"), ')
+    seen.clear()
+    rewrite(ctx, look, aj.parse(text))
+    assert seen == []
+
+
+def test_an_edge_outside_a_context_is_an_error():
+    a, b = P.wildcard(), P.is_op("relu")(P.wildcard())
+    with pytest.raises(aj.Error, match="no P.PatternContext is active"):
+        a.used_by(b)
+    with P.PatternContext():
+        with pytest.raises(aj.Error, match="arg index"):
+            a.used_by(b, -1)
+        with pytest.raises(aj.Error, match="expected a pattern"):
+            a.only_used_by("relu")
+
+
+def test_an_edge_to_a_pattern_in_no_root_is_an_error():
+    stray = P.is_const()
+    with P.PatternContext() as ctx:
+        mm = P.is_op("matmul")(P.wildcard(), P.wildcard())
+        stray.used_by(mm)
+    with pytest.raises(aj.Error, match="in no root"):
+        P.rewrite_bindings(ctx, lambda m, b: {}, aj.parse(MM_ADD))
+
+
+# ---- the context ----
+
+def test_contexts_nest_and_register_in_the_innermost():
+    assert P.PatternContext.current() is None
+    with P.PatternContext() as outer:
+        a = P.is_op("relu")(P.wildcard())
+        with P.PatternContext() as inner:
+            assert P.PatternContext.current() is inner
+            b = P.is_op("tanh")(P.wildcard())
+        assert P.PatternContext.current() is outer
+    assert P.PatternContext.current() is None
+    assert outer.roots == (a,) and inner.roots == (b,)
+    assert len(outer.patterns) == 2 and len(inner.patterns) == 2
+
+
+def test_roots_are_the_patterns_no_other_uses_and_add_makes_more():
+    with P.PatternContext() as ctx:
+        x = P.wildcard()
+        mm = P.is_op("matmul")(x, P.wildcard())
+        typed = mm.has_dtype("float64")
+        const = P.is_const()
+    assert ctx.roots == (typed,)  # x and mm are operands; a constant matches no call
+    assert ctx.add(mm) is mm and ctx.roots == (typed, mm)
+    with pytest.raises(aj.Error, match="can match no call"):
+        ctx.add(const)
+
+
+def test_repr_is_readable():
+    with P.PatternContext() as ctx:
+        x = P.wildcard(name="x")
+        mm = P.is_op("matmul")(x, P.wildcard())
+        add = P.is_op("add")(mm, P.wildcard())
+        r = P.is_op("relu")(P.wildcard())
+        mm.only_used_by(add, 0)
+    assert repr(ctx) == ("PatternContext(roots=[add(matmul(x, _), _), relu(_)], "
+                         "edges=[matmul(x, _) only_used_by add(matmul(x, _), _) (arg 0)])")
+    assert repr(P.PatternContext()) == "PatternContext(roots=[])"
+
+
+def test_names_are_shared_between_roots_and_readable_in_matchings():
+    with P.PatternContext() as ctx:
+        q = P.is_op("matmul")(P.wildcard(name="x"), P.wildcard())
+        k = P.is_op("matmul")(P.wildcard(name="x"), P.wildcard())
+    mod = aj.parse('''\
+@function
+def main(x: Tensor((4, 4), "float64"), w: Tensor((4, 4), "float64")) -> Tensor((4, 4), "float64"):
+    a: Tensor((4, 4), "float64") = matmul(w, x)
+    b: Tensor((4, 4), "float64") = matmul(x, w)
+    c: Tensor((4, 4), "float64") = matmul(x, x)
+    d: Tensor((4, 4), "float64") = add(a, b)
+    e: Tensor((4, 4), "float64") = add(d, c)
+    return e
+''')
+    got = []
+    rewrite(ctx, lambda m, b: got.append((m["x"].name_hint, m[q].name_hint, m[k].name_hint)), mod)
+    assert got == [("x", "b", "c")]  # a's LHS is w, which no other matmul has
+
+
+def test_a_function_is_rewritten_as_a_function():
+    ctx, pats = qkv_context()
+    fn = aj.parse(QKV)["main"]
+    out = P.rewrite_bindings(ctx, qkv_rewriter(pats), fn)
+    assert isinstance(out, aj.Function) and out.name == "main"
+    assert ops_of(aj.parse(out.script())) == ["concat", "matmul", "split"]
+
+
+def test_every_function_of_a_module_is_rewritten():
+    ctx, pats = qkv_context()
+    text = QKV + "\n" + QKV.replace("def main", "def other")
+    out = rewrite(ctx, qkv_rewriter(pats), aj.parse(text))
+    assert ops_of(out, "main") == ops_of(out, "other") == ["concat", "matmul", "split"]
+
+
+# ---- bad input ----
+
+def test_a_new_value_of_another_shape_is_a_type_error_naming_the_var():
+    ctx, (x, wq, wk, wv, q, k, v) = qkv_context()
+    mod = aj.parse(QKV)
+    with pytest.raises(aj.TypeInferenceError, match=r"function 'main': the new value for 'k' has type "
+                                                    r"Tensor\(\(2, 4\), \"float64\"\)"):
+        P.rewrite_bindings(ctx, lambda m, b: {m[q]: aj.op.negative(m[q]), m[k]: m[x]}, mod)
+    assert mod.script() == QKV
+
+
+def test_a_new_value_of_another_dtype_is_a_type_error_naming_the_var():
+    ctx, (x, wq, wk, wv, q, k, v) = qkv_context()
+    mod = aj.parse(QKV)
+    with pytest.raises(aj.TypeInferenceError, match=r"function 'main': the new value for 'v' has type "
+                                                    r"Tensor\(\(2, 3\), \"float32\"\)"):
+        P.rewrite_bindings(ctx, lambda m, b: {m[v]: aj.op.astype(m[v], "float32")}, mod)
+    assert mod.script() == QKV
+
+
+def test_a_new_value_that_is_no_expr_is_a_type_error_naming_the_var():
+    ctx, (x, wq, wk, wv, q, k, v) = qkv_context()
+    with pytest.raises(aj.TypeInferenceError, match="the new value for 'q' is list, not an aj.Expr"):
+        P.rewrite_bindings(ctx, lambda m, b: {m[q]: [m[x]]}, aj.parse(QKV))
+
+
+def test_an_exception_in_the_rewriter_propagates_with_its_traceback():
+    ctx, pats = qkv_context()
+    mod = aj.parse(QKV)
+
+    class Boom(Exception):
+        pass
+
+    def exploding(m, bindings):
+        raise Boom("inside the rewriter")
+
+    with pytest.raises(Boom, match="inside the rewriter") as info:
+        P.rewrite_bindings(ctx, exploding, mod)
+    frames = [f.name for f in traceback.extract_tb(info.value.__traceback__)]
+    assert "exploding" in frames
+    assert mod.script() == QKV
+
+
+def test_a_context_that_cannot_match_changes_nothing():
+    with P.PatternContext() as ctx:
+        P.is_op("matmul")(P.is_const(), P.wildcard())
+        P.is_op("conv2d")(P.wildcard(), P.wildcard())
+    mod = aj.parse(QKV)
+    assert P.rewrite_bindings(ctx, lambda m, b: 1 / 0, mod) is mod
+    with P.PatternContext() as empty:
+        P.is_const()
+    assert P.rewrite_bindings(empty, lambda m, b: 1 / 0, mod) is mod
+
+
+@pytest.mark.parametrize("answer,error,message", [
+    (lambda m, pats: [1], aj.Error, "it must return a dict"),
+    (lambda m, pats: {"q": m[pats[4]]}, aj.Error, "a key of the rewriter's dict is str"),
+    (lambda m, pats: {m[pats[0]]: m[pats[0]]}, aj.TransformError, "new value for param 'x'"),
+    (lambda m, pats: {m[pats[4]]: aj.op.add(m[pats[5]], 0.0), m[pats[5]]: aj.op.add(m[pats[4]], 0.0)},
+     aj.TransformError, r"make '(q|k)' depend on itself \((q|k) -> (q|k) -> (q|k)\)"),
+    (lambda m, pats: {m[pats[4]]: aj.op.negative(m[pats[4]])}, aj.TransformError, "make 'q' depend on itself"),
+    (lambda m, pats: {m[pats[4]]: aj.op.negative(aj.Var("ghost", m[pats[4]].type))}, aj.TransformError,
+     "uses 'ghost', which the function does not define"),
+])
+def test_bad_answers_are_errors_naming_the_var_and_change_nothing(answer, error, message):
+    ctx, pats = qkv_context()
+    mod = aj.parse(QKV)
+    with pytest.raises(error, match=message):
+        P.rewrite_bindings(ctx, lambda m, b: answer(m, pats), mod)
+    assert mod.script() == QKV
+
+
+def test_two_matches_giving_one_var_different_values_is_an_error():
+    ctx, (x, wq, wk, wv, q, k, v) = qkv_context()
+    mod = qkv_groups(2, extra="""
+    z: Tensor((2, 3), "float64") = add(q0, q1)""")
+    z = mod["main"].bindings[-1].var
+    with pytest.raises(aj.TransformError, match="two matches give different new values for 'z'"):
+        P.rewrite_bindings(ctx, lambda m, b: {z: aj.op.add(m[q], m[k])}, mod)
+
+
+def test_rewrites_that_never_stop_are_an_error():
+    with P.PatternContext() as ctx:
+        t = P.is_op("tanh")(P.wildcard())
+    mod = aj.parse(QKV.replace("matmul(x, wq)", "matmul(x, wq)\n    t: Tensor((2, 3), \"float64\") = tanh(q)")
+                   .replace("return (q, k, v)", "return (t, k, v)"))
+    with pytest.raises(aj.TransformError, match="still gives new values after 3 walks"):
+        P.rewrite_bindings(ctx, lambda m, b: {m[t]: aj.op.tanh(aj.op.add(b[m[t]].args[0], 0.0))}, mod, max_rounds=3)
+
+
+@pytest.mark.parametrize("args,message", [
+    (("ctx", lambda m, b: {}, "mod"), "expected a P.PatternContext"),
+    ((None, 3, "mod"), "the rewriter must be callable"),
+    ((None, lambda m, b: {}, "mod"), "expected an aj.Module or aj.Function"),
+])
+def test_bad_arguments_are_errors(args, message):
+    ctx, _ = qkv_context()
+    args = tuple(ctx if a is None else a for a in args)
+    with pytest.raises(aj.Error, match=message):
+        P.rewrite_bindings(*args)
+
+
+def test_a_pattern_shared_by_roots_inside_a_run_is_an_error():
+    with P.PatternContext() as ctx:
+        x = P.wildcard()
+        P.is_op("concat")(P.is_tuple([P.repeated(x)]))
+        P.is_op("relu")(x)
+    with pytest.raises(aj.Error, match="shared by roots but inside a run"):
+        P.rewrite_bindings(ctx, lambda m, b: {}, aj.parse(QKV))
+
+
+# ---- a property ----
+
+@st.composite
+def parallel_programs(draw):
+    """Matmuls of a few LHS, in a random order, some LHS with several."""
+    counts = draw(st.lists(st.integers(0, 7), min_size=1, max_size=4))
+    order = draw(st.permutations([j for j, c in enumerate(counts) for _ in range(c)]))
+    return counts, order
+
+
+@given(parallel_programs())
+def test_qkv_combine_keeps_what_programs_compute(program):
+    counts, order = program
+    if not order:
+        return
+    params = [f'x{j}: Tensor((2, 3), "float64")' for j in range(len(counts))]
+    params += [f'w{i}: Tensor((3, 2), "float64")' for i in range(len(order))]
+    lines = [f'    m{i}: Tensor((2, 2), "float64") = matmul(x{j}, w{i})' for i, j in enumerate(order)]
+    acc = "m0"
+    for i in range(1, len(order)):
+        lines.append(f'    s{i}: Tensor((2, 2), "float64") = add({acc}, m{i})')
+        acc = f"s{i}"
+    mod = aj.parse("@function\n" + f'def main({", ".join(params)}) -> Tensor((2, 2), "float64"):\n' +
+                   "\n".join(lines) + f"\n    return {acc}\n")
+    ctx, pats = qkv_context(P.is_var)  # params only: a combined matmul (of a concat) is no branch
+    out = rewrite(ctx, qkv_rewriter(pats), mod)
+    groups = sum(c // 3 for c in counts)
+    assert ops_of(out).count("split") == groups
+    assert ops_of(out).count("matmul") == len(order) - 2 * groups
+    same_numbers(mod, out)
