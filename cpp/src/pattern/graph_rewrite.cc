@@ -1,13 +1,14 @@
-// rewrite_graph and replace_bindings (pattern/graph_rewrite.h): checking a
+// rewrite_graph and replace_values (pattern/graph_rewrite.h): checking a
 // walk's replacements, binding their values in A-normal form with equal new
-// values bound once, and the stable topological sort that puts every
-// binding after what it uses.
+// values bound once, then (transform/binding_order.h) every binding put
+// after what it uses.
 #include "adjoint/pattern/graph_rewrite.h"
 
 #include <algorithm>
 
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/support/error.h"
+#include "adjoint/transform/binding_order.h"
 #include "adjoint/transform/common_values.h"
 #include "adjoint/transform/passes.h"
 
@@ -143,66 +144,35 @@ class NewBindings {
   std::vector<Memo> memo_;
 };
 
-[[noreturn]] void cycle_error(const std::string& name, const std::vector<Binding>& bindings,
-                              const std::vector<std::pair<uint32_t, uint32_t>>& stack, uint32_t again) {
-  std::string path;
-  auto from = std::find_if(stack.begin(), stack.end(), [&](const auto& f) { return f.first == again; });
-  for (auto it = from; it != stack.end(); ++it) path += bindings[it->first].var->name_hint() + " -> ";
-  path += bindings[again].var->name_hint();
-  throw TransformError(str(where(name), "the new values make '", bindings[again].var->name_hint(),
-                           "' depend on itself (", path, ")"));
+[[noreturn]] void cycle_error(const std::string& name, const std::vector<Binding>& bindings) {
+  std::vector<uint8_t> stuck = bindings_on_cycles(bindings);
+  std::string first, names;
+  size_t listed = 0;
+  for (size_t i = 0; i < bindings.size(); ++i) {
+    if (!stuck[i]) continue;
+    const std::string& hint = bindings[i].var->name_hint();
+    if (first.empty()) first = hint;
+    if (listed++ < 8) names += (names.empty() ? "" : ", ") + hint;
+  }
+  if (listed > 8) names += str(", and ", listed - 8, " more");
+  throw TransformError(str(where(name), "the new values make '", first, "' depend on itself (no order puts ",
+                           names, " after what they use)"));
 }
 
-// The bindings with each after the bindings of the vars it uses: a
-// depth-first visit in the given order, so bindings already in order stay
-// as they are. Iterative (a chain of any length), linear in the size.
+// The bindings with each after the bindings of the vars it uses, otherwise
+// in their order (transform/binding_order.h); a TransformError on a cycle.
 std::vector<Binding> in_dependency_order(std::vector<Binding> bindings, const std::string& name) {
-  size_t n = bindings.size();
-  std::vector<const VarNode*> vars;
-  vars.reserve(n);
-  for (const Binding& b : bindings) vars.push_back(b.var.get());
-  VarIndexMap position(vars);
-  std::vector<uint32_t> start(n + 1), deps;  // deps of binding i: deps[start[i] .. start[i + 1])
-  for (size_t i = 0; i < n; ++i) {
-    start[i] = static_cast<uint32_t>(deps.size());
-    for_each_var_use(bindings[i].value, [&](const VarNode* v) {
-      int64_t d = position(v);
-      if (d >= 0) deps.push_back(static_cast<uint32_t>(d));
-    });
-  }
-  start[n] = static_cast<uint32_t>(deps.size());
-  enum : uint8_t { kNew, kOpen, kDone };
-  std::vector<uint8_t> state(n, kNew);
-  std::vector<std::pair<uint32_t, uint32_t>> stack;  // (binding, next dep)
+  std::optional<std::vector<uint32_t>> order = stable_dependency_order(bindings);
+  if (!order) cycle_error(name, bindings);
   std::vector<Binding> out;
-  out.reserve(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    if (state[i] != kNew) continue;
-    state[i] = kOpen;
-    stack.push_back({i, start[i]});
-    while (!stack.empty()) {
-      auto [b, next] = stack.back();
-      if (next == start[b + 1]) {
-        state[b] = kDone;
-        out.push_back(bindings[b]);
-        stack.pop_back();
-        continue;
-      }
-      stack.back().second = next + 1;
-      uint32_t d = deps[next];
-      if (state[d] == kOpen) cycle_error(name, bindings, stack, d);
-      if (state[d] == kNew) {
-        state[d] = kOpen;
-        stack.push_back({d, start[d]});
-      }
-    }
-  }
+  out.reserve(bindings.size());
+  for (uint32_t i : *order) out.push_back(std::move(bindings[i]));
   return out;
 }
 
 }  // namespace
 
-Function replace_bindings(const Function& fn, const std::string& name, const DataflowIndex& index,
+Function replace_values(const Function& fn, const std::string& name, const DataflowIndex& index,
                           const std::vector<GraphReplacement>& replacements) {
   bool backward = false;
   std::vector<const Expr*> given = checked_replacements(*fn, name, index, replacements, backward);
@@ -233,7 +203,7 @@ Function rewrite_graph(const Function& fn, const std::string& name, const GraphP
       std::vector<GraphReplacement> r = rewriter(m, w);
       replacements.insert(replacements.end(), std::make_move_iterator(r.begin()), std::make_move_iterator(r.end()));
     }
-    Function out = replace_bindings(current, name, index, replacements);
+    Function out = replace_values(current, name, index, replacements);
     if (!out) return current;
     if (walk == max_rounds)
       throw TransformError(str(where(name), "the rewriter still gives new values after ", max_rounds,

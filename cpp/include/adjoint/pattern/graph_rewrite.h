@@ -5,7 +5,7 @@
 //
 // rewrite_graph, per function, repeated until a walk rewrites nothing:
 //   1. Match (pattern/graph.h) and call the rewriter on each match in order.
-//   2. Apply the walk's replacements (replace_bindings): each replaced var
+//   2. Apply the walk's replacements (replace_values): each replaced var
 //      keeps its name and must keep its type; its new value is bound in
 //      A-normal form where the var was bound, nested calls and tuple items
 //      to fresh vars, a value equal to one bound before in this walk once.
@@ -54,7 +54,7 @@ Module rewrite_graph(const Module& mod, const GraphPattern& gp, const GraphRewri
 
 // Steps 2 and 3 for one walk's replacements, in order; nullptr when every
 // replacement is the value the var already has.
-Function replace_bindings(const Function& fn, const std::string& name, const DataflowIndex& index,
+Function replace_values(const Function& fn, const std::string& name, const DataflowIndex& index,
                           const std::vector<GraphReplacement>& replacements);
 
 }  // namespace aj
