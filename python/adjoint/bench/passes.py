@@ -17,13 +17,7 @@
 3. Where SimplifyGradient starts turning a matmul against a broadcast scalar
    (the seed of a sum or mean loss) into a sum: one matmul instruction vs a
    sum and a broadcast_to, by size. The rule applies from 2 * 32^3 FLOPs.
-4. CombineParallelMatmul then ReorderPermuteDimsAfterConcat on 1k, 10k and
-   100k QKV groups (graphs.qkv_groups: q, k, v = x @ wq.T, x @ wk.T,
-   x @ wv.T per group), each size in a fresh process, with the time per
-   group. Goal: 10k groups under 0.5 s, and linear: the time per group at
-   100k at most 1.5 times the one at 10k (quadratic would be 10 times; 1k
-   groups fit in the caches, so their time per group is lower).
-5. The training step of the transformer block: its adjoint (Gradient) run
+4. The training step of the transformer block: its adjoint (Gradient) run
    as it is and after CombineParallelMatmul, ReorderPermuteDimsAfterConcat
    and DeadCodeElimination before Gradient (one matmul per direction for
    the QKV projection instead of three): matmuls and run time.
@@ -41,7 +35,7 @@ import numpy as np
 
 import adjoint as aj
 from adjoint.bench import median_seconds, print_table
-from adjoint.bench.graphs import mlp, qkv_groups, transformer_block
+from adjoint.bench.graphs import mlp, transformer_block
 
 SIZES = (10_000, 100_000, 200_000)
 SHAPES = ("chain", "dag", "random dag")
@@ -193,39 +187,8 @@ def broadcast_matmul_crossover(repeat: int) -> None:
     print_table(["n", "matmul FLOPs", "matmul", "sum + broadcast_to", "faster"], rows)
 
 
-QKV_GROUPS = (1_000, 10_000, 100_000)
 COMBINE = aj.transform.CombineParallelMatmul()
 REORDER = aj.transform.ReorderPermuteDimsAfterConcat()
-
-
-def measure_combine(groups: int, repeat: int) -> tuple[float, float, int]:
-    """Median seconds of CombineParallelMatmul and of ReorderPermuteDimsAfterConcat
-    on its output, for `groups` QKV groups, and the matmuls left."""
-    mod = qkv_groups(groups)
-    combined = COMBINE(mod)
-    t_combine = median_seconds(lambda: COMBINE(mod), repeat, warmup=0, min_total=0.3)
-    t_reorder = median_seconds(lambda: REORDER(combined), repeat, warmup=0, min_total=0.3)
-    return t_combine, t_reorder, count_ops(REORDER(combined)["main"], "matmul")
-
-
-def combine_scaling(repeat: int) -> None:
-    code = ("import json, sys; from adjoint.bench.passes import measure_combine; "
-            "json.dump(measure_combine(int(sys.argv[1]), int(sys.argv[2])), sys.stdout)")
-    rows, totals = [], {}
-    for n in QKV_GROUPS:
-        done = subprocess.run([sys.executable, "-c", code, str(n), str(repeat)], capture_output=True, text=True)
-        if done.returncode != 0:
-            raise RuntimeError(f"measuring CombineParallelMatmul on {n} QKV groups failed:\n{done.stderr}")
-        t_combine, t_reorder, matmuls = json.loads(done.stdout)
-        totals[n] = t_combine + t_reorder
-        rows.append([n, 3 * n, matmuls, t_combine, t_reorder, totals[n], totals[n] / n * 1e6])
-    print(f"CombineParallelMatmul + ReorderPermuteDimsAfterConcat on QKV groups: seconds, median of {repeat} runs, "
-          f"each size in a fresh process")
-    print_table(["groups", "matmuls before", "after", "combine", "reorder", "both", "us/group"], rows)
-    growth = (totals[100_000] / 100_000) / (totals[10_000] / 10_000)
-    ok = totals[10_000] < 0.5 and growth <= 1.5
-    print(f"goal: 10k groups under 0.5 s and linear (time per group at 100k <= 1.5x the one at 10k): "
-          f"{'met' if ok else 'NOT met'} ({totals[10_000]:.3f} s at 10k; per group x{growth:.2f})")
 
 
 def training_step_combined(repeat: int) -> None:
@@ -249,7 +212,5 @@ def run(repeat: int = 3) -> None:
     simplify_effect(max(repeat, 15))
     print()
     broadcast_matmul_crossover(max(repeat, 15))
-    print()
-    combine_scaling(repeat)
     print()
     training_step_combined(max(repeat, 15))
