@@ -5,6 +5,7 @@
 namespace py = pybind11;
 
 namespace aj::bindings {
+void bind_dim_bounds(py::module_& m);
 void bind_errors(py::module_& m);
 void bind_ir(py::module_& m);
 void bind_pattern(py::module_& m);
@@ -21,4 +22,5 @@ PYBIND11_MODULE(_core, m) {
   aj::bindings::bind_transform(m);
   aj::bindings::bind_pattern(m);
   aj::bindings::bind_pattern_rewriter(m);
+  aj::bindings::bind_dim_bounds(m);
 }
