@@ -66,6 +66,8 @@ void bind_dim_bounds(py::module_& m) {
     std::string context = string_arg<TransformError>(where, "where");
     DimBounds b = dim_bounds_arg(bounds, context);
     if (!known.is_none()) {
+      if (!py::isinstance<py::list>(known) && !py::isinstance<py::tuple>(known) && !py::isinstance<py::set>(known))
+        throw TransformError(str(context, ": known symbols: expected a list of str, got ", py_type_name(known)));
       std::set<std::string> symbols;
       for (const auto& s : known) symbols.insert(string_arg<TransformError>(s, context + ": a known symbol"));
       b.require_known(symbols, context);
