@@ -1,7 +1,8 @@
 """aj.analysis.computable_at_compile_time: the weights, then the bindings that
-depend only on weights and constants, in binding order; constant-only values
-without num_input; bad num_input; and (Hypothesis) that the set is closed
-under the uses of its bindings."""
+depend only on weights and constants and whose shapes the weights fix, in
+binding order; constant-only values without num_input; bad num_input; and
+(Hypothesis) that the set is exactly the bindings whose uses are in it and
+whose symbols the weights bind."""
 
 from __future__ import annotations
 
@@ -47,6 +48,21 @@ def test_num_input_bounds():
         "x", "w", "v", "wt", "zero", "shifted", "both", "xw", "out"]
 
 
+def test_a_shape_from_the_inputs_is_not_known_at_compile_time():
+    bb = aj.FunctionBuilder("main", num_input=1)
+    x, w = bb.param("x", ("n", 2), F64), bb.param("w", ("m", 2), F64)
+    by_n = aj.op.zeros(("n", 2), F64, name="by_n")
+    by_m = aj.op.zeros(("m", 2), F64, name="by_m")
+    static = aj.op.zeros((2,), F64, name="static")
+    wsum = aj.op.sum(w, axis=0, name="wsum")
+    w_n = aj.op.add(by_n, wsum, name="w_n")
+    mixed = aj.op.add(x, w_n, name="mixed")
+    m_sum = aj.op.sum(by_m, name="m_sum")
+    f = bb.finish((mixed, m_sum, static))["main"]
+    # by_n and w_n have n rows, a dim of the input x
+    assert names(aj.analysis.computable_at_compile_time(f)) == ["w", "by_m", "static", "wsum", "m_sum"]
+
+
 def test_returns_the_function_s_own_vars():
     f = mixed()
     params = f.params
@@ -79,14 +95,22 @@ def test_the_compile_time_set_is_closed(program):
     ids = {id(v) for v in computable}
     num_input = f.attrs.get("num_input", len(params))
     weights = len(params) - num_input
+    weight_symbols = {d for p in params[num_input:] for d in p.type.shape if isinstance(d, str) and d.isidentifier()}
     assert [id(v) for v in computable[:weights]] == [id(p) for p in params[num_input:]]
     assert [id(v) for v in computable[weights:]] == [id(b.var) for b in bindings if id(b.var) in ids]
     for b in bindings:
         if id(b.var) in ids:
             assert all(id(u) in ids for u in uses(b.value)), b.var.name_hint
-        elif b.value is not None:
-            used = uses(b.value)
-            assert used and not all(id(u) in ids for u in used), b.var.name_hint
+            assert symbols(b.var.type) <= weight_symbols, b.var.name_hint
+        else:
+            fixed = symbols(b.var.type) <= weight_symbols
+            assert not fixed or not all(id(u) in ids for u in uses(b.value)), b.var.name_hint
+
+
+def symbols(t: aj.Type) -> set[str]:
+    if t.is_tuple:
+        return set().union(*map(symbols, t.fields))
+    return {s for d in t.shape if isinstance(d, str) for s in aj.Dim(d).symbols}
 
 
 def uses(e: aj.Expr) -> list[aj.Var]:

@@ -34,7 +34,9 @@ def problems(mod: Module) -> list[str]:
 
 def computable_at_compile_time(fn: Function) -> list[Var]:
     """The weights (params at index >= ``num_input``), then, in binding order,
-    every var whose value depends only on weights and constants. Without
+    every var whose value depends only on weights and constants, and whose
+    shape the weights fix (each of its symbolic dims is a dim of a weight by
+    itself; a dim only the inputs give is not known at compile time). Without
     ``num_input`` every param is an input, and the list holds only the values
     computed from constants alone (``zeros(...)`` and what uses only those).
     A malformed function is an ``aj.VerifyError``."""

@@ -11,16 +11,6 @@
 namespace aj {
 namespace {
 
-void add_symbols(const Type& t, std::set<std::string>& out) {
-  if (t->is_tensor()) {
-    for (const Dim& d : t->shape())
-      if (!d.is_const())
-        for (std::string& s : d.symbols()) out.insert(std::move(s));
-    return;
-  }
-  for (const Type& f : t->fields()) add_symbols(f, out);
-}
-
 // value ** power, as a Dim (overflow throws SizeOverflowError).
 Dim power(const Dim& value, int power) {
   Dim out(1);
@@ -70,8 +60,8 @@ FlopCount count_flops(const FunctionNode& fn, bool compile_time_free) {
 
 std::set<std::string> function_symbols(const FunctionNode& fn) {
   std::set<std::string> out;
-  for (const Var& p : fn.params()) add_symbols(p->type(), out);
-  for (const Binding& b : fn.bindings()) add_symbols(b.var->type(), out);
+  for (const Var& p : fn.params()) add_type_symbols(p->type(), false, out);
+  for (const Binding& b : fn.bindings()) add_type_symbols(b.var->type(), false, out);
   return out;
 }
 
