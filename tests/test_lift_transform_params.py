@@ -299,4 +299,4 @@ def test_time_is_linear_in_the_function_s_size():
         LIFT(mod)
         return time.perf_counter() - start
     seconds(small)
-    assert seconds(large) < 30 * max(seconds(small), 1e-3)
+    assert seconds(large) < 30 * max(seconds(small), 0.01)  # 10x the size; quadratic would be 100x
