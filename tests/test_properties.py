@@ -38,6 +38,9 @@ PASSES = [*GRADIENTS, *OTHERS, T.Sequential(OTHERS), *(T.Sequential([g, p]) for 
 IDEMPOTENT = [T.SimplifyGradient(), T.DeadCodeElimination(), T.EliminateCommonSubexpr(), T.ReorderPermuteDimsAfterConcat(),
               T.CombineParallelMatmul()]
 
+# Passes that change signatures, each with its own property below.
+LIFT = T.LiftTransformParams()
+
 # Passes reorder float sums (SimplifyGradient turns matmuls into sums): results agree to rounding.
 RTOL = 1e-9
 
@@ -96,6 +99,28 @@ def test_every_pass_output_verifies_and_computes_the_same(prog):
         if "main_adjoint" in out:
             assert_close(exe["main_adjoint"](*prog.inputs), raw_adjoint, RTOL, f"{p!r}: main_adjoint")
     assert prog.mod.script() == text, "a pass changed its input module"
+
+
+@given(programs())
+def test_lift_transform_params_computes_the_same(prog):
+    # for main and its adjoints: <f>_transform_params on the weights, then <f>
+    # on the inputs and that result, gives what <f> gave
+    for mod in [prog.mod, T.Gradient(simplify=False)(prog.mod), T.Gradient()(prog.mod)]:
+        want = aj.build(mod)
+        out = LIFT(mod)
+        aj.analysis.verify(out)
+        exe = aj.build(out)
+        for name, fn in mod.functions.items():
+            if "num_input" not in fn.attrs:
+                assert aj.structural_equal(out[name], fn)
+                continue
+            n = fn.attrs["num_input"]
+            lifted = out[name]
+            assert lifted.attrs == fn.attrs and [p.type for p in lifted.params[:n]] == [p.type for p in fn.params[:n]]
+            assert not any(isinstance(b.value, aj.Call) and b.var in set(out[f"{name}_transform_params"].params)
+                           for b in lifted.bindings)
+            transformed = exe[f"{name}_transform_params"](*prog.inputs[n:])
+            assert_close(exe[name](*prog.inputs[:n], *transformed), want[name](*prog.inputs), 0.0, f"lifted {name}")
 
 
 # Ops whose adjoint depends on which of two mathematically equal values

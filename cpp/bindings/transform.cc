@@ -87,6 +87,7 @@ void bind_transform(py::module_& m) {
   m.def("simplify_gradient_rules", [] { return rule_table(simplify_gradient_rules()); },
         "SimplifyGradient's rule table: (name, \"before -> after\") per rule, in the order they are tried.");
   def_pass<reorder_permute_dims_after_concat>(m, "reorder_permute_dims_after_concat", "ReorderPermuteDimsAfterConcat");
+  def_pass<lift_transform_params>(m, "lift_transform_params", "LiftTransformParams");
   m.def("combine_parallel_matmul", [](const py::handle& mod, const py::handle& check) -> PyModule {
     ParallelMatmulCheck group = group_check(check);
     Module in = node_arg<ModuleNode>(mod, "CombineParallelMatmul", "an aj.Module");

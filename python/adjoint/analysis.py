@@ -1,10 +1,11 @@
-"""Analyses of modules: well-formedness and verification."""
+"""Analyses of modules and functions: well-formedness and verification, what
+is computable at compile time, and FLOP estimates."""
 
 from __future__ import annotations
 
 from . import _core
 from .errors import Error
-from .ir import Module
+from .ir import Function, Module, Var
 
 
 def _module(mod: object, what: str) -> Module:
@@ -31,4 +32,33 @@ def problems(mod: Module) -> list[str]:
     return list(_core.verify_problems(_module(mod, "problems")))
 
 
-__all__ = ["well_formed", "verify", "problems"]
+def computable_at_compile_time(fn: Function) -> list[Var]:
+    """The weights (params at index >= ``num_input``), then, in binding order,
+    every var whose value depends only on weights and constants, and whose
+    shape the weights fix (each of its symbolic dims is a dim of a weight by
+    itself; a dim only the inputs give is not known at compile time). Without
+    ``num_input`` every param is an input, and the list holds only the values
+    computed from constants alone (``zeros(...)`` and what uses only those).
+    A malformed function is an ``aj.VerifyError``."""
+    return _core.computable_at_compile_time(fn)
+
+
+def estimate_flops(fn: Function, compile_time_free: bool = False, dims: dict[str, int] | None = None) -> int | str:
+    """The FLOPs of one call of ``fn``: the sum over its bindings of each op's
+    rule (matmul (a, b) x (b, c) is 2abc, batch dims included; elementwise ops
+    one per output element; reductions one per input element; reshapes,
+    permutes, concats and creation none). An ``int`` when every shape is
+    static, else the canonical polynomial text (``"2*m*n*r + 3*m*n"``).
+    ``compile_time_free`` makes the bindings ``computable_at_compile_time``
+    lists free; ``dims`` ({symbol: int}) substitutes symbol values first (an
+    ``aj.Error`` names a symbol the function's shapes do not use)."""
+    return _core.estimate_flops(fn, compile_time_free, dims)
+
+
+def flops_by_op(fn: Function, compile_time_free: bool = False, dims: dict[str, int] | None = None) -> dict[str, int | str]:
+    """``estimate_flops`` per op: {op name: FLOPs} for every op ``fn`` calls,
+    in order of its first call; the values add up to ``estimate_flops``."""
+    return _core.flops_by_op(fn, compile_time_free, dims)
+
+
+__all__ = ["well_formed", "verify", "problems", "computable_at_compile_time", "estimate_flops", "flops_by_op"]

@@ -134,6 +134,30 @@ ReorderPermuteDimsAfterConcat.__doc__ = _rules_docstring(
 )
 
 
+class LiftTransformParams(Pass):
+    """For each function ``f`` with ``num_input``, adds
+    ``f_transform_params(weights...)`` (after ``f``; ``f_transform_params_1``
+    ... when the name is taken) returning a tuple of every weight-dependent
+    value ``f`` can compute at compile time and needs, and of the weights
+    ``f`` uses directly; ``f`` then takes ``(inputs..., transformed...)`` and
+    keeps its ``num_input``. Running ``f_transform_params`` on the weights,
+    then ``f`` on the inputs and its result, gives what ``f`` gave. Bindings
+    that use no weight (``zeros((16,), "int32")``) are not lifted: they stay
+    where they are used, in either function or both. A weight-dependent
+    value of tuple type stays in ``f`` (whose params are tensors), computed
+    there from lifted tensors. A value whose shape has a dim only weights
+    give (``ones(("n",))`` with ``n`` a weight's dim) is lifted, and a weight
+    passes through when ``f`` still needs a dim only it gives. Dead code is
+    removed from both functions;
+    functions without ``num_input`` are unchanged. Linear in the size of the
+    module."""
+
+    name = "LiftTransformParams"
+
+    def transform(self, mod: Module) -> Module:
+        return _core.lift_transform_params(mod)
+
+
 class CombineParallelMatmul(Pass):
     name = "CombineParallelMatmul"
 
@@ -204,4 +228,4 @@ def _names(require: Sequence[str | Var] | str | Var) -> list[str]:
 
 
 __all__ = ["Pass", "Gradient", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyGradient",
-           "ReorderPermuteDimsAfterConcat", "CombineParallelMatmul", "Sequential"]
+           "ReorderPermuteDimsAfterConcat", "LiftTransformParams", "CombineParallelMatmul", "Sequential"]

@@ -264,12 +264,12 @@ void define_reduce(OpRegistry& reg, OpHandle op, TypeRule rule, FlopRule flops, 
 // element); variance three (subtract the mean, square, add).
 void register_reduce_ops(OpRegistry& reg) {
   define_reduce(reg, ops::sum, reduce_type, per_input_element_flops<1>, sum_kernel, sum_vjp);
-  define_reduce(reg, ops::mean, float_reduce_type, per_input_element_flops<2>, mean_kernel, mean_vjp);
+  define_reduce(reg, ops::mean, float_reduce_type, per_input_element_flops<1>, mean_kernel, mean_vjp);
   define_reduce(reg, ops::max, numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<true>,
                 extremum_vjp);
   define_reduce(reg, ops::min, numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<false>,
                 extremum_vjp);
-  define_reduce(reg, ops::variance, float_reduce_type, per_input_element_flops<3>, variance_kernel,
+  define_reduce(reg, ops::variance, float_reduce_type, per_input_element_flops<1>, variance_kernel,
                 variance_vjp);
 }
 

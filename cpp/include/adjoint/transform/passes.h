@@ -57,4 +57,14 @@ Function combine_parallel_matmul(const Function& fn, const ParallelMatmulCheck& 
 // Its rewrites: (name, "before -> after"), one per kind.
 const std::vector<std::pair<std::string, std::string>>& combine_parallel_matmul_rewrites();
 
+// LiftTransformParams: for each function f with num_input, a new function
+// f_transform_params(weights...) returning the tuple of the weight-dependent
+// compile-time values f needs (and the weights f uses directly), added after
+// f (named f_transform_params_1, ... when the name is taken); f then takes
+// (inputs..., transformed...), keeping num_input. Bindings that use no
+// weight stay where they are used, in either function or both; dead code
+// leaves both. Functions without num_input are unchanged. The algorithm is
+// at the top of lift_transform_params.cc.
+Module lift_transform_params(const Module& mod);
+
 }  // namespace aj

@@ -1,0 +1,92 @@
+// Bindings of the compile-time analyses: computable_at_compile_time and the
+// FLOP estimates. Each verifies the function it is given (as
+// aj.analysis.verify would, naming the analysis) and runs with the GIL
+// released. A FLOP count is an int when constant, else its canonical
+// polynomial text.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "adjoint/analysis/compile_time.h"
+#include "adjoint/analysis/flops.h"
+#include "adjoint/analysis/verifier.h"
+#include "convert.h"
+
+namespace py = pybind11;
+
+namespace aj::bindings {
+namespace {
+
+Function verified_function(const py::handle& obj, const std::string& user) {
+  if (!py::isinstance<NamedFunction>(obj))
+    throw Error(str(user, ": expected an aj.Function, got ", obj.is_none() ? "None" : py_type_name(obj)));
+  const auto& f = obj.cast<const NamedFunction&>();
+  py::gil_scoped_release nogil;
+  verify_input(std::make_shared<ModuleNode>(std::vector<std::pair<std::string, Function>>{{f.name, f.fn}}), user);
+  return f.fn;
+}
+
+// {symbol: value} from a dict of str -> non-negative int; every symbol must
+// be one of the function's.
+std::map<std::string, int64_t> symbol_values(const py::handle& dims, const FunctionNode& fn, const std::string& user) {
+  std::map<std::string, int64_t> out;
+  if (dims.is_none()) return out;
+  if (!py::isinstance<py::dict>(dims)) throw Error(str(user, ": dims must be a dict {symbol: int}, got ", py_type_name(dims)));
+  std::set<std::string> known = function_symbols(fn);
+  for (const auto& kv : py::reinterpret_borrow<py::dict>(dims)) {
+    std::string symbol = string_arg(kv.first, user + ": a symbol of dims");
+    int64_t value = int_arg(kv.second, str(user, ": dims[\"", symbol, "\"]"));
+    if (value < 0) throw Error(str(user, ": dims[\"", symbol, "\"] is ", value, ", a dim is never negative"));
+    if (!known.count(symbol)) throw Error(str(user, ": dims names symbol '", symbol, "', which the function's shapes do not use"));
+    out[symbol] = value;
+  }
+  return out;
+}
+
+py::object flops_out(const Dim& d) {
+  if (d.is_const()) return py::int_(d.value());
+  return py::str(d.to_string());
+}
+
+struct Counted {
+  Dim total;
+  std::vector<std::pair<std::string, Dim>> by_op;
+};
+
+Counted counted(const py::handle& fn_arg, const py::handle& compile_time_free, const py::handle& dims,
+                const std::string& user) {
+  bool free = bool_arg(compile_time_free, user + ": compile_time_free");
+  Function fn = verified_function(fn_arg, user);
+  std::map<std::string, int64_t> values = symbol_values(dims, *fn, user);
+  py::gil_scoped_release nogil;
+  FlopCount count = count_flops(*fn, free);
+  Counted out{substitute_symbols(count.total, values), {}};
+  for (auto& [op, flops] : count.by_op) out.by_op.emplace_back(op, substitute_symbols(flops, values));
+  return out;
+}
+
+}  // namespace
+
+void bind_analysis_compile(py::module_& m) {
+  m.def("computable_at_compile_time", [](const py::handle& fn_arg) {
+    Function fn = verified_function(fn_arg, "computable_at_compile_time");
+    std::vector<Var> vars;
+    {
+      py::gil_scoped_release nogil;
+      vars = computable_at_compile_time(*fn);
+    }
+    py::list out;
+    for (const Var& v : vars) out.append(unconst(v));
+    return out;
+  }, py::arg("fn"));
+  m.def("estimate_flops", [](const py::handle& fn, const py::handle& compile_time_free, const py::handle& dims) {
+    return flops_out(counted(fn, compile_time_free, dims, "estimate_flops").total);
+  }, py::arg("fn"), py::arg("compile_time_free"), py::arg("dims"));
+  m.def("flops_by_op", [](const py::handle& fn, const py::handle& compile_time_free, const py::handle& dims) {
+    py::dict out;
+    for (const auto& [op, flops] : counted(fn, compile_time_free, dims, "flops_by_op").by_op)
+      out[py::str(op)] = flops_out(flops);
+    return out;
+  }, py::arg("fn"), py::arg("compile_time_free"), py::arg("dims"));
+}
+
+}  // namespace aj::bindings

@@ -1,0 +1,42 @@
+// What of a function can be computed at compile time: the weights (params at
+// index >= num_input) and every binding whose value uses only weights,
+// constants and other compile-time bindings, and whose shape the weights fix
+// (each symbol of its type is one a weight binds alone: a dim of the inputs
+// is not known at compile time). A binding that uses no var at all
+// (zeros((16,), "int32"), a constant) is compile-time but "constant-only".
+// The weight-dependent bindings are the compile-time ones that use a weight,
+// directly or through earlier bindings, or whose type has a symbol that no
+// input binds alone (zeros(("n",)) with n a dim of a weight only: its shape
+// comes from the weights): what LiftTransformParams moves out. Each is one
+// forward walk over the bindings, linear in the function's size.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "adjoint/analysis/dataflow.h"
+#include "adjoint/ir/function.h"
+
+namespace aj {
+
+// Per binding of the function `index` describes: 1 when its value uses only
+// weights, constants and computable bindings, and its shape's symbols are
+// ones the weights bind.
+std::vector<uint8_t> computable_bindings(const DataflowIndex& index);
+// Adds to `out` the symbols of t's tensor shapes; with bare_only, only those
+// that are a dim by themselves (what the executor binds from a param).
+void add_type_symbols(const Type& t, bool bare_only, std::set<std::string>& out);
+
+// Per binding: 1 when it is computable (`computable`, from
+// computable_bindings) and depends on at least one weight, or on a symbol
+// only weights bind (see the top of this file).
+std::vector<uint8_t> weight_dependent_bindings(const DataflowIndex& index, const std::vector<uint8_t>& computable);
+
+// The weights, then the computable binding vars in binding order. Without
+// num_input every param is an input, so the list holds the constant-only
+// bindings only.
+std::vector<Var> computable_at_compile_time(const FunctionNode& fn);
+
+}  // namespace aj

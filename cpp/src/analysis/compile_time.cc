@@ -1,0 +1,87 @@
+// The compile-time analysis (see analysis/compile_time.h): two forward walks
+// over the bindings, one for "uses only weights and has a shape the weights
+// fix" and one (DataflowIndex::depends_on) for "uses a weight or a symbol
+// only weights bind".
+#include "adjoint/analysis/compile_time.h"
+
+namespace aj {
+namespace {
+
+bool is_weight(const DataflowIndex& index, const VarNode* v) {
+  return index.param_index(v) >= static_cast<int64_t>(index.function().num_input());
+}
+
+// The symbols params [first, last) bind alone.
+std::set<std::string> bound_symbols(const FunctionNode& fn, size_t first, size_t last) {
+  std::set<std::string> out;
+  for (size_t p = first; p < last; ++p) add_type_symbols(fn.params()[p]->type(), true, out);
+  return out;
+}
+
+// Whether every symbol of t is in `symbols`.
+bool symbols_within(const Type& t, const std::set<std::string>& symbols) {
+  std::set<std::string> used;
+  add_type_symbols(t, false, used);
+  for (const std::string& s : used)
+    if (!symbols.count(s)) return false;
+  return true;
+}
+
+}  // namespace
+
+void add_type_symbols(const Type& t, bool bare_only, std::set<std::string>& out) {
+  if (!t->is_tensor()) {
+    for (const Type& f : t->fields()) add_type_symbols(f, bare_only, out);
+    return;
+  }
+  for (const Dim& d : t->shape()) {
+    if (d.is_const()) continue;
+    std::vector<std::string> symbols = d.symbols();
+    if (!bare_only) out.insert(symbols.begin(), symbols.end());
+    else if (d == Dim::symbol(symbols.front())) out.insert(symbols.front());
+  }
+}
+
+std::vector<uint8_t> computable_bindings(const DataflowIndex& index) {
+  const FunctionNode& fn = index.function();
+  const size_t num_params = fn.params().size();
+  const std::set<std::string> weight_symbols = bound_symbols(fn, fn.num_input(), num_params);
+  std::vector<uint8_t> known(index.num_defs(), 0), out(fn.bindings().size(), 0);
+  for (size_t p = fn.num_input(); p < num_params; ++p) known[p] = 1;
+  for (size_t b = 0; b < out.size(); ++b) {
+    const Binding& binding = fn.bindings()[b];
+    bool all = symbols_within(binding.var->type(), weight_symbols);
+    if (all)
+      for_each_var_use(binding.value, [&](const VarNode* v) {
+        int64_t d = index.def_index(v);
+        all = all && d >= 0 && known[static_cast<size_t>(d)];
+      });
+    out[b] = known[num_params + b] = all;
+  }
+  return out;
+}
+
+std::vector<uint8_t> weight_dependent_bindings(const DataflowIndex& index, const std::vector<uint8_t>& computable) {
+  const FunctionNode& fn = index.function();
+  const std::set<std::string> input_symbols = bound_symbols(fn, 0, fn.num_input());
+  std::vector<uint8_t> weight_shaped(computable.size(), 0);  // a symbol of its type is not the inputs'
+  for (size_t b = 0; b < computable.size(); ++b)
+    weight_shaped[b] = computable[b] && !symbols_within(fn.bindings()[b].var->type(), input_symbols);
+  std::vector<uint8_t> out = index.depends_on([&](const VarNode* v) {
+    int64_t b = index.binding_index(v);
+    return b < 0 ? is_weight(index, v) : weight_shaped[static_cast<size_t>(b)] != 0;
+  });
+  for (size_t b = 0; b < out.size(); ++b) out[b] = computable[b] && (out[b] || weight_shaped[b]);
+  return out;
+}
+
+std::vector<Var> computable_at_compile_time(const FunctionNode& fn) {
+  DataflowIndex index(fn);
+  std::vector<uint8_t> computable = computable_bindings(index);
+  std::vector<Var> out(fn.params().begin() + static_cast<std::ptrdiff_t>(fn.num_input()), fn.params().end());
+  for (size_t b = 0; b < computable.size(); ++b)
+    if (computable[b]) out.push_back(fn.bindings()[b].var);
+  return out;
+}
+
+}  // namespace aj

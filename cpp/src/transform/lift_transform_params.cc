@@ -1,0 +1,158 @@
+// LiftTransformParams (DESIGN.md §7): for each function f with num_input, a
+// new function f_transform_params(weights...) computes every weight-dependent
+// compile-time value f needs and returns them as a tuple; f then takes
+// (inputs..., transformed...) and keeps its num_input.
+//   1. The compile-time analysis (analysis/compile_time.h) marks the bindings
+//      that use only weights and constants and depend on a weight: the
+//      liftable ones. Constant-only bindings (zeros(...)) are not lifted.
+//   2. One backward sweep from f's return decides what f keeps: a needed
+//      liftable tensor binding becomes a new param of f (its boundary), a
+//      needed weight passes through as one; every other needed binding
+//      stays. A liftable binding of tuple type stays in f as well (the
+//      executor takes tensor params only), and its operands become params.
+//   3. One backward sweep from the boundary decides what f_transform_params
+//      holds: the bindings the boundary values need (liftable ones and the
+//      constant-only ones they use, which may so appear in both functions).
+//   A symbolic dim f still needs that no param of f binds alone (the
+//   executor binds symbols from params) makes a weight that binds it pass
+//   through as well.
+// Both sweeps skip what nothing needs, so dead code leaves both functions.
+// Vars are shared between the two functions (no renaming): each function
+// binds each of its vars once. Linear in the function's size.
+#include <set>
+#include <string>
+#include <unordered_set>
+
+#include "adjoint/analysis/compile_time.h"
+#include "adjoint/analysis/dataflow.h"
+#include "adjoint/support/error.h"
+#include "adjoint/transform/passes.h"
+
+namespace aj {
+namespace {
+
+// Where each definition of f goes.
+struct LiftPlan {
+  std::vector<uint8_t> in_main;       // per binding: stays in f
+  std::vector<uint8_t> in_transform;  // per binding: computed by f_transform_params
+  std::vector<Var> boundary;          // f's new params: needed weights, then lifted binding vars
+};
+
+// The symbols f's kept bindings and params use that none of its params
+// binds alone, once `main_needs` marks the weights f takes.
+std::set<std::string> unbound_symbols(const FunctionNode& fn, const LiftPlan& plan, const std::vector<uint8_t>& lifted_needs,
+                                      const std::vector<uint8_t>& main_needs) {
+  const size_t num_params = fn.params().size();
+  std::set<std::string> used, bound;
+  for (size_t d = 0; d < main_needs.size(); ++d) {
+    const bool param = d < num_params && (d < fn.num_input() || main_needs[d]);
+    const Var& var = d < num_params ? fn.params()[d] : fn.bindings()[d - num_params].var;
+    if (param || (d >= num_params && lifted_needs[d])) add_type_symbols(var->type(), true, bound);
+    if (param || (d >= num_params && (lifted_needs[d] || plan.in_main[d - num_params])))
+      add_type_symbols(var->type(), false, used);
+  }
+  std::set<std::string> out;
+  for (const std::string& s : used)
+    if (!bound.count(s)) out.insert(s);
+  return out;
+}
+
+// Marks, in main_needs, a weight binding each symbol of `missing` alone.
+void pass_weights_binding(const FunctionNode& fn, std::set<std::string> missing, std::vector<uint8_t>& main_needs) {
+  for (size_t p = fn.num_input(); p < fn.params().size() && !missing.empty(); ++p) {
+    std::set<std::string> bare;
+    add_type_symbols(fn.params()[p]->type(), true, bare);
+    for (const std::string& s : bare)
+      if (missing.erase(s)) main_needs[p] = 1;
+  }
+}
+
+// Marks, by definition index, each var e uses.
+void mark_uses(const DataflowIndex& index, const Expr& e, std::vector<uint8_t>& marked) {
+  for_each_var_use(e, [&](const VarNode* v) {
+    int64_t d = index.def_index(v);
+    if (d >= 0) marked[static_cast<size_t>(d)] = 1;
+  });
+}
+
+LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
+  const auto& bindings = fn.bindings();
+  const size_t num_params = fn.params().size(), num_input = fn.num_input();
+  std::vector<uint8_t> liftable = weight_dependent_bindings(index, computable_bindings(index));
+  LiftPlan plan{std::vector<uint8_t>(bindings.size(), 0), std::vector<uint8_t>(bindings.size(), 0), {}};
+  std::vector<uint8_t> main_needs(index.num_defs(), 0), lifted_needs(index.num_defs(), 0);
+  mark_uses(index, fn.ret(), main_needs);
+  for (size_t b = bindings.size(); b-- > 0;) {
+    if (!main_needs[num_params + b]) continue;
+    if (liftable[b] && bindings[b].var->type()->is_tensor()) {
+      lifted_needs[num_params + b] = 1;
+      continue;
+    }
+    plan.in_main[b] = 1;
+    mark_uses(index, bindings[b].value, main_needs);
+  }
+  pass_weights_binding(fn, unbound_symbols(fn, plan, lifted_needs, main_needs), main_needs);
+  for (size_t p = num_input; p < num_params; ++p)
+    if (main_needs[p]) plan.boundary.push_back(fn.params()[p]);
+  for (size_t b = 0; b < bindings.size(); ++b)
+    if (lifted_needs[num_params + b]) plan.boundary.push_back(bindings[b].var);
+  for (size_t b = bindings.size(); b-- > 0;) {
+    if (!lifted_needs[num_params + b]) continue;
+    plan.in_transform[b] = 1;
+    mark_uses(index, bindings[b].value, lifted_needs);
+  }
+  return plan;
+}
+
+std::vector<Binding> bindings_where(const FunctionNode& fn, const std::vector<uint8_t>& keep) {
+  std::vector<Binding> out;
+  for (size_t b = 0; b < keep.size(); ++b)
+    if (keep[b]) out.push_back(fn.bindings()[b]);
+  return out;
+}
+
+// (f, f_transform_params) for a function with num_input.
+std::pair<Function, Function> lift(const Function& fn) {
+  DataflowIndex index(*fn);
+  LiftPlan plan = plan_lift(*fn, index);
+  auto first_weight = fn->params().begin() + static_cast<std::ptrdiff_t>(fn->num_input());
+  std::vector<Var> weights(first_weight, fn->params().end());
+  std::vector<Var> main_params(fn->params().begin(), first_weight);
+  main_params.insert(main_params.end(), plan.boundary.begin(), plan.boundary.end());
+  Expr returned = std::make_shared<TupleNode>(std::vector<Expr>(plan.boundary.begin(), plan.boundary.end()));
+  auto transform = std::make_shared<FunctionNode>(std::move(weights), bindings_where(*fn, plan.in_transform),
+                                                  std::move(returned));
+  auto main = std::make_shared<FunctionNode>(std::move(main_params), bindings_where(*fn, plan.in_main), fn->ret(),
+                                             fn->attrs());
+  return {main, transform};
+}
+
+// `base`, or base_1, base_2, ... : the first not in `taken`, which then holds it.
+std::string unique_name(const std::string& base, std::unordered_set<std::string>& taken) {
+  std::string name = base;
+  for (size_t i = 1; taken.count(name); ++i) name = str(base, "_", i);
+  taken.insert(name);
+  return name;
+}
+
+}  // namespace
+
+Module lift_transform_params(const Module& mod) {
+  std::unordered_set<std::string> taken;
+  for (const auto& [name, fn] : mod->functions()) taken.insert(name);
+  std::vector<std::pair<std::string, Function>> out;
+  bool changed = false;
+  for (const auto& [name, fn] : mod->functions()) {
+    if (!fn->attr("num_input")) {
+      out.emplace_back(name, fn);
+      continue;
+    }
+    auto [main, transform] = lift(fn);
+    out.emplace_back(name, main);
+    out.emplace_back(unique_name(name + "_transform_params", taken), transform);
+    changed = true;
+  }
+  return changed ? std::make_shared<ModuleNode>(std::move(out)) : mod;
+}
+
+}  // namespace aj

@@ -1,0 +1,302 @@
+"""LiftTransformParams: golden printed modules for what is lifted and what
+stays (weights transposed and concatenated, a binding mixing an input and a
+weight, zeros used by one side or both, weights used directly, a tuple value,
+dead code), numerical equality of f_transform_params then f with f (also for
+an adjoint after Gradient), functions without num_input, name clashes, bad
+num_input, and a linear-time check."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import adjoint as aj
+
+LIFT = aj.transform.LiftTransformParams()
+RNG = np.random.default_rng(0)
+
+
+def lifted(text: str) -> aj.Module:
+    return LIFT(aj.parse(textwrap.dedent(text)))
+
+
+def assert_script(mod: aj.Module, text: str) -> None:
+    assert mod.script().strip() == textwrap.dedent(text).strip()
+
+
+def flat(out) -> list[np.ndarray]:
+    return [a for o in out for a in flat(o)] if isinstance(out, tuple) else [np.asarray(out)]
+
+
+def assert_lifting_computes_the_same(mod: aj.Module, name: str = "main") -> None:
+    """f_transform_params on the weights, then f on the inputs and its result,
+    equals f (each symbolic dim 3)."""
+    fn = mod[name]
+    inputs = [RNG.standard_normal([3 if isinstance(d, str) else d for d in p.type.shape]) for p in fn.params]
+    n = fn.attrs["num_input"]
+    want = aj.build(mod)[name](*inputs)
+    exe = aj.build(LIFT(mod))
+    transformed = exe[f"{name}_transform_params"](*inputs[n:])
+    got = exe[name](*inputs[:n], *transformed)
+    for g, w in zip(flat(got), flat(want), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12)
+
+
+TRANSPOSE_CONCAT = '''
+@function(num_input=1)
+def main(x: Tensor((3, 4), "float64"), w1: Tensor((5, 4), "float64"), w2: Tensor((6, 4), "float64")) -> Tensor((3, 11), "float64"):
+    t1: Tensor((4, 5), "float64") = permute_dims(w1)
+    t2: Tensor((4, 6), "float64") = permute_dims(w2)
+    wcat: Tensor((4, 11), "float64") = concat((t1, t2), axis=1)
+    y: Tensor((3, 11), "float64") = matmul(x, wcat)
+    return y
+'''
+
+
+def test_weights_transposed_and_concatenated_are_lifted():
+    assert_script(lifted(TRANSPOSE_CONCAT), '''
+        @function(num_input=1)
+        def main(x: Tensor((3, 4), "float64"), wcat: Tensor((4, 11), "float64")) -> Tensor((3, 11), "float64"):
+            y: Tensor((3, 11), "float64") = matmul(x, wcat)
+            return y
+
+        @function
+        def main_transform_params(w1: Tensor((5, 4), "float64"), w2: Tensor((6, 4), "float64")) -> Tuple(Tensor((4, 11), "float64")):
+            t1: Tensor((4, 5), "float64") = permute_dims(w1)
+            t2: Tensor((4, 6), "float64") = permute_dims(w2)
+            wcat: Tensor((4, 11), "float64") = concat((t1, t2), axis=1)
+            return (wcat,)
+    ''')
+    assert_lifting_computes_the_same(aj.parse(TRANSPOSE_CONCAT))
+
+
+MIXED = '''
+@function(num_input=1)
+def main(x: Tensor((3, 3), "float64"), w: Tensor((3, 3), "float64")) -> Tensor((3, 3), "float64"):
+    xw: Tensor((3, 3), "float64") = add(x, w)
+    wt: Tensor((3, 3), "float64") = permute_dims(w)
+    out: Tensor((3, 3), "float64") = matmul(xw, wt)
+    return out
+'''
+
+
+def test_a_binding_mixing_an_input_and_a_weight_is_not_lifted():
+    assert_script(lifted(MIXED), '''
+        @function(num_input=1)
+        def main(x: Tensor((3, 3), "float64"), w: Tensor((3, 3), "float64"), wt: Tensor((3, 3), "float64")) -> Tensor((3, 3), "float64"):
+            xw: Tensor((3, 3), "float64") = add(x, w)
+            out: Tensor((3, 3), "float64") = matmul(xw, wt)
+            return out
+
+        @function
+        def main_transform_params(w: Tensor((3, 3), "float64")) -> Tuple(Tensor((3, 3), "float64"), Tensor((3, 3), "float64")):
+            wt: Tensor((3, 3), "float64") = permute_dims(w)
+            return (w, wt)
+    ''')
+    assert_lifting_computes_the_same(aj.parse(MIXED))
+
+
+ZEROS = '''
+@function(num_input=1)
+def main(x: Tensor((4,), "float64"), w: Tensor((4,), "float64")) -> Tuple(Tensor((4,), "float64"), Tensor((4,), "int32")):
+    both: Tensor((4,), "float64") = zeros((4,), "float64")
+    lifted_only: Tensor((4,), "float64") = ones((4,), "float64")
+    main_only: Tensor((4,), "int32") = zeros((4,), "int32")
+    unused: Tensor((4,), "float64") = ones((4,), "float64")
+    shifted: Tensor((4,), "float64") = add(w, both)
+    scaled: Tensor((4,), "float64") = multiply(shifted, lifted_only)
+    y: Tensor((4,), "float64") = add(x, scaled)
+    z: Tensor((4,), "float64") = add(y, both)
+    return (z, main_only)
+'''
+
+
+def test_ops_without_inputs_stay_where_they_are_used():
+    assert_script(lifted(ZEROS), '''
+        @function(num_input=1)
+        def main(x: Tensor((4,), "float64"), scaled: Tensor((4,), "float64")) -> Tuple(Tensor((4,), "float64"), Tensor((4,), "int32")):
+            both: Tensor((4,), "float64") = zeros((4,), "float64")
+            main_only: Tensor((4,), "int32") = zeros((4,), "int32")
+            y: Tensor((4,), "float64") = add(x, scaled)
+            z: Tensor((4,), "float64") = add(y, both)
+            return (z, main_only)
+
+        @function
+        def main_transform_params(w: Tensor((4,), "float64")) -> Tuple(Tensor((4,), "float64")):
+            both: Tensor((4,), "float64") = zeros((4,), "float64")
+            lifted_only: Tensor((4,), "float64") = ones((4,), "float64")
+            shifted: Tensor((4,), "float64") = add(w, both)
+            scaled: Tensor((4,), "float64") = multiply(shifted, lifted_only)
+            return (scaled,)
+    ''')
+    assert_lifting_computes_the_same(aj.parse(ZEROS))
+
+
+DIRECT = '''
+@function(num_input=1)
+def main(x: Tensor((4,), "float64"), w: Tensor((4,), "float64"), v: Tensor((4,), "float64"), u: Tensor((2,), "float64")) -> Tensor((4,), "float64"):
+    y: Tensor((4,), "float64") = multiply(x, w)
+    v2: Tensor((4,), "float64") = exp(v)
+    z: Tensor((4,), "float64") = add(y, v2)
+    dead: Tensor((4,), "float64") = exp(w)
+    return z
+'''
+
+
+def test_weights_used_directly_pass_through_and_dead_code_leaves_both():
+    assert_script(lifted(DIRECT), '''
+        @function(num_input=1)
+        def main(x: Tensor((4,), "float64"), w: Tensor((4,), "float64"), v2: Tensor((4,), "float64")) -> Tensor((4,), "float64"):
+            y: Tensor((4,), "float64") = multiply(x, w)
+            z: Tensor((4,), "float64") = add(y, v2)
+            return z
+
+        @function
+        def main_transform_params(w: Tensor((4,), "float64"), v: Tensor((4,), "float64"), u: Tensor((2,), "float64")) -> Tuple(Tensor((4,), "float64"), Tensor((4,), "float64")):
+            v2: Tensor((4,), "float64") = exp(v)
+            return (w, v2)
+    ''')
+    assert_lifting_computes_the_same(aj.parse(DIRECT))
+
+
+TUPLE = '''
+@function(num_input=1)
+def main(x: Tensor((4,), "float64"), w: Tensor((4,), "float64")) -> Tuple(Tensor((2,), "float64"), Tuple(Tensor((2,), "float64"), Tensor((2,), "float64"))):
+    we: Tensor((4,), "float64") = exp(w)
+    parts: Tuple(Tensor((2,), "float64"), Tensor((2,), "float64")) = split(we, 2)
+    first: Tensor((2,), "float64") = parts[0]
+    xs: Tensor((2,), "float64") = take(x, const([0, 1], "int64"))
+    y: Tensor((2,), "float64") = add(xs, first)
+    return (y, parts)
+'''
+
+
+def test_a_tuple_value_stays_computed_from_lifted_tensors():
+    assert_script(lifted(TUPLE), '''
+        @function(num_input=1)
+        def main(x: Tensor((4,), "float64"), we: Tensor((4,), "float64"), first: Tensor((2,), "float64")) -> Tuple(Tensor((2,), "float64"), Tuple(Tensor((2,), "float64"), Tensor((2,), "float64"))):
+            parts: Tuple(Tensor((2,), "float64"), Tensor((2,), "float64")) = split(we, 2)
+            xs: Tensor((2,), "float64") = take(x, const([0, 1], "int64"))
+            y: Tensor((2,), "float64") = add(xs, first)
+            return (y, parts)
+
+        @function
+        def main_transform_params(w: Tensor((4,), "float64")) -> Tuple(Tensor((4,), "float64"), Tensor((2,), "float64")):
+            we: Tensor((4,), "float64") = exp(w)
+            parts: Tuple(Tensor((2,), "float64"), Tensor((2,), "float64")) = split(we, 2)
+            first: Tensor((2,), "float64") = parts[0]
+            return (we, first)
+    ''')
+    assert_lifting_computes_the_same(aj.parse(TUPLE))
+
+
+SYMBOLS = '''
+@function(num_input=1)
+def main(x: Tensor((2, 1), "float64"), w: Tensor((2, "n"), "float64")) -> Tuple(Tensor((2, "n"), "float64"), Tensor((), "float64"), Tensor(("n",), "float64")):
+    wide: Tensor((2, "n"), "float64") = broadcast_to(x, (2, "n"))
+    total: Tensor((), "float64") = sum(w)
+    fill: Tensor(("n",), "float64") = ones(("n",), "float64")
+    return (wide, total, fill)
+'''
+
+
+def test_a_value_shaped_by_a_weight_s_dim_is_lifted():
+    # ones(("n",)) uses no var, but n is a dim of the weight w only
+    assert_script(lifted(SYMBOLS), '''
+        @function(num_input=1)
+        def main(x: Tensor((2, 1), "float64"), total: Tensor((), "float64"), fill: Tensor(("n",), "float64")) -> Tuple(Tensor((2, "n"), "float64"), Tensor((), "float64"), Tensor(("n",), "float64")):
+            wide: Tensor((2, "n"), "float64") = broadcast_to(x, (2, "n"))
+            return (wide, total, fill)
+
+        @function
+        def main_transform_params(w: Tensor((2, "n"), "float64")) -> Tuple(Tensor((), "float64"), Tensor(("n",), "float64")):
+            total: Tensor((), "float64") = sum(w)
+            fill: Tensor(("n",), "float64") = ones(("n",), "float64")
+            return (total, fill)
+    ''')
+    assert_lifting_computes_the_same(aj.parse(SYMBOLS))
+
+
+def test_a_weight_passes_through_for_a_dim_nothing_else_gives():
+    # wide needs n, which only w gives: w passes through
+    text = SYMBOLS.replace(', Tensor(("n",), "float64"))', ")").replace("(wide, total, fill)", "(wide, total)")
+    assert_script(lifted(text), '''
+        @function(num_input=1)
+        def main(x: Tensor((2, 1), "float64"), w: Tensor((2, "n"), "float64"), total: Tensor((), "float64")) -> Tuple(Tensor((2, "n"), "float64"), Tensor((), "float64")):
+            wide: Tensor((2, "n"), "float64") = broadcast_to(x, (2, "n"))
+            return (wide, total)
+
+        @function
+        def main_transform_params(w: Tensor((2, "n"), "float64")) -> Tuple(Tensor((2, "n"), "float64"), Tensor((), "float64")):
+            total: Tensor((), "float64") = sum(w)
+            return (w, total)
+    ''')
+    assert_lifting_computes_the_same(aj.parse(text))
+
+
+def test_a_function_without_num_input_is_unchanged():
+    mod = aj.parse(MIXED.replace("@function(num_input=1)", "@function"))
+    out = LIFT(mod)
+    aj.assert_structural_equal(out, mod)
+    assert list(out.functions) == ["main"]
+
+
+def test_no_weights_gives_an_empty_transform():
+    mod = aj.parse(MIXED.replace("num_input=1", "num_input=2"))
+    out = LIFT(mod)
+    aj.assert_structural_equal(out["main"], mod["main"])
+    assert out["main_transform_params"].params == [] and len(out["main_transform_params"].ret.fields) == 0
+    assert_lifting_computes_the_same(mod)
+
+
+def test_the_adjoint_lifts_too():
+    bb = aj.FunctionBuilder("main", num_input=1)
+    x = bb.param("x", (2, 4), "float64")
+    w1, w2, b = bb.param("w1", (3, 4), "float64"), bb.param("w2", (5, 4), "float64"), bb.param("b", (8,), "float64")
+    wcat = aj.op.concat([aj.op.permute_dims(w1), aj.op.permute_dims(w2)], axis=1)
+    mod = aj.transform.Gradient()(bb.finish(aj.op.sum(aj.op.tanh(x @ wcat + b * 2.0))))
+    out = LIFT(mod)
+    assert list(out.functions) == ["main", "main_transform_params", "main_adjoint", "main_adjoint_transform_params"]
+    assert "concat" in out["main_adjoint_transform_params"].script()
+    assert "concat" not in out["main_adjoint"].script()
+    assert_lifting_computes_the_same(mod, "main")
+    assert_lifting_computes_the_same(mod, "main_adjoint")
+
+
+def test_a_taken_name_gets_a_suffix():
+    mod = aj.parse(MIXED)
+    once = LIFT(mod)
+    twice = LIFT(once)
+    assert list(twice.functions) == ["main", "main_transform_params_1", "main_transform_params"]
+    assert_script(aj.Module({"main": twice["main"]}), once["main"].script())
+
+
+@pytest.mark.parametrize("num_input", [3, -1])
+def test_bad_num_input_is_a_verify_error(num_input):
+    mod = aj.Module({"main": aj.parse(MIXED)["main"].with_attr("num_input", num_input)})
+    with pytest.raises(aj.VerifyError, match=rf"LiftTransformParams.*num_input: {num_input} is outside \[0, 2\]"):
+        LIFT(mod)
+
+
+def wide(n: int) -> aj.Module:
+    """n weight-only chains of one op each, summed by an input-dependent tail."""
+    bb = aj.FunctionBuilder("main", num_input=1)
+    x = bb.param("x", (2,), "float64")
+    ws = [bb.param(f"w{i}", (2,), "float64") for i in range(n)]
+    acc = x
+    for w in ws:
+        acc = acc + aj.op.exp(w)
+    return bb.finish(acc)
+
+
+def test_time_is_linear_in_the_function_s_size():
+    small, large = wide(2_000), wide(20_000)
+    def seconds(mod):
+        start = time.perf_counter()
+        LIFT(mod)
+        return time.perf_counter() - start
+    seconds(small)
+    assert seconds(large) < 30 * max(seconds(small), 0.01)  # 10x the size; quadratic would be 100x
