@@ -170,15 +170,18 @@ def test_the_root_captures_the_call_when_a_call_is_matched():
     assert root.match(call, KINDS)[root] is call
 
 
+SAME_AND_OTHER = '''
+    @function
+    def main(a: Tensor((2,), "float64"), b: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
+        same: Tensor((2,), "float64") = add(a, a)
+        other: Tensor((2,), "float64") = add(a, b)
+        r: Tensor((2,), "float64") = multiply(same, other)
+        return r
+'''
+
+
 def test_a_pattern_object_used_twice_matches_one_value():
-    fn = module('''
-        @function
-        def main(a: Tensor((2,), "float64"), b: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
-            same: Tensor((2,), "float64") = add(a, a)
-            other: Tensor((2,), "float64") = add(a, b)
-            r: Tensor((2,), "float64") = multiply(same, other)
-            return r
-    ''')["main"]
+    fn = module(SAME_AND_OTHER)["main"]
     x = _()
     twice = P.is_op("add")(x, x)
     assert twice.match(var(fn, "same"), fn)[x] is var(fn, "a")
@@ -225,14 +228,7 @@ def test_not_captures_nothing_under_it_and_compares_with_what_was_captured_befor
     negated = ~P.is_op("log")(y)
     got = negated.match(var(KINDS, "e"), KINDS)
     assert dict(got) == {negated: var(KINDS, "e")}
-    fn = module('''
-        @function
-        def main(a: Tensor((2,), "float64"), b: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
-            same: Tensor((2,), "float64") = add(a, a)
-            other: Tensor((2,), "float64") = add(a, b)
-            r: Tensor((2,), "float64") = multiply(same, other)
-            return r
-    ''')["main"]
+    fn = module(SAME_AND_OTHER)["main"]
     x = _()
     distinct = P.is_op("add")(x, ~x)
     assert distinct.match(var(fn, "other"), fn) is not None and distinct.match(var(fn, "same"), fn) is None
