@@ -2,7 +2,7 @@
 
 programs() draws a Program: a module with one function, `main`, built through
 aj.FunctionBuilder and aj.op from the whole op set (elementwise ops with
-broadcasting, matmuls (parallel ones too), shape ops, reductions, tuples, nn
+broadcasting, matmuls (parallel ones and low-rank updates too), shape ops, reductions, tuples, nn
 ops, creation ops, constants, symbolic dims, weights by num_input, int and
 bool values through the ops that take them, ops repeated), the inputs to run
 it on (float64, and int64 indices) and the values of its symbolic dims.
@@ -485,6 +485,42 @@ def parallel_matmuls(g: Gen) -> None:
         g.add(y)
 
 
+def low_rank_update(g: Gen) -> None:
+    """A full-rank term W plus a low-rank one applied to x, as
+    ReassociateMatmul sees it: factored, (W + B@A) @ x or x @ (W + A@B), or
+    expanded, W@x + B@(A@x) (the low-rank term bracketed either way); the
+    add's operands in either order; x 1-D, 2-D or batched; the factors
+    weights or inputs as num_input falls."""
+    m, n, r = g.dim(), g.dim(), g.dim()
+    left = g.draw(st.booleans())
+    rank = g.draw(st.sampled_from([2, 1, 3]))
+    other = g.dim()
+    x_shape = {1: (n,), 2: (n, other), 3: (g.dim(), n, other)}[rank] if left else \
+        {1: (m,), 2: (other, m), 3: (g.dim(), other, m)}[rank]
+    x = g.of_shape(x_shape)
+    w = g.of_shape((m, n))
+    b, a = (g.of_shape((m, r)), g.of_shape((r, n))) if left else (g.of_shape((r, n)), g.of_shape((m, r)))
+
+    def mm(p: Value, q: Value, count) -> Value:
+        lo, hi = product(p, q)
+        return Value(g.op("matmul", p.expr, q.expr), g.size(count) * lo, g.size(count) * hi)
+
+    def plus(p: Value, q: Value) -> Value:
+        p, q = (p, q) if g.draw(st.booleans()) else (q, p)
+        return Value(g.op("add", p.expr, q.expr), p.lo + q.lo, p.hi + q.hi)
+
+    inner = n if left else m
+    if g.draw(st.booleans()):  # factored
+        s = plus(w, mm(b, a, r) if left else mm(a, b, r))
+        g.add(mm(s, x, inner) if left else mm(x, s, inner))
+    elif left:
+        term = mm(b, mm(a, x, n), r) if g.draw(st.booleans()) else mm(mm(b, a, r), x, n)
+        g.add(plus(mm(w, x, n), term))
+    else:
+        term = mm(mm(x, a, m), b, r) if g.draw(st.booleans()) else mm(x, mm(a, b, r), m)
+        g.add(plus(mm(x, w, m), term))
+
+
 def permute_dims(g: Gen) -> None:
     x = g.operand(lambda v: v.ndim >= 2, lo=2, dtypes=ANY)
     n = x.ndim
@@ -791,6 +827,7 @@ OPS: dict[str, Callable[[Gen], None]] = {
     "matmul": matmul,
     "seeded_matmul": seeded_matmul,
     "parallel_matmuls": parallel_matmuls,
+    "low_rank_update": low_rank_update,
     **family(reduce, ["sum", "mean", "max", "min", "variance"]),
     "permute_dims": permute_dims,
     "reshape": reshape,
@@ -819,9 +856,10 @@ OPS: dict[str, Callable[[Gen], None]] = {
 
 # How often a step draws each op, relative to the others' 2: more often the
 # ones the passes rewrite (SimplifyGradient works on matmuls and transposes,
-# CombineParallelMatmul on parallel matmuls, CSE on repeats), less often the
+# CombineParallelMatmul on parallel matmuls, ReassociateMatmul on low-rank
+# updates and matmul chains, CSE on repeats), less often the
 # creation ops (their results hold no gradient).
-WEIGHTS = {"matmul": 24, "parallel_matmuls": 6, "permute_dims": 12, "broadcast_to": 4, "reshape": 4, "sum": 4,
+WEIGHTS = {"matmul": 24, "parallel_matmuls": 6, "low_rank_update": 4, "permute_dims": 12, "broadcast_to": 4, "reshape": 4, "sum": 4,
            "mean": 4, "ones": 1, "zeros": 1, "full": 1, "ones_like": 1, "zeros_like": 1, "full_like": 1, "repeat": 6}
 STEPS = [op for op in OPS for _ in range(WEIGHTS.get(op, 2))]
 

@@ -31,12 +31,13 @@ OTHERS = [
     T.EliminateCommonSubexpr(),
     T.ReorderPermuteDimsAfterConcat(),
     T.CombineParallelMatmul(),
+    T.ReassociateMatmul(),
 ]
 # Every pass the properties run: each alone, the others in one pipeline, and each other after each Gradient.
 PASSES = [*GRADIENTS, *OTHERS, T.Sequential(OTHERS), *(T.Sequential([g, p]) for g in GRADIENTS for p in OTHERS)]
 # Passes that change nothing when run on their own output.
 IDEMPOTENT = [T.SimplifyGradient(), T.DeadCodeElimination(), T.EliminateCommonSubexpr(), T.ReorderPermuteDimsAfterConcat(),
-              T.CombineParallelMatmul()]
+              T.CombineParallelMatmul(), T.ReassociateMatmul()]
 
 # Passes that change signatures, each with its own property below.
 LIFT = T.LiftTransformParams()
@@ -121,6 +122,17 @@ def test_lift_transform_params_computes_the_same(prog):
                            for b in lifted.bindings)
             transformed = exe[f"{name}_transform_params"](*prog.inputs[n:])
             assert_close(exe[name](*prog.inputs[:n], *transformed), want[name](*prog.inputs), 0.0, f"lifted {name}")
+
+
+@given(programs())
+def test_reassociate_matmul_never_costs_more(prog):
+    # each rewrite is proved no costlier for every dim >= 1, and dead code only
+    # leaves: at the program's dims the output's FLOPs (compile-time work
+    # free) are at most the input's
+    out = T.ReassociateMatmul()(prog.mod)
+    before, after = (aj.analysis.estimate_flops(m["main"], compile_time_free=True) for m in (prog.mod, out))
+    note(f"FLOPs: {before} -> {after}")
+    assert aj.Dim(after).evaluate(prog.dims) <= aj.Dim(before).evaluate(prog.dims)
 
 
 # Ops whose adjoint depends on which of two mathematically equal values

@@ -44,3 +44,18 @@ def test_reshape_minus_one_still_rejects_what_does_not_divide(shape, target):
     x = bb.param("x", shape, "float32")
     with pytest.raises(aj.TypeInferenceError, match="cannot infer the -1 dim"):
         aj.op.reshape(x, target)
+
+
+def test_reassociate_matmul_reads_a_form_every_way_its_operands_allow():
+    # p9 @ (p10 @ w + w): read as x @ (W + A@B) it expands to p9@w + (p9@p10)@w,
+    # which, with w in two places, is also W@x + (B@A)@x for W = B = p9, x = w,
+    # factoring to (p9 + p9@p10) @ w, cheaper still. Taking the expansion left
+    # the second run a rewrite to make: every reading's forms are now weighed at once.
+    bb = aj.FunctionBuilder("main")
+    p9, p10, w = bb.param("p9", (1, 2), "float64"), bb.param("p10", (2, 2), "float64"), bb.param("w", (2, 2), "float64")
+    mod = bb.finish(aj.op.matmul(p9, aj.op.add(aj.op.matmul(p10, w), w)))
+    once = aj.transform.ReassociateMatmul()(mod)
+    aj.assert_structural_equal(aj.transform.ReassociateMatmul()(once), once)
+    assert aj.analysis.estimate_flops(once["main"]) == 18  # matmul 8, add 2, matmul 8
+    args = [np.arange(2.0).reshape(1, 2), np.arange(4.0).reshape(2, 2), np.arange(4.0, 8.0).reshape(2, 2)]
+    np.testing.assert_allclose(aj.build(once)["main"](*args), aj.build(mod)["main"](*args))

@@ -10,6 +10,7 @@
 #include "adjoint/support/error.h"
 #include "adjoint/transform/passes.h"
 #include "convert.h"
+#include "dim_bounds.h"
 
 namespace py = pybind11;
 
@@ -95,6 +96,14 @@ void bind_transform(py::module_& m) {
     py::gil_scoped_release nogil;
     return unconst(combine_parallel_matmul(in));
   }, py::arg("mod"), py::arg("check"));
+  m.def("reassociate_matmul", [](const py::handle& mod, const py::handle& dim_bounds) {
+    DimBounds bounds = dim_bounds_arg(dim_bounds, "ReassociateMatmul: dim_bounds");
+    Module in = verified_module(mod, "ReassociateMatmul");
+    py::gil_scoped_release nogil;
+    return unconst(reassociate_matmul(in, bounds));
+  }, py::arg("mod"), py::arg("dim_bounds"));
+  m.def("reassociate_matmul_rules", [] { return reassociate_matmul_rewrites(); },
+        "ReassociateMatmul's rewrites: (name, \"before <-> after\") per kind.");
   m.def("combine_parallel_matmul_rules", [] { return combine_parallel_matmul_rewrites(); },
         "CombineParallelMatmul's rewrites: (name, \"before -> after\") per kind.");
   m.def("reorder_permute_dims_after_concat_rules", [] { return rule_table(reorder_permute_dims_after_concat_rules()); },

@@ -192,6 +192,40 @@ CombineParallelMatmul.__doc__ = _rules_docstring(
 )
 
 
+class ReassociateMatmul(Pass):
+    name = "ReassociateMatmul"
+
+    #: ``(name, "before <-> after")`` for each kind of rewrite: the C++ table itself.
+    rules: list[tuple[str, str]] = [tuple(rule) for rule in _core.reassociate_matmul_rules()]
+
+    def __init__(self, dim_bounds: dict[str, tuple[int, int | None]] | None = None) -> None:
+        _core._dim_bounds.parse(dim_bounds, None, "ReassociateMatmul: dim_bounds")
+        self.dim_bounds = None if dim_bounds is None else dict(dim_bounds)
+
+    def transform(self, mod: Module) -> Module:
+        return _core.reassociate_matmul(mod, self.dim_bounds)
+
+    def __repr__(self) -> str:
+        return "aj.transform.ReassociateMatmul()" if self.dim_bounds is None else \
+            f"aj.transform.ReassociateMatmul(dim_bounds={self.dim_bounds!r})"
+
+
+ReassociateMatmul.__doc__ = _rules_docstring(
+    "Rewrites matmul expressions to the algebraically equal form that ``estimate_flops(fn, "
+    "compile_time_free=True)`` counts cheapest, in every function, then removes dead bindings. A "
+    "call costs its FLOPs, or nothing when its operands are all computable at compile time (weights, "
+    "with ``num_input``): so ``(W + B@A) @ x`` is chosen when A and B are weights (its sum is then "
+    "lifted by LiftTransformParams), ``W@x + B@(A@x)`` when they are inputs and the rank is small. With "
+    "symbolic dims a form replaces the input only when it is cheaper for every dim value within "
+    "``dim_bounds`` ({symbol: (low, high or None)}; dims are >= 1 without bounds); equal or undecided "
+    "costs keep the input. Inner values of a form must be used by it alone; the add takes its operands "
+    "in either order, operands may be batched, and a chain is followed to at most 16 operands. A bound "
+    "that is not a (low, high) pair of ints with 0 <= low <= high is an ``aj.TransformError`` here, and "
+    "a symbol no function of the module uses one when the pass runs. The rewrites:",
+    ReassociateMatmul.rules,
+)
+
+
 class Sequential(Pass):
     """Runs passes in order."""
 
@@ -228,4 +262,5 @@ def _names(require: Sequence[str | Var] | str | Var) -> list[str]:
 
 
 __all__ = ["Pass", "Gradient", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyGradient",
-           "ReorderPermuteDimsAfterConcat", "LiftTransformParams", "CombineParallelMatmul", "Sequential"]
+           "ReorderPermuteDimsAfterConcat", "LiftTransformParams", "CombineParallelMatmul", "ReassociateMatmul",
+           "Sequential"]

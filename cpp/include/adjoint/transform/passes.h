@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "adjoint/analysis/dim_bounds.h"
 #include "adjoint/ir/function.h"
 
 namespace aj {
@@ -66,5 +67,17 @@ const std::vector<std::pair<std::string, std::string>>& combine_parallel_matmul_
 // leaves both. Functions without num_input are unchanged. The algorithm is
 // at the top of lift_transform_params.cc.
 Module lift_transform_params(const Module& mod);
+
+// ReassociateMatmul: rewrites between matmul(add(W, matmul(B, A)), x) and
+// add(matmul(W, x), matmul(B, matmul(A, x))) (and the forms with x on the
+// left), and re-brackets matmul chains, to the form estimate_flops counts
+// cheapest with compile-time work free, when that holds for every dim value
+// within `bounds` (else the input form stays); then dead-code elimination.
+// TransformError when `bounds` names a symbol no function uses. The rules
+// and the algorithm are at the top of reassociate_matmul.cc.
+Module reassociate_matmul(const Module& mod, const DimBounds& bounds = {});
+Function reassociate_matmul(const Function& fn, const DimBounds& bounds = {});
+// Its rewrites: (name, "before <-> after"), one per kind.
+const std::vector<std::pair<std::string, std::string>>& reassociate_matmul_rewrites();
 
 }  // namespace aj

@@ -1,0 +1,52 @@
+// Choosing between algebraically equal forms of one value by their FLOPs
+// (what ReassociateMatmul does). A form is an expr tree: its calls are the
+// work the form does, its leaves (vars, constants) values the function
+// already has. A form's cost is what estimate_flops(compile_time_free=True)
+// would count for its calls: each call's FLOP rule, or nothing when every
+// leaf under it is computable at compile time (analysis/compile_time.h).
+// With symbolic dims, one form is chosen over another only when it is
+// provably no costlier for every dim value within the bounds and not
+// provably equal (analysis/dim_bounds.h): otherwise the input form stays.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include "adjoint/analysis/dataflow.h"
+#include "adjoint/analysis/dim_bounds.h"
+#include "adjoint/ir/dim.h"
+
+namespace aj {
+
+class FormCost {
+ public:
+  // The compile-time-computable vars of the function `index` describes.
+  FormCost(const DataflowIndex& index, const DimBounds& bounds);
+
+  // Whether every leaf of `form` is computable at compile time.
+  bool computable(const Expr& form) const;
+  // The FLOPs of the form's calls that are not computable at compile time.
+  // SizeOverflowError when a count overflows.
+  Dim cost(const Expr& form) const;
+  // The position of the alternative to take instead of `input` (given by
+  // their costs): one provably cheaper than the input and no costlier than
+  // each other such one (the first when none is), or nullopt.
+  std::optional<size_t> choose(const Dim& input, const std::vector<Dim>& alternatives) const;
+  const DimBounds& bounds() const { return bounds_; }
+
+ private:
+  std::unordered_set<const VarNode*> computable_vars_;
+  const DimBounds& bounds_;
+};
+
+// Whether two forms are the same tree of calls (same ops and attrs) over
+// the same leaves.
+bool same_form(const Expr& a, const Expr& b);
+
+// The form of `root` (a call) with each var of `inner` replaced by the form
+// of the call it is bound to: the work a rewrite of root would replace.
+Expr expand_form(const Expr& root, const std::unordered_set<const VarNode*>& inner, const DataflowIndex& index);
+
+}  // namespace aj

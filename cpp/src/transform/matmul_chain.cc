@@ -1,0 +1,145 @@
+// Matrix-chain ordering (transform/matmul_chain.h): the interval DP over
+// the products of a chain, per sample point of its dims.
+#include "adjoint/transform/matmul_chain.h"
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+
+#include <functional>
+#include "adjoint/op/ops.h"
+#include "adjoint/op/registry.h"
+#include "adjoint/support/error.h"
+
+namespace aj {
+namespace {
+
+using Point = std::map<std::string, double>;
+
+// The product of each interval [i, j] (a placeholder var of its type) and
+// the FLOPs of joining [i, s] and [s + 1, j], when that matmul types.
+class ChainTable {
+ public:
+  ChainTable(const std::vector<Expr>& leaves, const Attrs& attrs, const FormCost& cost)
+      : k_(leaves.size()), product_(k_ * k_), free_(k_ * k_, 0), join_(k_ * k_ * k_) {
+    for (size_t i = 0; i < k_; ++i) {
+      product_[i * k_ + i] = leaves[i];
+      free_[i * k_ + i] = cost.computable(leaves[i]);
+    }
+    for (size_t len = 2; len <= k_; ++len)
+      for (size_t i = 0; i + len <= k_; ++i) fill(i, i + len - 1, attrs);
+  }
+
+  bool types() const { return product_[k_ - 1] != nullptr; }
+  bool free(size_t i, size_t j) const { return free_[i * k_ + j]; }
+  // The FLOPs of joining [i, s] and [s + 1, j]; nullptr when that does not type.
+  const Dim* join(size_t i, size_t s, size_t j) const {
+    const std::optional<Dim>& d = join_[(i * k_ + s) * k_ + j];
+    return d ? &*d : nullptr;
+  }
+  std::set<std::string> symbols() const {
+    std::set<std::string> out;
+    for (const std::optional<Dim>& d : join_)
+      if (d)
+        for (const std::string& s : d->symbols()) out.insert(s);
+    return out;
+  }
+
+ private:
+  void fill(size_t i, size_t j, const Attrs& attrs) {
+    const OpDef& matmul = ops::matmul.def();
+    Type type;
+    for (size_t s = i; s < j; ++s) {
+      const Expr& left = product_[i * k_ + s];
+      const Expr& right = product_[(s + 1) * k_ + j];
+      if (!left || !right) continue;
+      try {
+        Call joined = make_call(matmul, {left, right}, attrs);
+        if (type && !type_equal(type, joined->type())) continue;
+        type = joined->type();
+        join_[(i * k_ + s) * k_ + j] = matmul.flops(*joined);
+      } catch (const TypeInferenceError&) {
+        continue;
+      }
+    }
+    if (type) product_[i * k_ + j] = std::make_shared<VarNode>("part", type);
+    free_[i * k_ + j] = free(i, j - 1) && free(j, j);
+  }
+
+  size_t k_;
+  std::vector<Expr> product_;
+  std::vector<uint8_t> free_;
+  std::vector<std::optional<Dim>> join_;
+};
+
+double evaluate(const Dim& d, const Point& point) {
+  if (d.is_const()) return static_cast<double>(d.value());
+  double total = 0;
+  for (const DimTerm& term : d.terms()) {
+    double product = static_cast<double>(term.coeff);
+    for (const auto& [symbol, exponent] : term.monomial) product *= std::pow(point.at(symbol), exponent);
+    total += product;
+  }
+  return total;
+}
+
+// The bounds' lows, highs and a point between, for the given symbols.
+std::vector<Point> sample_points(const std::set<std::string>& symbols, const DimBounds& bounds) {
+  Point low, high, middle;
+  for (const std::string& s : symbols) {
+    DimInterval in = bounds.get(s);
+    double lo = std::max<double>(static_cast<double>(in.low), 1);
+    double hi = in.high ? std::max<double>(static_cast<double>(*in.high), lo) : lo * 1024;
+    low[s] = lo;
+    high[s] = hi;
+    middle[s] = std::round(std::sqrt(lo * hi));
+  }
+  if (symbols.empty()) return {low};
+  return {low, middle, high};
+}
+
+// The cheapest bracketing at one point, as a form over the leaves.
+Expr cheapest_at(const ChainTable& table, const std::vector<Expr>& leaves, const Attrs& attrs, const Point& point) {
+  const size_t k = leaves.size();
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<double> best(k * k, inf);
+  std::vector<size_t> split(k * k, 0);
+  for (size_t i = 0; i < k; ++i) best[i * k + i] = 0;
+  for (size_t len = 2; len <= k; ++len)
+    for (size_t i = 0; i + len <= k; ++i) {
+      size_t j = i + len - 1;
+      for (size_t s = i; s < j; ++s) {
+        const Dim* join = table.join(i, s, j);
+        if (!join) continue;
+        double c = best[i * k + s] + best[(s + 1) * k + j] + (table.free(i, j) ? 0 : evaluate(*join, point));
+        if (c < best[i * k + j]) best[i * k + j] = c, split[i * k + j] = s;
+      }
+    }
+  if (best[k - 1] == inf) return nullptr;
+  std::function<Expr(size_t, size_t)> build = [&](size_t i, size_t j) -> Expr {
+    if (i == j) return leaves[i];
+    size_t s = split[i * k + j];
+    return make_call(ops::matmul.def(), {build(i, s), build(s + 1, j)}, attrs);
+  };
+  return build(0, k - 1);
+}
+
+}  // namespace
+
+std::vector<Expr> cheapest_bracketings(const std::vector<Expr>& leaves, const Attrs& attrs, const FormCost& cost) {
+  ChainTable table(leaves, attrs, cost);
+  if (!table.types()) return {};
+  std::vector<Expr> out;
+  for (const Point& point : sample_points(table.symbols(), cost.bounds())) {
+    Expr form = cheapest_at(table, leaves, attrs, point);
+    if (!form) continue;
+    bool seen = false;
+    for (const Expr& f : out) seen = seen || same_form(f, form);
+    if (!seen) out.push_back(form);
+  }
+  return out;
+}
+
+}  // namespace aj

@@ -1,0 +1,362 @@
+"""ReassociateMatmul: between (W + B@A) @ x and W@x + B@(A@x) (and the forms
+with x on the left), and matmul chains re-bracketed, by FLOPs with
+compile-time work free. Golden text for each rewrite in each direction, the
+LoRA decision of issue 13 (static and symbolic under bounds, then
+LiftTransformParams), numbers (float64) for meaning, the forms it must leave
+alone, and bad dim_bounds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adjoint as aj
+
+T = aj.transform
+A = aj.analysis
+REASSOCIATE = T.ReassociateMatmul()
+LORA_BOUNDS = {"r": (1, 64), "m": (1024, None), "n": (1024, None)}
+
+
+# ---- helpers ----
+
+def tensor(*shape, dtype: str = "float64") -> str:
+    dims = ", ".join(f'"{d}"' if isinstance(d, str) else str(d) for d in shape)
+    return f'Tensor(({dims}{"," if len(shape) == 1 else ""}), "{dtype}")'
+
+
+def function(params: dict[str, tuple], body: list[tuple[str, tuple, str]], num_input: int | None = None) -> aj.Module:
+    """main(params) with bindings (name, shape, value), returning the last."""
+    attrs = f"(num_input={num_input})" if num_input is not None else ""
+    sig = ", ".join(f"{name}: {tensor(*shape)}" for name, shape in params.items())
+    lines = [f"@function{attrs}", f"def main({sig}) -> {tensor(*body[-1][1])}:"]
+    lines += [f"    {name}: {tensor(*shape)} = {value}" for name, shape, value in body]
+    lines.append(f"    return {body[-1][0]}")
+    return aj.parse("\n".join(lines) + "\n")
+
+
+def lora(form: str, m="m", n="n", r="r", num_input: int | None = None, x_cols=1) -> aj.Module:
+    """The LoRA case of issue 13: W (m, n), A (r, n), B (m, r), x (n, 1)."""
+    params = {"x": (n, x_cols), "W": (m, n), "A": (r, n), "B": (m, r)}
+    bodies = {
+        "factored": [("ba", (m, n), "matmul(B, A)"), ("s", (m, n), "add(W, ba)"), ("y", (m, x_cols), "matmul(s, x)")],
+        "expanded": [("wx", (m, x_cols), "matmul(W, x)"), ("ax", (r, x_cols), "matmul(A, x)"),
+                     ("bax", (m, x_cols), "matmul(B, ax)"), ("y", (m, x_cols), "add(wx, bax)")],
+    }
+    return function(params, bodies[form], num_input)
+
+
+def inputs_of(mod: aj.Module, dims: dict[str, int] | None = None, seed: int = 0) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [rng.standard_normal(tuple(d if isinstance(d, int) else dims[d] for d in p.type.shape))
+            for p in mod["main"].params]
+
+
+def assert_same_numbers(before: aj.Module, after: aj.Module, dims: dict[str, int] | None = None) -> None:
+    args = inputs_of(before, dims)
+    want = np.asarray(aj.build(before)["main"](*args))
+    got = np.asarray(aj.build(after)["main"](*args))
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10 * max(1.0, float(np.abs(want).max())))
+
+
+def reassociated(mod: aj.Module, dim_bounds=None, dims=None) -> aj.Module:
+    """The pass's output, checked to verify, compute the same, cost no more and be its own fixed point."""
+    p = T.ReassociateMatmul(dim_bounds)
+    out = p(mod)
+    A.verify(out)
+    if all(isinstance(d, int) for q in mod["main"].params for d in q.type.shape) or dims:
+        assert_same_numbers(mod, out, dims)
+    assert aj.structural_equal(p(out), out)
+    return out
+
+
+def body(mod: aj.Module, func: str = "main") -> str:
+    """A function's bindings (types dropped) and return, one per line."""
+    lines = [line.strip() for line in mod[func].script().splitlines() if line.startswith("    ")]
+    return "\n".join(f"{line.split(':')[0]} = {line.split(' = ', 1)[1]}" if " = " in line else line
+                     for line in lines)
+
+
+# ---- the LoRA decision (issue 13) ----
+
+def test_lora_flop_counts():
+    factored, expanded = lora("factored"), lora("expanded")
+    assert A.estimate_flops(factored["main"]) == "2*m*n*r + 3*m*n"  # m*n*(2*r + 3)
+    assert A.estimate_flops(expanded["main"]) == "2*m*n + 2*m*r + 2*n*r + m"
+    weights = lora("factored", num_input=1)
+    assert A.estimate_flops(weights["main"], compile_time_free=True) == "2*m*n"
+
+
+@pytest.mark.parametrize("start", ["factored", "expanded"])
+@pytest.mark.parametrize("dims", ["static", "symbolic"])
+def test_lora_inputs_choose_the_expanded_form(start, dims):
+    mn, r, bounds = ((4096, 4096), 16, None) if dims == "static" else (("m", "n"), "r", LORA_BOUNDS)
+    mod = lora(start, *mn, r)
+    out = T.ReassociateMatmul(bounds)(mod)
+    assert [b.value.op for b in out["main"].bindings] == ["matmul", "matmul", "matmul", "add"]
+    assert body(out).splitlines()[-2:] in (["y = add(y_part, y_part_2)", "return y"], ["y = add(wx, bax)", "return y"])
+    if dims == "symbolic":
+        assert A.estimate_flops(out["main"]) == "2*m*n + 2*m*r + 2*n*r + m"
+        assert_same_numbers(mod, out, {"m": 1024, "n": 1100, "r": 16})
+
+
+@pytest.mark.parametrize("start", ["factored", "expanded"])
+@pytest.mark.parametrize("dims", ["static", "symbolic"])
+def test_lora_weights_choose_the_factored_form_and_lift_its_sum(start, dims):
+    mn, r, bounds = ((4096, 4096), 16, None) if dims == "static" else (("m", "n"), "r", LORA_BOUNDS)
+    mod = lora(start, *mn, r, num_input=1)
+    out = T.ReassociateMatmul(bounds)(mod)
+    assert [b.value.op for b in out["main"].bindings] == ["matmul", "add", "matmul"]
+    flops = A.estimate_flops(out["main"], compile_time_free=True)
+    assert flops == ("2*m*n" if dims == "symbolic" else 2 * 4096 * 4096)
+    lifted = T.LiftTransformParams()(out)
+    assert [b.value.op for b in lifted["main_transform_params"].bindings] == ["matmul", "add"]
+    assert [b.value.op for b in lifted["main"].bindings] == ["matmul"]
+    if dims == "symbolic":
+        dims_ = {"m": 1024, "n": 1030, "r": 16}
+        assert_same_numbers(mod, out, dims_)
+        x, W, A_, B = inputs_of(mod, dims_)
+        exe = aj.build(lifted)
+        (merged,) = exe["main_transform_params"](W, A_, B)
+        want = aj.build(mod)["main"](x, W, A_, B)
+        np.testing.assert_allclose(exe["main"](x, merged), want, rtol=1e-10)
+
+
+def test_lora_symbolic_without_bounds_keeps_either_form():
+    # with r free, neither form is cheaper for every m, n, r >= 1
+    for start in ["factored", "expanded"]:
+        mod = lora(start)
+        assert REASSOCIATE(mod) is mod or aj.structural_equal(REASSOCIATE(mod), mod)
+
+
+# ---- golden before/after, each rewrite both ways ----
+
+def test_low_rank_update_expands_for_inputs():
+    out = reassociated(lora("factored", 64, 64, 2))
+    assert body(out) == """\
+y_part = matmul(W, x)
+y_part_1 = matmul(A, x)
+y_part_2 = matmul(B, y_part_1)
+y = add(y_part, y_part_2)
+return y"""
+
+
+def test_low_rank_update_factors_for_weights():
+    out = reassociated(lora("expanded", 64, 64, 2, num_input=1))
+    assert body(out) == """\
+y_part = matmul(B, A)
+y_part_1 = add(W, y_part)
+y = matmul(y_part_1, x)
+return y"""
+
+
+def test_low_rank_update_reads_the_sum_either_way_round_and_either_bracketing():
+    m, n, r = 64, 64, 2
+    params = {"x": (n, 1), "W": (m, n), "A": (r, n), "B": (m, r)}
+    swapped = function(params, [("ba", (m, n), "matmul(B, A)"), ("s", (m, n), "add(ba, W)"),
+                                ("y", (m, 1), "matmul(s, x)")])
+    assert [b.value.op for b in reassociated(swapped)["main"].bindings] == ["matmul", "matmul", "matmul", "add"]
+    other_bracketing = function(params, [("ba", (m, n), "matmul(B, A)"), ("bax", (m, 1), "matmul(ba, x)"),
+                                         ("wx", (m, 1), "matmul(W, x)"), ("y", (m, 1), "add(bax, wx)")], num_input=1)
+    assert body(reassociated(other_bracketing)) == """\
+y_part = matmul(B, A)
+y_part_1 = add(W, y_part)
+y = matmul(y_part_1, x)
+return y"""
+
+
+def test_low_rank_update_rhs_both_ways():
+    m, n, r = 64, 64, 2
+    params = {"x": (1, m), "W": (m, n), "A": (m, r), "B": (r, n)}
+    factored = function(params, [("ab", (m, n), "matmul(A, B)"), ("s", (m, n), "add(W, ab)"),
+                                 ("y", (1, n), "matmul(x, s)")])
+    assert body(reassociated(factored)) == """\
+y_part = matmul(x, W)
+y_part_1 = matmul(x, A)
+y_part_2 = matmul(y_part_1, B)
+y = add(y_part, y_part_2)
+return y"""
+    expanded = function(params, [("xw", (1, n), "matmul(x, W)"), ("xa", (1, r), "matmul(x, A)"),
+                                 ("xab", (1, n), "matmul(xa, B)"), ("y", (1, n), "add(xab, xw)")], num_input=1)
+    assert body(reassociated(expanded)) == """\
+y_part = matmul(A, B)
+y_part_1 = add(W, y_part)
+y = matmul(x, y_part_1)
+return y"""
+
+
+def test_matmul_chain_is_rebracketed():
+    # (x @ u) @ v) @ w with u, v of width 8 and w of 4: right to left is 5x fewer FLOPs
+    mod = function({"x": (512, 512), "u": (512, 8), "v": (8, 512), "w": (512, 4)},
+                   [("a", (512, 8), "matmul(x, u)"), ("b", (512, 512), "matmul(a, v)"),
+                    ("c", (512, 4), "matmul(b, w)")])
+    out = reassociated(mod)
+    assert body(out) == """\
+c_part = matmul(v, w)
+c_part_1 = matmul(u, c_part)
+c = matmul(x, c_part_1)
+return c"""
+    assert A.estimate_flops(mod["main"]) == 10_485_760 and A.estimate_flops(out["main"]) == 2_162_688
+
+
+def test_matmul_chain_of_weights_is_joined_at_compile_time():
+    # w1 @ (w2 @ x) with weights w1, w2: (w1 @ w2) @ x does one run-time matmul
+    mod = function({"x": (64, 1), "w1": (64, 64), "w2": (64, 64)},
+                   [("h", (64, 1), "matmul(w2, x)"), ("y", (64, 1), "matmul(w1, h)")], num_input=1)
+    assert A.estimate_flops(mod["main"], compile_time_free=True) == 2 * 2 * 64 * 64
+    out = reassociated(mod)
+    assert body(out) == "y_part = matmul(w1, w2)\ny = matmul(y_part, x)\nreturn y"
+    assert A.estimate_flops(out["main"], compile_time_free=True) == 2 * 64 * 64
+
+
+# ---- chains: shapes ----
+
+def test_chain_with_vector_ends():
+    mod = function({"u": (6,), "a": (6, 40), "b": (40, 40), "v": (40,)},
+                   [("ua", (40,), "matmul(u, a)"), ("uab", (40,), "matmul(ua, b)"), ("s", (), "matmul(uab, v)")])
+    out = reassociated(mod)
+    assert A.estimate_flops(out["main"]) <= A.estimate_flops(mod["main"])
+
+
+def test_chain_with_a_vector_in_the_middle_is_left_alone():
+    # (a @ v) @ w reads v as a column and then the result as a row: no other bracketing means the same
+    mod = function({"a": (8, 8), "v": (8,), "w": (8, 8)}, [("av", (8,), "matmul(a, v)"), ("y", (8,), "matmul(av, w)")])
+    assert aj.structural_equal(reassociated(mod), mod)
+
+
+def test_batched_chain_moves_the_batch_to_the_last_product():
+    # x (16, 64, 64) @ a (64, 64) @ b (64, 2): a @ b first avoids a batched 64x64x64 product
+    mod = function({"x": (16, 64, 64), "a": (64, 64), "b": (64, 2)},
+                   [("xa", (16, 64, 64), "matmul(x, a)"), ("y", (16, 64, 2), "matmul(xa, b)")])
+    out = reassociated(mod)
+    assert body(out) == "y_part = matmul(a, b)\ny = matmul(x, y_part)\nreturn y"
+
+
+def test_long_chain_is_rebracketed_in_windows():
+    # ((a0 @ a1) @ a2) ... @ v over 40 square factors: right to left is cheapest. A run
+    # follows a chain 16 operands at a time, so the vector passes about 14 more factors per run
+    k = 40
+    mod = function({"v": (32, 1), **{f"a{i}": (32, 32) for i in range(k)}},
+                   [("h1", (32, 32), "matmul(a0, a1)")] +
+                   [(f"h{i}", (32, 32), f"matmul(h{i - 1}, a{i})") for i in range(2, k)] +
+                   [("y", (32, 1), f"matmul(h{k - 1}, v)")])
+    costs = [A.estimate_flops(mod["main"])]
+    for _ in range(3):
+        mod = REASSOCIATE(mod)
+        costs.append(A.estimate_flops(mod["main"]))
+    assert costs == [2 * 32 * 32 * (32 * 39 + 1), 2 * 32 * 32 * (32 * 25 + 15), 2 * 32 * 32 * (32 * 11 + 29),
+                     2 * 32 * 32 * 40]
+    assert aj.structural_equal(REASSOCIATE(mod), mod)
+
+
+def test_symbolic_chain_decided_by_bounds():
+    # (x @ u) @ v vs x @ (u @ v): x (b, n), u (n, r), v (r, n); with r <= 64 <= n the left product is cheaper
+    mod = function({"x": ("b", "n"), "u": ("n", "r"), "v": ("r", "n")},
+                   [("uv", ("n", "n"), "matmul(u, v)"), ("y", ("b", "n"), "matmul(x, uv)")])
+    assert aj.structural_equal(REASSOCIATE(mod), mod)  # without bounds, r = n = 1 and b large favour no side
+    out = reassociated(mod, {"r": (1, 64), "n": (1024, None)}, dims={"b": 3, "n": 1024, "r": 4})
+    assert body(out) == "y_part = matmul(x, u)\ny = matmul(y_part, v)\nreturn y"
+
+
+# ---- what it leaves alone ----
+
+def test_equal_costs_keep_the_input():
+    mod = function({"a": (4, 4), "b": (4, 4), "c": (4, 4)}, [("ab", (4, 4), "matmul(a, b)"), ("y", (4, 4), "matmul(ab, c)")])
+    assert REASSOCIATE(mod) is mod
+
+
+def test_an_inner_value_used_elsewhere_stays():
+    m, n, r = 64, 64, 2
+    mod = function({"x": (n, 1), "W": (m, n), "A": (r, n), "B": (m, r)},
+                   [("ba", (m, n), "matmul(B, A)"), ("s", (m, n), "add(W, ba)"), ("y", (m, 1), "matmul(s, x)"),
+                    ("z", (m, n), "multiply(s, s)"), ("t", (), "sum(z)")])
+    assert aj.structural_equal(reassociated(mod), mod)
+
+
+def test_matmuls_with_different_out_dtypes_are_left_alone():
+    text = f"""@function
+def main(x: {tensor(64, 512, dtype="float32")}, u: {tensor(512, 8, dtype="float32")}, v: {tensor(8, 2, dtype="float32")}) -> {tensor(64, 2)}:
+    a: {tensor(64, 8, dtype="float32")} = matmul(x, u)
+    y: {tensor(64, 2)} = matmul(a, v, out_dtype="float64")
+    return y
+"""
+    mod = aj.parse(text)
+    assert REASSOCIATE(mod) is mod
+
+
+def test_a_sum_that_broadcasts_along_the_contracted_axis_is_not_expanded():
+    # W (m, 1) broadcasts along n: W @ x does not type, so the expanded form is no alternative
+    m, n, r = 64, 64, 2
+    mod = function({"x": (n, 1), "W": (m, 1), "A": (r, n), "B": (m, r)},
+                   [("ba", (m, n), "matmul(B, A)"), ("s", (m, n), "add(W, ba)"), ("y", (m, 1), "matmul(s, x)")])
+    assert REASSOCIATE(mod) is mod
+
+
+def test_a_sum_broadcasting_its_rows_is_expanded_correctly():
+    m, n, r = 64, 64, 2
+    mod = function({"x": (n, 3), "W": (1, n), "A": (r, n), "B": (m, r)},
+                   [("ba", (m, n), "matmul(B, A)"), ("s", (m, n), "add(W, ba)"), ("y", (m, 3), "matmul(s, x)")])
+    out = reassociated(mod)
+    assert [b.value.op for b in out["main"].bindings] == ["matmul", "matmul", "matmul", "add"]
+
+
+def test_the_adjoint_of_a_chain_reassociates_and_computes_the_same():
+    mod = function({"x": (64, 64), "u": (64, 4), "v": (4, 64), "w": (64, 2)},
+                   [("a", (64, 4), "matmul(x, u)"), ("b", (64, 64), "matmul(a, v)"), ("c", (64, 2), "matmul(b, w)"),
+                    ("s", (), "sum(c)")])
+    grad = T.Gradient()(mod)
+    out = T.ReassociateMatmul()(grad)
+    A.verify(out)
+    args = inputs_of(mod)
+    want, got = aj.build(grad)["main_adjoint"](*args), aj.build(out)["main_adjoint"](*args)
+    for g, w in zip([got[0], *got[1]], [want[0], *want[1]]):
+        np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-10)
+    assert A.estimate_flops(out["main_adjoint"]) < A.estimate_flops(grad["main_adjoint"])
+
+
+def test_the_input_module_is_not_changed():
+    mod = lora("factored", 64, 64, 2)
+    text = mod.script()
+    REASSOCIATE(mod)
+    assert mod.script() == text
+
+
+# ---- the pass object and bad input ----
+
+def test_repr_and_rules():
+    assert repr(REASSOCIATE) == "aj.transform.ReassociateMatmul()"
+    assert repr(T.ReassociateMatmul({"r": (1, 64)})) == "aj.transform.ReassociateMatmul(dim_bounds={'r': (1, 64)})"
+    assert [name for name, _ in T.ReassociateMatmul.rules] == ["low_rank_update", "low_rank_update_rhs", "matmul_chain"]
+    assert "low_rank_update" in T.ReassociateMatmul.__doc__
+
+
+@pytest.mark.parametrize("bounds, message", [
+    ({"r": (64, 1)}, "'r': low bound 64 is greater than high bound 1"),
+    ({"r": (-1, 4)}, "'r'"),
+    ({"r": 4}, "expected a pair (low, high or None)"),
+    ({"r": (1, "x")}, "'r': high bound"),
+    ([("r", (1, 2))], "expected a dict"),
+    ({"2r": (1, 2)}, "2r"),
+])
+def test_bad_dim_bounds_are_an_error_naming_them(bounds, message):
+    with pytest.raises(aj.TransformError, match="ReassociateMatmul: dim_bounds") as e:
+        T.ReassociateMatmul(bounds)
+    assert message in str(e.value)
+
+
+def test_a_bound_on_a_symbol_no_function_uses_is_an_error():
+    with pytest.raises(aj.TransformError, match="ReassociateMatmul: dim_bounds: 'q' is not a symbol"):
+        T.ReassociateMatmul({"q": (1, 2)})(lora("factored"))
+
+
+@pytest.mark.parametrize("num_input", [5, -1])
+def test_bad_num_input_is_a_verify_error(num_input):
+    fn = lora("factored")["main"].with_attr("num_input", num_input)
+    with pytest.raises(aj.VerifyError, match="num_input"):
+        REASSOCIATE(aj.Module({"main": fn}))
+
+
+def test_not_a_module_is_an_error():
+    with pytest.raises(aj.TransformError, match="ReassociateMatmul expects an aj.Module"):
+        REASSOCIATE("main")
