@@ -7,7 +7,7 @@ import importlib
 import sys
 
 SUITES = {"ir": "adjoint.bench.ir", "exec": "adjoint.bench.exec", "passes": "adjoint.bench.passes",
-          "patterns": "adjoint.bench.patterns"}
+          "patterns": "adjoint.bench.patterns", "compile": "adjoint.bench.compile"}
 
 
 def main(argv: list[str] | None = None) -> int:

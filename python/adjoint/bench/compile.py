@@ -1,0 +1,228 @@
+"""Compile-time benchmark (``python -m adjoint.bench compile``).
+
+LiftTransformParams, ``computable_at_compile_time(fn)``, ``estimate_flops(fn)``
+and ``estimate_flops(fn, compile_time_free=True)`` on functions of 10k, 100k
+and 1M bindings of two shapes (``num_input=1``, (4, 4) float32 values):
+"wide", one weight per group of four bindings, three of them from the weight
+alone and one using the input, all groups independent; and "chain", each
+binding using the one before, the first half from the weight alone and the
+second half with the input. Each (shape, size) runs in a fresh process, and
+every result is checked against what the generated function must give
+before anything is timed. Building the function (text, then ``aj.parse``,
+faster than the builder at 1M) is shown on its own row and counted in no
+goal. The floor row, DCE with nothing to remove, is one walk over the same
+function: its growth shows what the caches alone cost (10k bindings fit in
+them, 100k do not).
+
+Anchor (issue 13, TVM 0.27 on this machine): LiftTransformParams takes 2.76 s
+for 10k weight-only bindings and 547 s for 100k in a wide function. Goals:
+100k wide LiftTransformParams under 0.3 s; linear, 10x the bindings at most
+11x the time, for every measured row.
+
+``run()`` runs each of ``SECTIONS`` in turn; a section is a function of
+``Settings`` that prints its table and goal lines.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import adjoint as aj
+from adjoint.bench import median_seconds, print_table
+
+SIZES = (10_000, 100_000, 1_000_000)
+LIFT_ANCHORS = {10_000: 2.76, 100_000: 547.0}  # TVM 0.27 LiftTransformParams seconds, wide
+
+_T = 'Tensor((4, 4), "float32")'
+_FLOPS = {"permute_dims": 0, "add": 16, "subtract": 16, "multiply": 16, "matmul": 128}  # on (4, 4) operands
+_CHAIN_OPS = ("add", "multiply", "matmul", "subtract")
+
+LIFT = aj.transform.LiftTransformParams()
+DCE = aj.transform.DeadCodeElimination()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every section measures with: runs per median (more while their
+    total is under ``min_total`` seconds) and function sizes in bindings."""
+
+    repeat: int = 3
+    sizes: tuple[int, ...] = SIZES
+    min_total: float = 0.3
+
+
+@dataclass(frozen=True)
+class Case:
+    """A generated ``main`` and what each measured call must give on it."""
+
+    module: aj.Module
+    weights: int
+    weight_only: int  # bindings from weights alone: lifted into main_transform_params
+    input_dependent: int  # bindings left in main after lifting
+    flops: int
+    run_time_flops: int  # FLOPs of the input-dependent bindings
+
+
+def wide(n: int) -> Case:
+    """main(x, w0, ..., w{g-1}) of n = 4g bindings: for each weight w_i,
+    t_i = permute_dims(w_i), s_i = t_i + w_i, u_i = s_i * s_i (from w_i
+    alone) and y_i = x @ u_i; main returns every y_i in a tuple."""
+    groups = n // 4
+    params = [f"x: {_T}"] + [f"w{i}: {_T}" for i in range(groups)]
+    lines = ["@function(num_input=1)", f"def main({', '.join(params)}) -> Tuple({', '.join([_T] * groups)}):"]
+    for i in range(groups):
+        lines += [f"    t{i}: {_T} = permute_dims(w{i})", f"    s{i}: {_T} = add(t{i}, w{i})",
+                  f"    u{i}: {_T} = multiply(s{i}, s{i})", f"    y{i}: {_T} = matmul(x, u{i})"]
+    lines.append(f"    return ({', '.join(f'y{i}' for i in range(groups))})")
+    per_group = _FLOPS["add"] + _FLOPS["multiply"] + _FLOPS["matmul"]
+    return Case(aj.parse("\n".join(lines) + "\n"), weights=groups, weight_only=3 * groups,
+                input_dependent=groups, flops=groups * per_group, run_time_flops=groups * _FLOPS["matmul"])
+
+
+def chain(n: int) -> Case:
+    """main(x, w) of n bindings v_k = op(v_{k-1}, w) for k < n/2 (v_{-1} is
+    w) and v_k = op(v_{k-1}, x) after, op cycling through add, multiply,
+    matmul and subtract; main returns the last."""
+    half = n // 2
+    lines = ["@function(num_input=1)", f"def main(x: {_T}, w: {_T}) -> {_T}:"]
+    ops = [_CHAIN_OPS[k % len(_CHAIN_OPS)] for k in range(n)]
+    for k, op in enumerate(ops):
+        lines.append(f"    v{k}: {_T} = {op}({f'v{k - 1}' if k else 'w'}, {'w' if k < half else 'x'})")
+    lines.append(f"    return v{n - 1}")
+    return Case(aj.parse("\n".join(lines) + "\n"), weights=1, weight_only=half, input_dependent=n - half,
+                flops=sum(_FLOPS[op] for op in ops), run_time_flops=sum(_FLOPS[op] for op in ops[half:]))
+
+
+SHAPES: dict[str, Callable[[int], Case]] = {"wide": wide, "chain": chain}
+BUILD = "build (text + parse)"
+FLOOR = "floor: DCE removing nothing"
+MEASURED = ("LiftTransformParams", "computable_at_compile_time", "estimate_flops",
+            "estimate_flops(compile_time_free)")
+
+
+def calls_on(case: Case) -> dict[str, Callable[[], object]]:
+    """Each measured call on ``case``, then the floor."""
+    fn = case.module["main"]
+    return {
+        "LiftTransformParams": lambda: LIFT(case.module),
+        "computable_at_compile_time": lambda: aj.analysis.computable_at_compile_time(fn),
+        "estimate_flops": lambda: aj.analysis.estimate_flops(fn),
+        "estimate_flops(compile_time_free)": lambda: aj.analysis.estimate_flops(fn, compile_time_free=True),
+        FLOOR: lambda: DCE(case.module),
+    }
+
+
+def check_results(case: Case, results: dict[str, object]) -> None:
+    """Raises AssertionError naming every result (of ``calls_on``) that is
+    not what ``case`` must give, so that no row times a call doing nothing."""
+    lifted, floor = results["LiftTransformParams"], results[FLOOR]
+    sizes = {name: len(lifted[name].bindings) for name in lifted.functions}
+    wrong = []
+    if sizes != {"main": case.input_dependent, "main_transform_params": case.weight_only}:
+        wrong.append(f"LiftTransformParams gave functions of {sizes} bindings, not main: {case.input_dependent} "
+                     f"and main_transform_params: {case.weight_only}")
+    expected_vars = case.weights + case.weight_only
+    if len(results["computable_at_compile_time"]) != expected_vars:
+        wrong.append(f"computable_at_compile_time listed {len(results['computable_at_compile_time'])} vars, "
+                     f"not {expected_vars}")
+    for name, want in (("estimate_flops", case.flops), ("estimate_flops(compile_time_free)", case.run_time_flops)):
+        if results[name] != want:
+            wrong.append(f"{name} gave {results[name]}, not {want}")
+    if len(floor["main"].bindings) != len(case.module["main"].bindings):
+        wrong.append(f"the floor's DCE removed {len(case.module['main'].bindings) - len(floor['main'].bindings)} "
+                     "bindings, not none")
+    if wrong:
+        raise AssertionError("; ".join(wrong))
+
+
+def measure(shape: str, n: int, repeat: int, min_total: float) -> dict[str, float]:
+    """Seconds to build the ``shape`` function of ``n`` bindings, and the
+    median seconds of each of ``calls_on`` it, after checking their results."""
+    start = time.perf_counter()
+    case = SHAPES[shape](n)
+    seconds = {BUILD: time.perf_counter() - start}
+    calls = calls_on(case)
+    check_results(case, {name: call() for name, call in calls.items()})
+    for name, call in calls.items():
+        seconds[name] = median_seconds(call, repeat, warmup=1, min_total=min_total)
+    return seconds
+
+
+def measure_in_fresh_process(shape: str, n: int, settings: Settings) -> dict[str, float]:
+    code = ("import json, sys; from adjoint.bench.compile import measure; "
+            "json.dump(measure(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])), sys.stdout)")
+    args = [shape, str(n), str(settings.repeat), str(settings.min_total)]
+    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"measuring the {shape} function of {n} bindings failed:\n{done.stderr}")
+    return json.loads(done.stdout)
+
+
+def _label(n: int) -> str:
+    for unit, scale in (("M", 1_000_000), ("k", 1_000)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return str(n)
+
+
+def compile_time_scaling(settings: Settings) -> None:
+    sizes = settings.sizes
+    seconds = {(shape, n): measure_in_fresh_process(shape, n, settings) for shape in SHAPES for n in sizes}
+    steps = list(zip(sizes, sizes[1:]))
+    growth = {(shape, what, a, b): seconds[shape, b][what] / seconds[shape, a][what]
+              for shape in SHAPES for what in (BUILD, *MEASURED, FLOOR) for a, b in steps}
+    rows = []
+    for shape in SHAPES:
+        for what in (BUILD, *MEASURED, FLOOR):
+            over_floor = [growth[shape, what, a, b] / growth[shape, FLOOR, a, b] if what in MEASURED else ""
+                          for a, b in steps]
+            rows.append([shape, what, *(seconds[shape, n][what] for n in sizes),
+                         *(growth[shape, what, a, b] for a, b in steps), *over_floor])
+    print(f"Compile-time analyses and LiftTransformParams: seconds, median of {settings.repeat} runs (build: one "
+          f"run), each size in a fresh process; growth from each size to the next, and that growth over the floor's")
+    print_table(["shape", "measured", *(f"{_label(n)} s" for n in sizes),
+                 *(f"{_label(b)}/{_label(a)}" for a, b in steps),
+                 *(f"{_label(b)}/{_label(a)} / floor's" for a, b in steps)], rows)
+    print(_goal_line(seconds, growth))
+
+
+def _worst(excess: dict[tuple[str, str, int, int], float]) -> str:
+    shape, what, a, b = max(excess, key=excess.get)
+    return f"worst {excess[shape, what, a, b]:.2f} from {_label(a)} to {_label(b)} bindings ({shape}, {what})"
+
+
+def _goal_line(seconds: dict, growth: dict) -> str:
+    """Whether 100k wide LiftTransformParams is under 0.3 s (when measured)
+    and every measured row's time grows at most 1.1x as much as the bindings
+    (10x the bindings, 11x the time); then the same growth over the floor's,
+    which shows what is left once the caches' share is taken out."""
+    over_size = {k: r / (k[3] / k[2]) for k, r in growth.items() if k[1] in MEASURED}
+    over_floor = {k: r / growth[k[0], FLOOR, k[2], k[3]] for k, r in growth.items() if k[1] in MEASURED}
+    linear = max(over_size.values()) <= 1.1
+    lift = seconds.get(("wide", 100_000), {}).get("LiftTransformParams")
+    goal = "goal: time growth at most 1.1x the bindings' growth"
+    if lift is not None:
+        goal = f"goal: 100k wide LiftTransformParams under 0.3 s ({lift:.3f} s) and time growth at most 1.1x the " \
+               "bindings' growth"
+        linear = linear and lift < 0.3
+    lines = [f"{goal}: {'met' if linear else 'NOT met'} (time growth / bindings' growth: {_worst(over_size)})",
+             f"time growth / the floor's growth at most 1.1: {'yes' if max(over_floor.values()) <= 1.1 else 'no'} "
+             f"({_worst(over_floor)})"]
+    lines += [f"TVM 0.27 LiftTransformParams on {_label(n)} wide: {t:g} s, {t / seconds['wide', n]['LiftTransformParams']:.0f}x "
+              "adjoint's time" for n, t in LIFT_ANCHORS.items() if ("wide", n) in seconds]
+    return "\n".join(lines)
+
+
+SECTIONS: tuple[Callable[[Settings], None], ...] = (compile_time_scaling,)
+
+
+def run(repeat: int = 3, sizes: tuple[int, ...] = SIZES, min_total: float = 0.3) -> None:
+    for k, section in enumerate(SECTIONS):
+        if k:
+            print()
+        section(Settings(repeat, sizes, min_total))

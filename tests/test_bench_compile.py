@@ -1,0 +1,65 @@
+"""The compile-time benchmark at small sizes: its generated functions give
+the results it checks, its checks catch a call that did nothing or the
+wrong thing, and the whole suite runs (fresh processes, table, goal line)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import adjoint as aj
+from adjoint.bench import compile as bench
+from adjoint.bench.__main__ import SUITES
+
+
+@pytest.mark.parametrize("shape", sorted(bench.SHAPES))
+def test_generated_functions_give_what_their_case_says(shape):
+    case = bench.SHAPES[shape](40)
+    bench.check_results(case, {name: call() for name, call in bench.calls_on(case).items()})
+
+
+@pytest.mark.parametrize("shape", sorted(bench.SHAPES))
+def test_lifting_the_generated_functions_computes_the_same(shape):
+    mod = bench.SHAPES[shape](40).module
+    rng = np.random.default_rng(0)
+    inputs = [rng.standard_normal((4, 4)).astype(np.float32) for _ in mod["main"].params]
+    lifted = aj.build(bench.LIFT(mod))
+    got = lifted["main"](inputs[0], *lifted["main_transform_params"](*inputs[1:]))
+    want = aj.build(mod)["main"](*inputs)
+    for g, w in zip(*(o if isinstance(o, tuple) else (o,) for o in (got, want)), strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-5)
+
+
+def _wrong_results(case: bench.Case) -> dict[str, tuple[object, str]]:
+    """For each checked call: what a call doing nothing (or the wrong thing)
+    would give instead, and the start of the message that must name it."""
+    computable = aj.analysis.computable_at_compile_time(case.module["main"])
+    return {"LiftTransformParams": (case.module, "LiftTransformParams gave functions of {'main': 40}"),
+            "computable_at_compile_time": (computable[:-1], "computable_at_compile_time listed 39 vars, not 40"),
+            "estimate_flops": (0, "estimate_flops gave 0, not 1600"),
+            "estimate_flops(compile_time_free)": (case.flops, "estimate_flops(compile_time_free) gave 1600, not 1280"),
+            bench.FLOOR: (bench.LIFT(case.module), "the floor's DCE removed 30 bindings")}
+
+
+@pytest.mark.parametrize("name", [*bench.MEASURED, bench.FLOOR])
+def test_checks_catch_a_wrong_result(name):
+    case = bench.wide(40)
+    results = {n: call() for n, call in bench.calls_on(case).items()}
+    results[name], message = _wrong_results(case)[name]
+    with pytest.raises(AssertionError, match="^" + re.escape(message)):
+        bench.check_results(case, results)
+
+
+def test_the_suite_runs_at_small_sizes(capsys):
+    assert SUITES["compile"] == "adjoint.bench.compile"
+    bench.run(repeat=1, sizes=(400, 800), min_total=0.0)
+    out = capsys.readouterr().out
+    for shape in bench.SHAPES:
+        for what in (bench.BUILD, *bench.MEASURED, bench.FLOOR):
+            assert any(line.split()[:1] == [shape] and what in line for line in out.splitlines()), (shape, what)
+    assert "800/400" in out
+    goal, over_floor = out.rstrip().splitlines()[-2:]
+    assert goal.startswith("goal: time growth at most 1.1x the bindings' growth: ")
+    assert over_floor.startswith("time growth / the floor's growth at most 1.1: ")
