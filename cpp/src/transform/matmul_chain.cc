@@ -23,7 +23,7 @@ using Point = std::map<std::string, double>;
 class ChainTable {
  public:
   ChainTable(const std::vector<Expr>& leaves, const Attrs& attrs, const FormCost& cost)
-      : k_(leaves.size()), product_(k_ * k_), free_(k_ * k_, 0), join_(k_ * k_ * k_) {
+      : k_(leaves.size()), product_(k_ * k_), free_(k_ * k_, 0), join_(k_ * k_) {
     for (size_t i = 0; i < k_; ++i) {
       product_[i * k_ + i] = leaves[i];
       free_[i * k_ + i] = cost.computable(leaves[i]);
@@ -36,30 +36,36 @@ class ChainTable {
   bool free(size_t i, size_t j) const { return free_[i * k_ + j]; }
   // The FLOPs of joining [i, s] and [s + 1, j]; nullptr when that does not type.
   const Dim* join(size_t i, size_t s, size_t j) const {
-    const std::optional<Dim>& d = join_[(i * k_ + s) * k_ + j];
+    const std::optional<Dim>& d = join_[i * k_ + j][s - i];
     return d ? &*d : nullptr;
   }
   std::set<std::string> symbols() const {
     std::set<std::string> out;
-    for (const std::optional<Dim>& d : join_)
-      if (d)
-        for (const std::string& s : d->symbols()) out.insert(s);
+    for (const std::vector<std::optional<Dim>>& splits : join_)
+      for (const std::optional<Dim>& d : splits)
+        if (d && !d->is_const())
+          for (const std::string& s : d->symbols()) out.insert(s);
     return out;
   }
 
  private:
+  // The interval's product type from its first split that types (matmul
+  // typing is associative once the middle operands are matrices), then the
+  // FLOPs of every split on calls of that type; a split that would not type
+  // is caught when its bracketing is built.
   void fill(size_t i, size_t j, const Attrs& attrs) {
     const OpDef& matmul = ops::matmul.def();
     Type type;
+    join_[i * k_ + j].resize(j - i);
     for (size_t s = i; s < j; ++s) {
       const Expr& left = product_[i * k_ + s];
       const Expr& right = product_[(s + 1) * k_ + j];
       if (!left || !right) continue;
       try {
-        Call joined = make_call(matmul, {left, right}, attrs);
-        if (type && !type_equal(type, joined->type())) continue;
+        Call joined = type ? std::make_shared<CallNode>(&matmul, std::vector<Expr>{left, right}, attrs, type)
+                           : make_call(matmul, {left, right}, attrs);
         type = joined->type();
-        join_[(i * k_ + s) * k_ + j] = matmul.flops(*joined);
+        join_[i * k_ + j][s - i] = matmul.flops(*joined);
       } catch (const TypeInferenceError&) {
         continue;
       }
@@ -71,7 +77,7 @@ class ChainTable {
   size_t k_;
   std::vector<Expr> product_;
   std::vector<uint8_t> free_;
-  std::vector<std::optional<Dim>> join_;
+  std::vector<std::vector<std::optional<Dim>>> join_;  // per interval [i, j], per split s - i
 };
 
 double evaluate(const Dim& d, const Point& point) {
@@ -133,7 +139,12 @@ std::vector<Expr> cheapest_bracketings(const std::vector<Expr>& leaves, const At
   if (!table.types()) return {};
   std::vector<Expr> out;
   for (const Point& point : sample_points(table.symbols(), cost.bounds())) {
-    Expr form = cheapest_at(table, leaves, attrs, point);
+    Expr form;
+    try {
+      form = cheapest_at(table, leaves, attrs, point);
+    } catch (const TypeInferenceError&) {
+      continue;  // a bracketing that does not type (see ChainTable::fill)
+    }
     if (!form) continue;
     bool seen = false;
     for (const Expr& f : out) seen = seen || same_form(f, form);

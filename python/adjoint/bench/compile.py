@@ -19,6 +19,16 @@ for 10k weight-only bindings and 547 s for 100k in a wide function. Goals:
 100k wide LiftTransformParams under 0.3 s; linear, 10x the bindings at most
 11x the time, for every measured row.
 
+A second section, ReassociateMatmul: a matrix chain ``x @ (u @ v)`` with a
+small middle dim (x (1024, 1024), u (1024, 16), v (16, 1024)) run as written
+and as the pass re-brackets it, ``(x @ u) @ v``; the LoRA case of issue 13,
+``(W + B@A) @ x`` with W (4096, 4096), A (16, 4096), B (4096, 16), x
+(4096, 1): with A and B run-time inputs as written and as the pass expands
+it, ``W@x + B@(A@x)``; with them weights as written (B@A at every call) and
+after ReassociateMatmul (which keeps it) and LiftTransformParams, one
+matmul by the lifted ``W + B@A``; and the pass's own time on matmul chains
+and on functions of many low-rank updates, by size.
+
 ``run()`` runs each of ``SECTIONS`` in turn; a section is a function of
 ``Settings`` that prints its table and goal lines.
 """
@@ -31,6 +41,8 @@ import sys
 import time
 from dataclasses import dataclass
 from typing import Callable
+
+import numpy as np
 
 import adjoint as aj
 from adjoint.bench import median_seconds, print_table
@@ -218,7 +230,113 @@ def _goal_line(seconds: dict, growth: dict) -> str:
     return "\n".join(lines)
 
 
-SECTIONS: tuple[Callable[[Settings], None], ...] = (compile_time_scaling,)
+REASSOCIATE = aj.transform.ReassociateMatmul()
+
+
+def _matmuls(params: dict[str, tuple[int, ...]], body: list[tuple[str, tuple[int, ...], str]],
+             num_input: int | None = None) -> aj.Module:
+    """main(params) with float32 bindings (name, shape, value), returning the last."""
+    def t(shape: tuple[int, ...]) -> str:
+        return f'Tensor(({", ".join(map(str, shape))}{"," if len(shape) == 1 else ""}), "float32")'
+    attrs = f"(num_input={num_input})" if num_input is not None else ""
+    lines = [f"@function{attrs}", f"def main({', '.join(f'{n}: {t(s)}' for n, s in params.items())}) -> {t(body[-1][1])}:"]
+    lines += [f"    {name}: {t(shape)} = {value}" for name, shape, value in body] + [f"    return {body[-1][0]}"]
+    return aj.parse("\n".join(lines) + "\n")
+
+
+def thin_chain(n: int = 1024, k: int = 16) -> aj.Module:
+    """x @ (u @ v): x (n, n), u (n, k), v (k, n); (x @ u) @ v is n/k times fewer FLOPs."""
+    return _matmuls({"x": (n, n), "u": (n, k), "v": (k, n)},
+                    [("uv", (n, n), "matmul(u, v)"), ("y", (n, n), "matmul(x, uv)")])
+
+
+def lora_factored(num_input: int | None, m: int = 4096, n: int = 4096, r: int = 16) -> aj.Module:
+    """(W + B@A) @ x: W (m, n), A (r, n), B (m, r), x (n, 1); with num_input=1 W, A, B are weights."""
+    return _matmuls({"x": (n, 1), "W": (m, n), "A": (r, n), "B": (m, r)},
+                    [("ba", (m, n), "matmul(B, A)"), ("s", (m, n), "add(W, ba)"), ("y", (m, 1), "matmul(s, x)")],
+                    num_input=num_input)
+
+
+def matmul_chain_function(n: int) -> aj.Module:
+    """n matmuls h_k = h_{k-1} @ (w, w, v, u)[k mod 4], left to right, with w
+    (8, 8), v (8, 2), u (2, 8): bracketing towards each thin v is cheaper,
+    so every window of the chain is re-bracketed."""
+    shapes = {"w": (8, 8), "v": (8, 2), "u": (2, 8)}
+    body, last, width = [], "x", 8
+    for k in range(n):
+        w = "wwvu"[k % 4]
+        width = shapes[w][1]
+        body.append((f"h{k}", (8, width), f"matmul({last}, {w})"))
+        last = f"h{k}"
+    return _matmuls({"x": (8, 8), **shapes}, body)
+
+
+def low_rank_groups(groups: int) -> aj.Module:
+    """``groups`` independent W_i@x + B@(A@x) with weights W_i, A, B, summed: each group factors."""
+    params = {"x": (8, 1), "A": (2, 8), "B": (8, 2), **{f"W{i}": (8, 8) for i in range(groups)}}
+    body, acc = [], None
+    for i in range(groups):
+        body += [(f"wx{i}", (8, 1), f"matmul(W{i}, x)"), (f"ax{i}", (2, 1), "matmul(A, x)"),
+                 (f"bax{i}", (8, 1), f"matmul(B, ax{i})"), (f"y{i}", (8, 1), f"add(wx{i}, bax{i})")]
+        if acc is not None:
+            body.append((f"s{i}", (8, 1), f"add({acc}, y{i})"))
+        acc = f"s{i}" if i else "y0"
+    return _matmuls(params, body, num_input=1)
+
+
+def _run_seconds(mod: aj.Module, args: list[np.ndarray], settings: Settings, func: str = "main") -> float:
+    f = aj.build(mod)[func]
+    return median_seconds(lambda: f(*args), settings.repeat, warmup=1, min_total=settings.min_total)
+
+
+def reassociation(settings: Settings) -> None:
+    rng = np.random.default_rng(0)
+    rows = []
+    chain = thin_chain()
+    rebracketed = REASSOCIATE(chain)
+    if [b.value.args[0].name_hint for b in rebracketed["main"].bindings] != ["x", "y_part"]:
+        raise AssertionError(f"ReassociateMatmul did not re-bracket x @ (u @ v):\n{rebracketed}")
+    args = [rng.standard_normal(p.type.shape).astype(np.float32) for p in chain["main"].params]
+    before, after = _run_seconds(chain, args, settings), _run_seconds(rebracketed, args, settings)
+    rows.append(["x @ (u @ v) -> (x @ u) @ v, n=1024, k=16", aj.analysis.estimate_flops(chain["main"]),
+                 aj.analysis.estimate_flops(rebracketed["main"]), before, after, before / after])
+
+    inputs = lora_factored(None)
+    expanded = REASSOCIATE(inputs)
+    if [b.value.op for b in expanded["main"].bindings] != ["matmul", "matmul", "matmul", "add"]:
+        raise AssertionError(f"ReassociateMatmul did not expand (W + B@A) @ x with A, B inputs:\n{expanded}")
+    args = [rng.standard_normal(p.type.shape).astype(np.float32) for p in inputs["main"].params]
+    before, after = _run_seconds(inputs, args, settings), _run_seconds(expanded, args, settings)
+    rows.append(["LoRA (W + B@A) @ x, A, B inputs -> W@x + B@(A@x)", aj.analysis.estimate_flops(inputs["main"]),
+                 aj.analysis.estimate_flops(expanded["main"]), before, after, before / after])
+
+    weights = lora_factored(1)
+    lifted = aj.transform.LiftTransformParams()(REASSOCIATE(weights))
+    if [b.value.op for b in lifted["main"].bindings] != ["matmul"]:
+        raise AssertionError(f"ReassociateMatmul + LiftTransformParams did not leave one matmul:\n{lifted}")
+    merged = aj.build(lifted)["main_transform_params"](*args[1:])
+    before, after = _run_seconds(weights, args, settings), _run_seconds(lifted, [args[0], *merged], settings)
+    rows.append(["LoRA (W + B@A) @ x, A, B weights -> kept, W + B@A lifted", aj.analysis.estimate_flops(weights["main"]),
+                 aj.analysis.estimate_flops(lifted["main"]), before, after, before / after])
+    print(f"ReassociateMatmul: running the function before and after (median of {settings.repeat} calls)")
+    print_table(["function", "FLOPs before", "FLOPs after", "before s", "after s", "speed-up"], rows)
+
+    rows = []
+    for name, make, per in (("matmul chain", matmul_chain_function, 1), ("low-rank updates", low_rank_groups, 5)):
+        for n in [s for s in settings.sizes if s <= 100_000]:
+            mod = make(n // per)
+            before, after = (aj.analysis.estimate_flops(m["main"], compile_time_free=True) for m in (mod, REASSOCIATE(mod)))
+            if after >= before:
+                raise AssertionError(f"ReassociateMatmul left the {name} function of {n} bindings at {before} FLOPs")
+            seconds = median_seconds(lambda: REASSOCIATE(mod), settings.repeat, warmup=0, min_total=settings.min_total)
+            floor = median_seconds(lambda: DCE(mod), settings.repeat, warmup=0, min_total=settings.min_total)
+            rows.append([name, len(mod["main"].bindings), seconds, floor])
+    print()
+    print(f"ReassociateMatmul's own time (median of {settings.repeat} runs), beside DCE removing nothing")
+    print_table(["function", "bindings", "ReassociateMatmul s", "floor s"], rows)
+
+
+SECTIONS: tuple[Callable[[Settings], None], ...] = (compile_time_scaling, reassociation)
 
 
 def run(repeat: int = 3, sizes: tuple[int, ...] = SIZES, min_total: float = 0.3) -> None:
