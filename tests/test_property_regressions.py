@@ -59,3 +59,21 @@ def test_reassociate_matmul_reads_a_form_every_way_its_operands_allow():
     assert aj.analysis.estimate_flops(once["main"]) == 18  # matmul 8, add 2, matmul 8
     args = [np.arange(2.0).reshape(1, 2), np.arange(4.0).reshape(2, 2), np.arange(4.0, 8.0).reshape(2, 2)]
     np.testing.assert_allclose(aj.build(once)["main"](*args), aj.build(mod)["main"](*args))
+
+
+def test_reassociate_matmul_counts_users_after_removing_dead_code():
+    # xa = x @ a had a second user that nothing used (as raw adjoints have): the
+    # first run kept the form, its DCE dropped that user, and the second run
+    # rewrote. Dead code now goes first, so one run does it all.
+    text = """@function(num_input=1)
+def main(x: Tensor((1, 4), "float64"), w: Tensor((4, 4), "float64"), a: Tensor((4, 2), "float64"), b: Tensor((2, 4), "float64")) -> Tensor((1, 4), "float64"):
+    xa: Tensor((1, 2), "float64") = matmul(x, a)
+    unused: Tensor((1, 2), "float64") = exp(xa)
+    xab: Tensor((1, 4), "float64") = matmul(xa, b)
+    xw: Tensor((1, 4), "float64") = matmul(x, w)
+    y: Tensor((1, 4), "float64") = add(xw, xab)
+    return y
+"""
+    once = aj.transform.ReassociateMatmul()(aj.parse(text))
+    aj.assert_structural_equal(aj.transform.ReassociateMatmul()(once), once)
+    assert [b.value.op for b in once["main"].bindings] == ["matmul", "add", "matmul"]  # x @ (w + a@b), a@b lifted

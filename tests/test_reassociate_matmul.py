@@ -270,7 +270,7 @@ def test_an_inner_value_used_elsewhere_stays():
     m, n, r = 64, 64, 2
     mod = function({"x": (n, 1), "W": (m, n), "A": (r, n), "B": (m, r)},
                    [("ba", (m, n), "matmul(B, A)"), ("s", (m, n), "add(W, ba)"), ("y", (m, 1), "matmul(s, x)"),
-                    ("z", (m, n), "multiply(s, s)"), ("t", (), "sum(z)")])
+                    ("z", (m, n), "multiply(s, s)"), ("t", (), "sum(z)"), ("out", (m, 1), "add(y, t)")])
     assert aj.structural_equal(reassociated(mod), mod)
 
 

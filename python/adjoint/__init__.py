@@ -40,7 +40,7 @@ from .ir import (
     structural_hash,
 )
 from .builder import FunctionBuilder
-from . import analysis, op, pattern, testing, transform
+from . import analysis, dims, op, pattern, testing, transform
 from .runtime import build
 
 __version__ = "0.1.0"
@@ -62,5 +62,5 @@ __all__ = [
     "Binding", "Call", "Constant", "Dim", "Expr", "Function", "Module", "TensorType", "Tuple",
     "TupleGetItem", "TupleType", "Type", "Var",
     "assert_structural_equal", "parse", "structural_diff", "structural_equal", "structural_hash",
-    "FunctionBuilder", "analysis", "op", "pattern", "testing", "transform", "build", "blas_info", "set_num_threads",
+    "FunctionBuilder", "analysis", "dims", "op", "pattern", "testing", "transform", "build", "blas_info", "set_num_threads",
 ]

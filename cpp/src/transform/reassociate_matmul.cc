@@ -25,6 +25,7 @@
 // W@x + B@(A@x) does.
 //
 // Algorithm, per function, linear in its size for bounded chains:
+//   0. Dead-code elimination, so that a value's users are the ones it keeps.
 //   1. Walk the bindings from last to first; a binding no earlier-visited
 //      (later) form took in is tried as the root of a form: a low-rank
 //      form (patterns below), else a matmul chain (its matmul operands that
@@ -302,8 +303,9 @@ const std::vector<std::pair<std::string, std::string>>& rewrite_table() {
 }  // namespace
 
 Function reassociate_matmul(const Function& fn, const DimBounds& bounds) {
-  Function out = Reassociate(*fn, bounds).run();
-  return out ? out : fn;
+  Function live = dead_code_elimination(fn);  // use counts as the output will have them
+  Function out = Reassociate(*live, bounds).run();
+  return out ? out : live;
 }
 
 Module reassociate_matmul(const Module& mod, const DimBounds& bounds) {
