@@ -87,7 +87,7 @@ constexpr int64_t kSweepBudgetPerBinding = 4;
 // One matmul of a group, and the bias add and activation that follow it
 // alone (positions of bindings; -1 when absent).
 struct Branch {
-  uint32_t matmul;
+  uint32_t matmul = 0;
   int64_t add = -1;
   Expr bias;         // the add's other operand
   int64_t act = -1;  // of the add, or of the matmul when there is no add
@@ -204,7 +204,9 @@ class Combiner {
       if (!shared || other->ndim() < 2) continue;
       auto [it, added] = by_key.emplace(GroupKey{shared, c->type()->dtype(), other}, groups.size());
       if (added) groups.push_back(Group{side, {}});
-      groups[it->second].branches.push_back(Branch{static_cast<uint32_t>(p)});
+      Branch branch;
+      branch.matmul = static_cast<uint32_t>(p);
+      groups[it->second].branches.push_back(std::move(branch));
     }
     std::vector<Group> parallel;
     for (Group& g : groups)

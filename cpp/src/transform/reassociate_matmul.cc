@@ -31,7 +31,11 @@
 //      form (patterns below), else a matmul chain (its matmul operands that
 //      are used only there, followed down to kMaxChainLeaves leaves; only
 //      its first and last leaves may be 1-D). The form's inner bindings are
-//      then taken in, whether or not it is rewritten.
+//      then taken in, whether or not it is rewritten. A low-rank form is
+//      weighed against every form each reading of it gives, and each reading
+//      of those (operands that coincide, W and B one var, read several
+//      ways), up to kMaxLowRankForms; a chain against the bracketings
+//      transform/matmul_chain.h proposes.
 //   2. The chosen form is bound in place of the root's value: its new
 //      inner calls as new bindings just before the root, the root's var
 //      bound to its outer call. Dead-code elimination removes the old
