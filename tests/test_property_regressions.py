@@ -77,3 +77,18 @@ def main(x: Tensor((1, 4), "float64"), w: Tensor((4, 4), "float64"), a: Tensor((
     once = aj.transform.ReassociateMatmul()(aj.parse(text))
     aj.assert_structural_equal(aj.transform.ReassociateMatmul()(once), once)
     assert [b.value.op for b in once["main"].bindings] == ["matmul", "add", "matmul"]  # x @ (w + a@b), a@b lifted
+
+
+def test_reassociate_matmul_rewrites_what_a_rewrite_exposes():
+    # ((p4 + p5@p6) @ p3) @ v: re-bracketing the chain to s @ (p3 @ v) made
+    # s @ vector a low-rank form to expand, which only a second run did. Rounds
+    # now repeat while one changes the function.
+    bb = aj.FunctionBuilder("main")
+    p3, p4, p5, p6 = (bb.param(f"p{i}", (2, 2), "float64") for i in range(3, 7))
+    v = bb.param("v", (2,), "float64")
+    mod = bb.finish((((p5 @ p6) + p4) @ p3) @ v)
+    once = aj.transform.ReassociateMatmul()(mod)
+    aj.assert_structural_equal(aj.transform.ReassociateMatmul()(once), once)
+    assert aj.analysis.estimate_flops(once["main"]) < aj.analysis.estimate_flops(mod["main"])
+    args = [np.arange(4.0).reshape(2, 2) + i for i in range(4)] + [np.array([1.0, -2.0])]
+    np.testing.assert_allclose(aj.build(once)["main"](*args), aj.build(mod)["main"](*args))

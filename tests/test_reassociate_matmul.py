@@ -231,21 +231,30 @@ def test_batched_chain_moves_the_batch_to_the_last_product():
     assert body(out) == "y_part = matmul(a, b)\ny = matmul(x, y_part)\nreturn y"
 
 
-def test_long_chain_is_rebracketed_in_windows():
-    # ((a0 @ a1) @ a2) ... @ v over 40 square factors: right to left is cheapest. A run
-    # follows a chain 16 operands at a time, so the vector passes about 14 more factors per run
-    k = 40
-    mod = function({"v": (32, 1), **{f"a{i}": (32, 32) for i in range(k)}},
-                   [("h1", (32, 32), "matmul(a0, a1)")] +
-                   [(f"h{i}", (32, 32), f"matmul(h{i - 1}, a{i})") for i in range(2, k)] +
-                   [("y", (32, 1), f"matmul(h{k - 1}, v)")])
-    costs = [A.estimate_flops(mod["main"])]
-    for _ in range(3):
-        mod = REASSOCIATE(mod)
-        costs.append(A.estimate_flops(mod["main"]))
-    assert costs == [2 * 32 * 32 * (32 * 39 + 1), 2 * 32 * 32 * (32 * 25 + 15), 2 * 32 * 32 * (32 * 11 + 29),
-                     2 * 32 * 32 * 40]
-    assert aj.structural_equal(REASSOCIATE(mod), mod)
+def long_chain(k: int) -> aj.Module:
+    """((a0 @ a1) @ a2) ... @ v over k square factors (32, 32) and v (32, 1)."""
+    return function({"v": (32, 1), **{f"a{i}": (32, 32) for i in range(k)}},
+                    [("h1", (32, 32), "matmul(a0, a1)")] +
+                    [(f"h{i}", (32, 32), f"matmul(h{i - 1}, a{i})") for i in range(2, k)] +
+                    [("y", (32, 1), f"matmul(h{k - 1}, v)")])
+
+
+def test_long_chain_is_rebracketed_window_by_window():
+    # right to left is cheapest: each round follows the chain 16 operands at a
+    # time, so the vector passes about 14 more factors per round; 40 take 3
+    mod = long_chain(40)
+    assert A.estimate_flops(mod["main"]) == 2 * 32 * 32 * (32 * 39 + 1)
+    out = reassociated(mod)
+    assert A.estimate_flops(out["main"]) == 2 * 32 * 32 * 40
+
+
+def test_a_chain_longer_than_the_rounds_reach_gains_more_on_another_run():
+    mod = long_chain(200)  # 8 rounds move the vector past about 110 factors
+    once = REASSOCIATE(mod)
+    twice = REASSOCIATE(once)
+    costs = [A.estimate_flops(m["main"]) for m in (mod, once, twice)]
+    assert costs[0] > costs[1] > costs[2] == 2 * 32 * 32 * 200
+    assert_same_numbers(mod, twice)
 
 
 def test_symbolic_chain_decided_by_bounds():

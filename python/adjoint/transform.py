@@ -219,7 +219,8 @@ ReassociateMatmul.__doc__ = _rules_docstring(
     "symbolic dims a form replaces the input only when it is cheaper for every dim value within "
     "``dim_bounds`` ({symbol: (low, high or None)}; dims are >= 1 without bounds); equal or undecided "
     "costs keep the input. Inner values of a form must be used by it alone; the add takes its operands "
-    "in either order, operands may be batched, and a chain is followed to at most 16 operands. A bound "
+    "in either order, operands may be batched, and a chain is followed 16 operands at a time; rounds repeat "
+    "while one changes the function (a rewrite can make another form), at most 8. A bound "
     "that is not a (low, high) pair of ints with 0 <= low <= high is an ``aj.TransformError`` here, and "
     "a symbol no function of the module uses one when the pass runs. The rewrites:",
     ReassociateMatmul.rules,

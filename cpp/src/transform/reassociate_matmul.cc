@@ -40,6 +40,11 @@
 //      inner calls as new bindings just before the root, the root's var
 //      bound to its outer call. Dead-code elimination removes the old
 //      inner bindings.
+//   3. Rounds repeat while one changes the function (a rewrite can make a
+//      new form: a re-bracketed chain can expose a sum times a matrix), up
+//      to kMaxRounds. Every rewrite lowers the cost, so rounds end; a chain
+//      longer than kMaxRounds windows of kMaxChainLeaves operands may be
+//      left with more to gain, which another run takes.
 #include <optional>
 #include <string>
 #include <unordered_set>
@@ -79,6 +84,7 @@ struct LowRankPattern {
 
 constexpr const char* kInnerNames[] = {"sum", "low_rank", "direct", "through", "inner"};
 constexpr size_t kMaxLowRankForms = 8;
+constexpr int kMaxRounds = 8;
 
 Pattern either_order(const OpPattern& op, const Pattern& a, const Pattern& b) { return op({a, b}) | op({b, a}); }
 
@@ -307,9 +313,13 @@ const std::vector<std::pair<std::string, std::string>>& rewrite_table() {
 }  // namespace
 
 Function reassociate_matmul(const Function& fn, const DimBounds& bounds) {
-  Function live = dead_code_elimination(fn);  // use counts as the output will have them
-  Function out = Reassociate(*live, bounds).run();
-  return out ? out : live;
+  Function current = dead_code_elimination(fn);  // use counts as the output will have them
+  for (int round = 0; round < kMaxRounds; ++round) {
+    Function next = Reassociate(*current, bounds).run();
+    if (!next) break;
+    current = next;
+  }
+  return current;
 }
 
 Module reassociate_matmul(const Module& mod, const DimBounds& bounds) {
