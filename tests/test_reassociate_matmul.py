@@ -329,6 +329,14 @@ def test_the_input_module_is_not_changed():
     assert mod.script() == text
 
 
+def test_alternatives_too_large_to_type_are_not_considered():
+    # (a @ b) would be (2**40, 2**40): beyond 64-bit sizes, so only the input's bracketing types
+    big = 2**40
+    mod = function({"a": (big, 2), "b": (2, big), "c": (big, 1)},
+                   [("bc", (2, 1), "matmul(b, c)"), ("y", (big, 1), "matmul(a, bc)")])
+    assert REASSOCIATE(mod) is mod
+
+
 # ---- the pass object and bad input ----
 
 def test_repr_and_rules():
