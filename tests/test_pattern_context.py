@@ -67,6 +67,17 @@ def main(x: Tensor((2, 4), "float64"), wq: Tensor((4, 3), "float64"), wk: Tensor
     return (q, k, v)
 '''
 
+# the bindings of QKV after the combine (one matmul over the concatenated weights, then split)
+COMBINED_QKV_BODY = '''\
+    lv: Tensor((4, 9), "float64") = concat((wq, wk, wv), axis=1)
+    lv_1: Tensor((2, 9), "float64") = matmul(x, lv)
+    lv_2: Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), Tensor((2, 3), "float64")) = split(lv_1, 3, axis=1)
+    q: Tensor((2, 3), "float64") = lv_2[0]
+    k: Tensor((2, 3), "float64") = lv_2[1]
+    v: Tensor((2, 3), "float64") = lv_2[2]
+    return (q, k, v)
+'''
+
 
 # ---- the QKV combine ----
 
@@ -77,14 +88,7 @@ def test_qkv_combine_golden_and_numbers():
     assert out.script() == '''\
 @function
 def main(x: Tensor((2, 4), "float64"), wq: Tensor((4, 3), "float64"), wk: Tensor((4, 3), "float64"), wv: Tensor((4, 3), "float64")) -> Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), Tensor((2, 3), "float64")):
-    lv: Tensor((4, 9), "float64") = concat((wq, wk, wv), axis=1)
-    lv_1: Tensor((2, 9), "float64") = matmul(x, lv)
-    lv_2: Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), Tensor((2, 3), "float64")) = split(lv_1, 3, axis=1)
-    q: Tensor((2, 3), "float64") = lv_2[0]
-    k: Tensor((2, 3), "float64") = lv_2[1]
-    v: Tensor((2, 3), "float64") = lv_2[2]
-    return (q, k, v)
-'''
+''' + COMBINED_QKV_BODY
     same_numbers(mod, out)
 
 
@@ -210,14 +214,7 @@ def main(x: Tensor((2, 4), "float64"), wq: Tensor((4, 3), "float64"), wk_t: Tens
 @function
 def main(x: Tensor((2, 4), "float64"), wq: Tensor((4, 3), "float64"), wk_t: Tensor((3, 4), "float64"), wv: Tensor((4, 3), "float64")) -> Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), Tensor((2, 3), "float64")):
     wk: Tensor((4, 3), "float64") = permute_dims(wk_t)
-    lv: Tensor((4, 9), "float64") = concat((wq, wk, wv), axis=1)
-    lv_1: Tensor((2, 9), "float64") = matmul(x, lv)
-    lv_2: Tuple(Tensor((2, 3), "float64"), Tensor((2, 3), "float64"), Tensor((2, 3), "float64")) = split(lv_1, 3, axis=1)
-    q: Tensor((2, 3), "float64") = lv_2[0]
-    k: Tensor((2, 3), "float64") = lv_2[1]
-    v: Tensor((2, 3), "float64") = lv_2[2]
-    return (q, k, v)
-'''
+''' + COMBINED_QKV_BODY
     same_numbers(mod, out)
 
 
