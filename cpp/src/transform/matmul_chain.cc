@@ -3,12 +3,12 @@
 #include "adjoint/transform/matmul_chain.h"
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
 #include <string>
 
-#include <functional>
 #include "adjoint/op/ops.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/support/error.h"

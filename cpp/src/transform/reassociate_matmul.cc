@@ -45,7 +45,9 @@
 //      to kMaxRounds. Every rewrite lowers the cost, so rounds end; a chain
 //      longer than kMaxRounds windows of kMaxChainLeaves operands may be
 //      left with more to gain, which another run takes.
+#include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_set>
 
