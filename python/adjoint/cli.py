@@ -37,12 +37,14 @@ def read_text(path: str) -> str:
     except UnicodeDecodeError as e:
         raise CommandError(path, f"not UTF-8 text (byte {e.start})") from e
     except OSError as e:
-        raise CommandError(path, os_message(e)) from e
+        raise CommandError(path, read_failure(e)) from e
+
+
+def read_failure(e: OSError) -> str:
+    return "no such file" if isinstance(e, FileNotFoundError) else os_message(e)
 
 
 def os_message(e: OSError) -> str:
-    if isinstance(e, FileNotFoundError):
-        return "no such file"
     return (e.strerror or str(e)).lower()
 
 
