@@ -322,8 +322,9 @@ def test_an_unknown_function_attr_is_refused():
     with pytest.raises(aj.VerifyError, match=r"^FunctionBuilder 'main': unknown function attr 'num_inputs' "
                                              r"\(known: num_input, doc\)$"):
         aj.FunctionBuilder("main", num_inputs=1)
-    with pytest.raises(aj.VerifyError, match="function attr doc must be a string, got 3"):
-        aj.FunctionBuilder("main", doc=3)
+    bb = aj.FunctionBuilder("main", doc=3)  # known, of the wrong kind: the verifier's to judge, at finish
+    with pytest.raises(aj.VerifyError, match="function 'main', attrs: function attr doc must be a string, got 3"):
+        bb.finish(bb.param("x", (2,), "float32"))
     fn = aj.parse(examples.TRANSPOSED_MATMUL)["main"]
     with pytest.raises(aj.VerifyError, match="with_attr: unknown function attr 'inputs'"):
         fn.with_attr("inputs", 1)

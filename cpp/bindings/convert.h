@@ -103,8 +103,8 @@ std::string function_name_key(const py::handle& key, const std::string& containe
 Expr expr_arg(const py::handle& e, const std::string& what);
 std::vector<Expr> exprs_in(const py::handle& list, const std::string& what);
 py::dict dict_arg(const py::handle& obj, const std::string& what);
-// Function attrs from a dict; a name that is not a known function attr (or a
-// value of the wrong kind) is a VerifyError naming the known ones.
+// Function attrs from a dict; a name that is not a known function attr is a
+// VerifyError naming the known ones (values are judged by the verifier).
 FuncAttrs func_attrs_in(const py::handle& attrs, const std::string& what);
 AttrValue func_attr_in(const std::string& key, const py::handle& value, const std::string& what);
 // A call's attrs by name, from a dict.
