@@ -243,6 +243,15 @@ def test_finish_verifies_and_names_a_free_var():
     assert bb.status == "abandoned" and bb not in aj.builder._stack()
 
 
+@pytest.mark.parametrize("method", ["emit", "finish"])
+def test_a_value_that_is_no_expr_abandons_the_builder(method):
+    bb = aj.FunctionBuilder("main")
+    bb.param("x", (2,), "float32")
+    with pytest.raises(aj.Error, match="cannot use a value of type str as an expr"):
+        getattr(bb, method)("nope")
+    assert bb.status == "abandoned" and bb not in aj.builder._stack()
+
+
 def test_finish_verifies_num_input():
     bb = aj.FunctionBuilder("main", num_input=3)
     x = bb.param("x", (2,), "float32")

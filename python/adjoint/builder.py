@@ -117,14 +117,14 @@ class FunctionBuilder:
 
     def emit(self, value: Any, name: str = "") -> Var:
         """Binds an expr (a tuple, tuple item, constant or call) to a new var."""
-        return self._guarded(self._builder.emit, as_expr(value), name)
+        return self._guarded(lambda: self._builder.emit(as_expr(value), name))
 
     def finish(self, ret: Any) -> "_core.Module":
         """Ends the function, returning ``ret`` (an expr or a nested tuple of
         exprs), verifies it (``aj.VerifyError`` names the offending var) and
         returns a module holding it under this builder's name."""
         try:
-            return self._guarded(self._builder.finish, as_expr(ret))
+            return self._guarded(lambda: self._builder.finish(as_expr(ret)))
         finally:
             self._deactivate()
 
