@@ -3,6 +3,8 @@ names, operator sugar, and errors for misuse."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import adjoint as aj
 from adjoint import examples
@@ -257,6 +259,36 @@ def test_finish_verifies_num_input():
     x = bb.param("x", (2,), "float32")
     with pytest.raises(aj.VerifyError, match=r"attr num_input: 3 is outside \[0, 1\]"):
         bb.finish(x)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["add", "multiply", "exp"]), st.integers(0, 99), st.integers(0, 99)),
+                max_size=16))
+def test_ops_land_in_the_builder_of_their_values(steps):
+    # Two builders, ops on values drawn from both: an op on one builder's
+    # values is emitted there; mixing, or touching an abandoned builder's
+    # values, raises and abandons the builder the op went to (its first
+    # value's); the builders left finish into verified functions.
+    builders = [aj.FunctionBuilder("a"), aj.FunctionBuilder("b")]
+    pool = [(bb.param("p", (2,), "float32"), k) for k, bb in enumerate(builders)]
+    emitted, dead = [0, 0], set()
+    for op, i, j in steps:
+        (u, owner_u), (v, owner_v) = pool[i % len(pool)], pool[j % len(pool)]
+        args, owners = ([u], {owner_u}) if op == "exp" else ([u, v], {owner_u, owner_v})
+        if owners & dead or len(owners) > 1:
+            error = aj.Error if owners & dead else aj.TypeInferenceError
+            with pytest.raises(error, match="abandoned after an error" if owners & dead else "was built by"):
+                getattr(aj.op, op)(*args)
+            dead.add(owner_u)
+        else:
+            pool.append((getattr(aj.op, op)(*args), owner_u))
+            emitted[owner_u] += 1
+    for k, bb in enumerate(builders):
+        assert bb.status == ("abandoned" if k in dead else "active")
+        if k not in dead:
+            mod = bb.finish([value for value, owner in pool if owner == k][-1])
+            assert len(mod[bb.name].bindings) == emitted[k]
+            aj.analysis.verify(mod)
 
 
 # ---- abandoned builders ----------------------------------------------------
