@@ -6,6 +6,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
+#include <optional>
 #include <unordered_map>
 
 #include "adjoint/analysis/verifier.h"
