@@ -19,6 +19,9 @@ class BufferPool {
   void give(NDArray& a);
   // a leaves the pool's care for good (a function result handed to the caller).
   void hand_out(const NDArray& a) { live_ -= std::min(live_, a.nbytes()); }
+  // A taken buffer of `from` bytes is now seen as an array of `to` bytes
+  // (a view of part of it), which is what give() will count back.
+  void narrow(size_t from, size_t to) { live_ -= std::min(live_, from - std::min(from, to)); }
   size_t bytes() const;
   void clear() { free_.clear(); }
 
