@@ -802,16 +802,34 @@ std::vector<AxisSlice> slice_dims(const SliceAttrs& a, const std::vector<int64_t
   return out;
 }
 
-constexpr int64_t kSliceToEnd = INT64_MAX;     // end (step 1) or begin (step -1): the far end
-constexpr int64_t kSliceBeforeStart = -INT64_MAX;  // end (step -1) at or below this: before index 0
+constexpr int64_t kSliceToEnd = INT64_MAX;         // a begin or end past the far end
+constexpr int64_t kSliceBeforeStart = -INT64_MAX;  // an end (step < 0) at or below this: before index 0
 
-// The length of a slice of a symbolic dim, when it is a polynomial: the
-// whole dim (step 1 from 0, step -1 from the end), or step 1 from a
-// non-negative begin to the end (dim - begin; a run with dim < begin fails
-// computing the output shape).
-std::optional<Dim> symbolic_slice_len(const Dim& dim, int64_t begin, int64_t end, int64_t step) {
-  if (step == 1 && begin >= 0 && end == kSliceToEnd) return dim - Dim(begin);
-  if (step == -1 && (begin == kSliceToEnd || begin == -1) && end <= kSliceBeforeStart) return dim;
+// A slice bound of an axis of symbolic size n, as a polynomial in n, assuming
+// it is in range: b >= 0 is b, b < 0 is n + b; past the end is n (step > 0)
+// or n - 1 (step < 0); before the start is 0 (step > 0) or -1 (step < 0).
+Dim symbolic_bound(const Dim& n, int64_t b, int64_t step) {
+  if (b == kSliceToEnd) return step > 0 ? n : n - Dim(1);
+  if (b <= kSliceBeforeStart) return Dim(step > 0 ? 0 : -1);
+  return b >= 0 ? Dim(b) : n + Dim(b);
+}
+
+// The length of a slice of a symbolic dim n, assuming its bounds are in
+// range (which the kernel checks at run time): stop - start for steps of +-1
+// when it grows with n (n - 2 for [1:-1]), and for any step when it is a
+// constant (x[-6:-1:2] has 3 elements). nullopt otherwise (x[::2] of n, or
+// x[1::-1], whose 2 - n elements only n <= 2 could have).
+std::optional<Dim> symbolic_slice_len(const Dim& n, int64_t begin, int64_t end, int64_t step) {
+  Dim start = symbolic_bound(n, begin, step), stop = symbolic_bound(n, end, step);
+  Dim diff = step > 0 ? stop - start : start - stop;
+  if (diff.is_const()) {
+    if (diff.value() <= 0) return Dim(0);
+    uint64_t magnitude = step < 0 ? uint64_t(-(step + 1)) + 1 : uint64_t(step);
+    return Dim(static_cast<int64_t>((uint64_t(diff.value()) - 1) / magnitude + 1));
+  }
+  bool grows_with_n = true;  // n - 2, not 2 - n (which no large n can have)
+  for (const DimTerm& t : diff.terms()) grows_with_n = grows_with_n && (t.monomial.empty() || t.coeff > 0);
+  if ((step == 1 || step == -1) && grows_with_n) return diff;
   return std::nullopt;
 }
 
@@ -844,8 +862,8 @@ Shape sliced_shape(const TypeContext& ctx, const Shape& shape, const SliceAttrs&
     if (!len)
       ctx.fail("axis ", a.axes[i], " of size ", d.to_string(), ": the length of slice (begin ", a.begin[i],
                ", end ", a.end[i], ", stride ", a.strides[i],
-               ") of a symbolic dim is not a polynomial; only whole-axis slices and stride-1 slices from a "
-               "non-negative begin to the end are");
+               ") of a symbolic dim is not a polynomial (a stride other than 1 or -1 needs a constant "
+               "distance between begin and end)");
     out[a.axes[i]] = *len;
   }
   return out;
@@ -912,11 +930,23 @@ void copy_slice(U* dense, U* sliced, const SlicedLayout& l) {
                   });
 }
 
+// The slice of a symbolic axis is typed assuming its bounds are in range;
+// fails when this run's sizes make the slice another length.
+void require_planned_slice(const KernelContext& ctx, const SlicedLayout& l, const std::vector<int64_t>& full,
+                           const std::vector<int64_t>& sliced) {
+  if (l.shape != sliced)
+    ctx.fail("the slice of x ", shape_to_string(Shape(full.begin(), full.end())), " has shape ",
+             shape_to_string(Shape(l.shape.begin(), l.shape.end())), " in this run, but its type has ",
+             shape_to_string(Shape(sliced.begin(), sliced.end())),
+             ": a slice bound is out of range for a symbolic dim");
+}
+
 void strided_slice_kernel(KernelContext& ctx) {
   const NDArray& x = ctx.in(0);
   NDArray& out = ctx.out();
-  if (out.numel() == 0) return;
   SlicedLayout l = sliced_layout(read_slice_attrs(ctx), x.shape());
+  require_planned_slice(ctx, l, x.shape(), out.shape());
+  if (out.numel() == 0) return;
   dispatch_elem_size(x.dtype(), [&](auto tag) {
     using U = typename decltype(tag)::type;
     copy_slice<U, true>(out.data_as<U>(), x.data_as<U>(), l);
@@ -927,8 +957,9 @@ void strided_slice_kernel(KernelContext& ctx) {
 void strided_slice_backward_kernel(KernelContext& ctx) {
   NDArray& out = ctx.out();
   if (out.nbytes()) std::memset(out.data(), 0, out.nbytes());
-  if (ctx.in(0).numel() == 0) return;
   SlicedLayout l = sliced_layout(read_slice_attrs(ctx), out.shape());
+  require_planned_slice(ctx, l, out.shape(), ctx.in(0).shape());
+  if (ctx.in(0).numel() == 0) return;
   dispatch_elem_size(out.dtype(), [&](auto tag) {
     using U = typename decltype(tag)::type;
     copy_slice<U, false>(ctx.in(0).data_as<U>(), out.data_as<U>(), l);
@@ -937,9 +968,12 @@ void strided_slice_backward_kernel(KernelContext& ctx) {
 
 // The slice is one contiguous block of x, in order, when every dim longer
 // than 1 steps through x by the stride a dense array of the sliced shape
-// has: then the output is x's bytes from the slice's first element.
-std::optional<int64_t> strided_slice_view_offset(const CallNode& call, const std::vector<int64_t>& in_shape) {
+// has: then the output is x's bytes from the slice's first element. A slice
+// that is not the planned shape is left to the kernel, which fails.
+std::optional<int64_t> strided_slice_view_offset(const CallNode& call, const std::vector<int64_t>& in_shape,
+                                                 const std::vector<int64_t>& out_shape) {
   SlicedLayout l = sliced_layout(read_slice_attrs(CallAttrs(call)), in_shape);
+  if (l.shape != out_shape) return std::nullopt;
   std::vector<int64_t> dense = contiguous_strides(l.shape);
   int64_t numel = 1;
   for (int64_t d : l.shape) numel *= d;

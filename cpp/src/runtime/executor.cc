@@ -346,10 +346,11 @@ void CompiledFunction::execute(Instr& ins, const std::map<std::string, int64_t>&
 bool CompiledFunction::take_view(Instr& ins, const std::map<std::string, int64_t>& env) {
   const NDArray& from = slots_[ins.inplace_from];
   const OpDef& op = ins.ctx.call->op();
-  std::optional<int64_t> offset = op.view_offset ? op.view_offset(*ins.ctx.call, from.shape()) : 0;
+  std::vector<int64_t> shape = output_shape(ins, 0, env);
+  std::optional<int64_t> offset = op.view_offset ? op.view_offset(*ins.ctx.call, from.shape(), shape) : 0;
   if (!offset) return false;
   char* data = static_cast<char*>(from.data()) + *offset * static_cast<int64_t>(dtype_size(from.dtype()));
-  NDArray view(output_shape(ins, 0, env), from.dtype(), from.owner(), data);
+  NDArray view(std::move(shape), from.dtype(), from.owner(), data);
   pool_->narrow(from.nbytes(), view.nbytes());
   slots_[ins.out_slots[0]] = std::move(view);
   return true;

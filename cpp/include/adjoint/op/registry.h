@@ -104,10 +104,11 @@ using VJPRule = std::function<std::vector<Expr>(VJPContext& ctx)>;
 struct KernelContext;
 using Kernel = std::function<void(KernelContext& ctx)>;
 // For a view op whose output may be a block of its input's bytes: given the
-// input's shape in this run, the element offset of that block, or nullopt
-// when the output is not one contiguous block of the input (then the kernel
-// copies).
-using ViewOffset = std::optional<int64_t> (*)(const CallNode& call, const std::vector<int64_t>& in_shape);
+// input's and the output's shapes in this run, the element offset of that
+// block, or nullopt when the output is not one contiguous block of the input
+// (then the kernel runs).
+using ViewOffset = std::optional<int64_t> (*)(const CallNode& call, const std::vector<int64_t>& in_shape,
+                                              const std::vector<int64_t>& out_shape);
 
 struct OpDef {
   std::string name;
