@@ -313,3 +313,34 @@ def test_symbolic_dims_at_two_sizes():
         got = f(a, bias)
         assert got.shape == (n, 4) and got.dtype == np.float32
         np.testing.assert_allclose(got, sigmoid(0.5 * z * erfc(-z / math.sqrt(2))), rtol=1e-5)
+
+
+NEW_BINARY = ["floor_divide", "floor_mod", "not_equal", "less_equal", "greater_equal"]
+
+
+@pytest.mark.parametrize("op", NEW_BINARY)
+def test_new_binary_ops_print_and_parse(op):
+    bb = aj.FunctionBuilder("main")
+    x, y = bb.param("x", (2, 3), "int64"), bb.param("y", (3,), "int64")
+    mod = bb.finish(getattr(aj.op, op)(x, y))
+    text = mod.script()
+    assert f"= {op}(x, y)" in text
+    aj.assert_structural_equal(aj.parse(text), mod)
+    assert aj.parse(text).script() == text
+
+
+@pytest.mark.parametrize("op", NEW_BINARY + ["divide"])
+def test_new_binary_ops_reject_mixed_dtypes_and_bad_shapes(op):
+    bb = aj.FunctionBuilder("main")
+    i, f = bb.param("i", (2, 3), "int32"), bb.param("f", (2, 3), "float32")
+    with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'.*(int32.*float32|float32.*int32)"):
+        getattr(aj.op, op)(i, f)
+    with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'"):
+        getattr(aj.op, op)(f, bb.param("g", (4,), "float32"))
+
+
+def test_divide_types_ints_and_bool_as_float64():
+    bb = aj.FunctionBuilder("main")
+    for dtype, want in [("int32", "float64"), ("int64", "float64"), ("bool", "float64"), ("float32", "float32")]:
+        x = bb.param(f"x_{dtype}", (2,), dtype)
+        assert aj.op.divide(x, x).type.dtype == want
