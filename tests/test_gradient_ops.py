@@ -96,6 +96,17 @@ def test_floor_divide_and_floor_mod(op, sa, sb):
     check(build, a, b)
 
 
+def test_int_division_passes_no_gradient_to_its_int_operands():
+    # x -> int -> (i / i, i // 2, i % 2) -> float64: only the direct use of x has a gradient
+    def build():
+        bb = aj.FunctionBuilder("main")
+        x = bb.param("x", (3,), "float64")
+        i = x.astype("int32")
+        return bb.finish(weighted(bb, (i / i + (i // 2 + i % 2).astype("float64")) * x))
+
+    check(build, np.array([1.2, 2.5, 3.7]))
+
+
 @pytest.mark.parametrize("sa,sb", [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)),
                                    ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2))])
 def test_matmul_shapes(sa, sb):

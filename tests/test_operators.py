@@ -233,6 +233,7 @@ INDICES = [
     1, -1, (slice(None), slice(1, 3)), (Ellipsis, slice(None, None, 2)), None, (1, None, slice(None, None, -1)),
     (slice(-100, 100), 0, Ellipsis), (Ellipsis, -2), (None, Ellipsis, None), (slice(3, 0, -2), slice(None), 2),
     (slice(5, 1),), (), Ellipsis, (np.int64(1), slice(np.int32(0), None)),
+    (slice(-2**70, 2**70, 2**70),), (slice(None, None, -2**80), 0),
 ]
 
 

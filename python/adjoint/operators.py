@@ -242,11 +242,16 @@ def _expand_ellipsis(items: tuple, ndim: int) -> list:
 
 
 def _slice_bounds(s: slice) -> tuple[int, int, int]:
-    step = 1 if s.step is None else int(s.step)
+    """(begin, end, step) of a slice as int64s: None is past the far end, and
+    larger magnitudes clamp (a slice cannot tell them apart)."""
+    def clamp(v: int) -> int:
+        return max(-SLICE_END, min(SLICE_END, int(v)))
+
+    step = 1 if s.step is None else clamp(s.step)
     if step == 0:
         raise TypeInferenceError("slice step cannot be zero")
-    begin = (0 if step > 0 else SLICE_END) if s.start is None else int(s.start)
-    end = (SLICE_END if step > 0 else -SLICE_END) if s.stop is None else int(s.stop)
+    begin = (0 if step > 0 else SLICE_END) if s.start is None else clamp(s.start)
+    end = (SLICE_END if step > 0 else -SLICE_END) if s.stop is None else clamp(s.stop)
     return begin, end, step
 
 

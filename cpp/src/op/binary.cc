@@ -223,8 +223,10 @@ std::vector<Expr> multiply_vjp(VJPContext& ctx) {
           ctx.collapse_to(ctx.make(ops::multiply, {ctx.grad, ctx.arg(0)}), ctx.arg_type(1).shape())};
 }
 
-// divide: (g / x2, -g * y / x2) with y = x1 / x2
+// divide: (g / x2, -g * y / x2) with y = x1 / x2; int and bool operands
+// (whose float64 quotient a float path may reach) take no gradient.
 std::vector<Expr> divide_vjp(VJPContext& ctx) {
+  if (!is_float(ctx.arg_type(0).dtype())) return {nullptr, nullptr};
   Var g_over = ctx.emit(ops::divide, {ctx.grad, ctx.arg(1)});
   return {ctx.collapse_to(g_over, ctx.arg_type(0).shape()),
           ctx.collapse_to(ctx.make(ops::negative, {ctx.make(ops::multiply, {g_over, ctx.result})}), ctx.arg_type(1).shape())};
