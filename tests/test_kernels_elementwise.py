@@ -138,10 +138,10 @@ def test_integer_arithmetic_wraps_and_floor_divides(dtype):
 
 @pytest.mark.parametrize("op", sorted(NUMERIC_ONLY))
 def test_floor_ops_reject_bool(op):
-    bb = aj.FunctionBuilder("main")
-    x = bb.param("x", (3,), "bool")
-    with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'.*bool"):
-        getattr(aj.op, op)(x, x)
+    with aj.FunctionBuilder("main") as bb:
+        x = bb.param("x", (3,), "bool")
+        with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'.*bool"):
+            getattr(aj.op, op)(x, x)
 
 
 @pytest.mark.parametrize("dtype", INTS)
@@ -329,16 +329,16 @@ def test_new_binary_ops_print_and_parse(op):
 
 @pytest.mark.parametrize("op", NEW_BINARY + ["divide"])
 def test_new_binary_ops_reject_mixed_dtypes_and_bad_shapes(op):
-    bb = aj.FunctionBuilder("main")
-    i, f = bb.param("i", (2, 3), "int32"), bb.param("f", (2, 3), "float32")
-    with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'.*(int32.*float32|float32.*int32)"):
-        getattr(aj.op, op)(i, f)
-    with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'"):
-        getattr(aj.op, op)(f, bb.param("g", (4,), "float32"))
+    with aj.FunctionBuilder("main") as bb:
+        i, f = bb.param("i", (2, 3), "int32"), bb.param("f", (2, 3), "float32")
+        with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'.*(int32.*float32|float32.*int32)"):
+            getattr(aj.op, op)(i, f)
+        with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'"):
+            getattr(aj.op, op)(f, bb.param("g", (4,), "float32"))
 
 
 def test_divide_types_ints_and_bool_as_float64():
-    bb = aj.FunctionBuilder("main")
-    for dtype, want in [("int32", "float64"), ("int64", "float64"), ("bool", "float64"), ("float32", "float32")]:
-        x = bb.param(f"x_{dtype}", (2,), dtype)
-        assert aj.op.divide(x, x).type.dtype == want
+    with aj.FunctionBuilder("main") as bb:
+        for dtype, want in [("int32", "float64"), ("int64", "float64"), ("bool", "float64"), ("float32", "float32")]:
+            x = bb.param(f"x_{dtype}", (2,), dtype)
+            assert aj.op.divide(x, x).type.dtype == want

@@ -49,9 +49,9 @@ def numpy_applies(fn, *operands):
 
 def run(build, *arrays):
     """Builds main over params shaped like `arrays` with body build(*params) and runs it."""
-    bb = aj.FunctionBuilder("main")
-    params = [bb.param(f"p{i}", a.shape, a.dtype.name) for i, a in enumerate(arrays)]
-    mod = bb.finish(build(*params))
+    with aj.FunctionBuilder("main") as bb:  # inactive again when build raises
+        params = [bb.param(f"p{i}", a.shape, a.dtype.name) for i, a in enumerate(arrays)]
+        mod = bb.finish(build(*params))
     return aj.build(mod)["main"](*arrays)
 
 
@@ -164,9 +164,9 @@ def test_reflected_operators_with_numbers_and_arrays():
 def build_both(sugar, explicit, shapes=((2, 3), (3,)), dtypes=("float32", "float32")):
     mods = []
     for body in (sugar, explicit):
-        bb = aj.FunctionBuilder("main")
-        params = [bb.param(f"p{i}", s, d) for i, (s, d) in enumerate(zip(shapes, dtypes))]
-        mods.append(bb.finish(body(*params)))
+        with aj.FunctionBuilder("main") as bb:
+            params = [bb.param(f"p{i}", s, d) for i, (s, d) in enumerate(zip(shapes, dtypes))]
+            mods.append(bb.finish(body(*params)))
     aj.assert_structural_equal(mods[0], mods[1])
     return mods[0]
 
@@ -222,9 +222,9 @@ def test_every_unary_op_of_the_registry_is_a_method():
 
 
 def test_properties_keep_working():
-    bb = aj.FunctionBuilder("main")
-    x = bb.param("x", ("n", 3), "float32")
-    assert (x.shape, x.dtype, x.ndim) == (("n", 3), "float32", 2)
+    with aj.FunctionBuilder("main") as bb:
+        x = bb.param("x", ("n", 3), "float32")
+        assert (x.shape, x.dtype, x.ndim) == (("n", 3), "float32", 2)
 
 
 # ---- indexing ----
@@ -286,54 +286,72 @@ def test_indexing_a_symbolic_axis():
     (slice(0.5, 2), "supported are integers"),
 ])
 def test_unsupported_and_out_of_range_indices(index, match):
-    bb = aj.FunctionBuilder("main")
-    x = bb.param("x", (4, 3, 5), "float32")
-    with pytest.raises(aj.TypeInferenceError, match=match):
-        x[index]
+    with aj.FunctionBuilder("main") as bb:
+        x = bb.param("x", (4, 3, 5), "float32")
+        with pytest.raises(aj.TypeInferenceError, match=match):
+            x[index]
 
 
 def test_tuples_keep_integer_indexing():
+    with aj.FunctionBuilder("main") as bb:
+        x = bb.param("x", (4, 6), "float32")
+        parts = aj.op.split(x, 2, axis=1)
+        assert isinstance(bb.emit(aj.TupleGetItem(parts, 1)), aj.Var)
+        assert parts[1].type == aj.TensorType((4, 3), "float32")
+        with pytest.raises(aj.TypeInferenceError, match="a tuple takes an integer index"):
+            parts[0:1]
+
+
+def test_iteration_unpacks_tuples_and_rows_but_not_symbolic_axes():
     bb = aj.FunctionBuilder("main")
-    x = bb.param("x", (4, 6), "float32")
-    parts = aj.op.split(x, 2, axis=1)
-    assert isinstance(bb.emit(aj.TupleGetItem(parts, 1)), aj.Var)
-    assert parts[1].type == aj.TensorType((4, 3), "float32")
-    with pytest.raises(aj.TypeInferenceError, match="a tuple takes an integer index"):
-        parts[0:1]
+    x = bb.param("x", (2, 6), "float32")
+    a, b = aj.op.split(x, 2, axis=1)
+    assert a.type == b.type == aj.TensorType((2, 3), "float32")
+    first, second = x
+    assert first.type == aj.TensorType((6,), "float32")
+    f = aj.build(bb.finish((a, second)))["main"]
+    v = values((2, 6), "float32")
+    got_a, got_second = f(v)
+    np.testing.assert_array_equal(got_a, v[:, :3])
+    np.testing.assert_array_equal(got_second, v[1])
+    with aj.FunctionBuilder("main") as bb:
+        for shape in (("n", 2), ()):
+            with pytest.raises(aj.TypeInferenceError, match="cannot iterate over a tensor"):
+                list(bb.param(f"p{len(shape)}", shape, "float32"))
 
 
 # ---- == builds an op; exprs have no truth value and hash by identity ----
 
 def test_equality_builds_an_op_and_has_no_truth_value():
-    bb = aj.FunctionBuilder("main")
-    x, y = bb.param("x", (2,), "float32"), bb.param("y", (2,), "float32")
-    eq = x == y
-    assert eq.type == aj.TensorType((2,), "bool")
-    with pytest.raises(aj.Error, match=r"`==`.*build.*ops.*`is` or aj.structural_equal"):
-        bool(eq)
-    with pytest.raises(aj.Error, match="no truth value"):
-        if x:
-            pass
-    assert {x: 1, y: 2}[x] == 1 and hash(x) == hash(x)  # identity hash: vars stay dict keys
-    assert (x == None) is False and (x != None) is True  # noqa: E711
+    with aj.FunctionBuilder("main") as bb:
+        x, y = bb.param("x", (2,), "float32"), bb.param("y", (2,), "float32")
+        eq = x == y
+        assert eq.type == aj.TensorType((2,), "bool")
+        with pytest.raises(aj.Error, match=r"`==`.*build.*ops.*`is` or aj.structural_equal"):
+            bool(eq)
+        with pytest.raises(aj.Error, match="no truth value"):
+            if x:
+                pass
+        assert {x: 1, y: 2}[x] == 1 and hash(x) == hash(x)  # identity hash: vars stay dict keys
+        assert (x == None) is False and (x != None) is True  # noqa: E711
 
 
 def test_operand_errors_name_the_operator_and_dtypes():
-    bb = aj.FunctionBuilder("main")
-    b = bb.param("b", (2,), "bool")
-    f = bb.param("f", (2,), "float32")
-    parts = aj.op.split(f, 2)
-    with pytest.raises(aj.TypeInferenceError, match=r"operator '-' on bool and bool: NumPy does not apply it"):
-        b - b
-    with pytest.raises(aj.TypeInferenceError, match=r"operator '//' on bool and bool gives int8 in NumPy"):
-        b // b
-    with pytest.raises(aj.TypeInferenceError, match=r"operator '\+' on int32 and Python int: NumPy does not apply it \(Python integer"):
-        f.astype("int32") + 2**40
-    with pytest.raises(aj.TypeInferenceError, match=r"operator '\*': cannot use a value of type str"):
-        f * "a"
-    with pytest.raises(aj.TypeInferenceError, match=r"operator '<': cannot use a value of type NoneType"):
-        f < None
-    with pytest.raises(aj.TypeInferenceError, match=r"operator '\+': an operand is a tuple"):
-        parts + f
-    with pytest.raises(aj.TypeInferenceError, match=r"\.mT needs rank >= 2"):
-        f.mT
+    with aj.FunctionBuilder("main") as bb:
+        b = bb.param("b", (2,), "bool")
+        f = bb.param("f", (2,), "float32")
+        parts = aj.op.split(f, 2)
+        with pytest.raises(aj.TypeInferenceError, match=r"operator '-' on bool and bool: NumPy does not apply it"):
+            b - b
+        with pytest.raises(aj.TypeInferenceError, match=r"operator '//' on bool and bool gives int8 in NumPy"):
+            b // b
+        with pytest.raises(aj.TypeInferenceError, match=r"operator '\+' on int32 and Python int: NumPy does not apply it \(Python integer"):
+            f.astype("int32") + 2**40
+        with pytest.raises(aj.TypeInferenceError, match=r"operator '\*': cannot use a value of type str"):
+            f * "a"
+        with pytest.raises(aj.TypeInferenceError, match=r"operator '<': cannot use a value of type NoneType"):
+            f < None
+        with pytest.raises(aj.TypeInferenceError, match=r"operator '\+': an operand is a tuple"):
+            parts + f
+        with pytest.raises(aj.TypeInferenceError, match=r"\.mT needs rank >= 2"):
+            f.mT

@@ -127,10 +127,10 @@ def test_symbolic_slices_whose_length_is_a_polynomial(begin, end, stride, dim):
 
 @pytest.mark.parametrize("begin,end,stride", [(0, BIG, 2), (1, BIG, -1), (-2, 3, 1), (-1, -BIG, -2)])
 def test_symbolic_slice_of_unknown_length_names_the_axis(begin, end, stride):
-    bb = aj.FunctionBuilder("main")
-    x = bb.param("x", (3, "n"), "float64")
-    with pytest.raises(aj.TypeInferenceError, match=r"op 'strided_slice': axis 1 of size n"):
-        aj.op.strided_slice(x, [1], [begin], [end], [stride])
+    with aj.FunctionBuilder("main") as bb:
+        x = bb.param("x", (3, "n"), "float64")
+        with pytest.raises(aj.TypeInferenceError, match=r"op 'strided_slice': axis 1 of size n"):
+            aj.op.strided_slice(x, [1], [begin], [end], [stride])
 
 
 def test_symbolic_dim_too_short_for_the_bounds_fails_at_run_time():
@@ -165,28 +165,28 @@ def test_symbolic_dim_too_short_for_the_bounds_fails_at_run_time():
     (dict(axes=[0], begin=[0]), "missing a required argument: 'end'"),
 ])
 def test_bad_attrs_are_type_errors(attrs, match):
-    bb = aj.FunctionBuilder("main")
-    x = bb.param("x", (4, 6), "float32")
-    with pytest.raises(aj.TypeInferenceError, match=match):
-        aj.op.strided_slice(x, **attrs)
+    with aj.FunctionBuilder("main") as bb:
+        x = bb.param("x", (4, 6), "float32")
+        with pytest.raises(aj.TypeInferenceError, match=match):
+            aj.op.strided_slice(x, **attrs)
 
 
 def test_non_int_bounds_are_errors():
-    bb = aj.FunctionBuilder("main")
-    x = bb.param("x", (4, 6), "float32")
-    with pytest.raises(aj.Error, match="op 'strided_slice': attr 'begin'"):
-        aj.op.strided_slice(x, [0], [0.5], [2])
-    with pytest.raises(aj.Error, match="op 'strided_slice': attr 'axes'"):
-        aj.op.strided_slice(x, "0", [0], [2])
+    with aj.FunctionBuilder("main") as bb:
+        x = bb.param("x", (4, 6), "float32")
+        with pytest.raises(aj.Error, match="op 'strided_slice': attr 'begin'"):
+            aj.op.strided_slice(x, [0], [0.5], [2])
+        with pytest.raises(aj.Error, match="op 'strided_slice': attr 'axes'"):
+            aj.op.strided_slice(x, "0", [0], [2])
 
 
 def test_bad_backward_shapes_and_arguments():
-    bb = aj.FunctionBuilder("main")
-    g = bb.param("g", (2, 3), "float32")
-    with pytest.raises(aj.TypeInferenceError, match=r"dy has shape \(2, 3\), but the slice of shape \(4, 6\)"):
-        aj.op.strided_slice_backward(g, (4, 6), [0], [0], [3])
-    with pytest.raises(aj.TypeInferenceError, match="argument 'x' must be a tensor"):
-        aj.op.strided_slice((g, g), [0], [0], [1])
+    with aj.FunctionBuilder("main") as bb:
+        g = bb.param("g", (2, 3), "float32")
+        with pytest.raises(aj.TypeInferenceError, match=r"dy has shape \(2, 3\), but the slice of shape \(4, 6\)"):
+            aj.op.strided_slice_backward(g, (4, 6), [0], [0], [3])
+        with pytest.raises(aj.TypeInferenceError, match="argument 'x' must be a tensor"):
+            aj.op.strided_slice((g, g), [0], [0], [1])
 
 
 def test_flops_are_zero_like_the_other_data_movement():

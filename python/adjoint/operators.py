@@ -16,7 +16,8 @@ Installed on ``aj.Expr`` (vars and other exprs) by ``install()``:
   registry (``x.exp()``), and ``.shape``, ``.dtype``, ``.ndim``;
 - indexing ``x[1, ::-1, None, ...]``: one strided_slice per index, then
   squeeze for integer indices and expand_dims for None; a tuple-typed expr
-  takes an integer (a TupleGetItem).
+  takes an integer (a TupleGetItem); iteration yields a tuple's items or a
+  tensor's rows (``a, b = aj.op.split(x, 2)``).
 
 Since ``==`` builds an op, an expr has no truth value (``bool(x == y)``
 raises aj.Error) and hashes by identity, so vars stay usable as dict keys;
@@ -299,6 +300,18 @@ def _getitem(self: Expr, index: Any) -> Any:
     return out
 
 
+def _iter(self: Expr) -> Any:
+    """A tuple's items; a tensor's rows along a constant first axis (as NumPy
+    iterates), never an endless x[0], x[1], ... over a symbolic one."""
+    if self.type.is_tuple:
+        return iter([self[i] for i in range(len(self.type.fields))])
+    shape = self.type.shape
+    if not shape or not isinstance(shape[0], int):
+        raise TypeInferenceError(f"cannot iterate over a tensor of type {self.type}: its first axis must be a "
+                                 f"constant (index it instead)")
+    return iter([self[i] for i in range(shape[0])])
+
+
 def install() -> None:
     """Sets the operators and methods on aj.Expr."""
     sugar: dict[str, Any] = {}
@@ -319,6 +332,7 @@ def install() -> None:
         "__pos__": _unary_operator("+", None),
         "__abs__": _unary_operator("abs", "abs"),
         "__getitem__": _getitem,
+        "__iter__": _iter,
         "T": property(lambda self: _call("permute_dims", self),
                       doc="All axes reversed (NumPy's .T): permute_dims(x)."),
         "mT": property(_matrix_transpose, doc="The last two axes swapped (NumPy's .mT)."),
