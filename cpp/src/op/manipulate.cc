@@ -903,7 +903,8 @@ SlicedLayout sliced_layout(const SliceAttrs& a, const std::vector<int64_t>& shap
   for (size_t d = 0; d < shape.size(); ++d) {
     const AxisSlice& s = slices[d];
     out.shape.push_back(s.len);
-    out.strides.push_back(s.step * in_strides[d]);
+    // One index or none: the step is never taken (and may be huge).
+    out.strides.push_back(s.len > 1 ? s.step * in_strides[d] : in_strides[d]);
     if (s.len > 0) out.offset += s.start * in_strides[d];
   }
   return out;
