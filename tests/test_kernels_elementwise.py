@@ -329,12 +329,14 @@ def test_new_binary_ops_print_and_parse(op):
 
 @pytest.mark.parametrize("op", NEW_BINARY + ["divide"])
 def test_new_binary_ops_reject_mixed_dtypes_and_bad_shapes(op):
-    with aj.FunctionBuilder("main") as bb:
-        i, f = bb.param("i", (2, 3), "int32"), bb.param("f", (2, 3), "float32")
-        with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'.*(int32.*float32|float32.*int32)"):
-            getattr(aj.op, op)(i, f)
-        with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'"):
-            getattr(aj.op, op)(f, bb.param("g", (4,), "float32"))
+    bb = aj.FunctionBuilder("main")  # an op error abandons its builder: one builder per case
+    i, f = bb.param("i", (2, 3), "int32"), bb.param("f", (2, 3), "float32")
+    with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'.*(int32.*float32|float32.*int32)"):
+        getattr(aj.op, op)(i, f)
+    bb = aj.FunctionBuilder("main")
+    f, g = bb.param("f", (2, 3), "float32"), bb.param("g", (4,), "float32")
+    with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'"):
+        getattr(aj.op, op)(f, g)
 
 
 def test_divide_types_ints_and_bool_as_float64():
