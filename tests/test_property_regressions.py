@@ -92,3 +92,22 @@ def test_reassociate_matmul_rewrites_what_a_rewrite_exposes():
     assert aj.analysis.estimate_flops(once["main"]) < aj.analysis.estimate_flops(mod["main"])
     args = [np.arange(4.0).reshape(2, 2) + i for i in range(4)] + [np.array([1.0, -2.0])]
     np.testing.assert_allclose(aj.build(once)["main"](*args), aj.build(mod)["main"](*args))
+
+
+@pytest.mark.parametrize("form", ["chain", "low_rank"])
+def test_reassociate_matmul_keeps_a_batch_of_vectors_apart_from_a_matrix(form):
+    # (p0 @ p3) @ v with p3 (2, 2, 2) and v (2,) was re-bracketed to
+    # p0 @ (p3 @ v): p3 @ v is a batch of two vectors, shape (2, 2), which
+    # p0 @ then read as a matrix. Same type, other numbers. The low-rank forms
+    # meet it the same way through A @ x.
+    bb = aj.FunctionBuilder("main")
+    rng = np.random.default_rng(0)
+    p0, p1 = bb.param("p0", (2, 2), "float64"), bb.param("p1", (2, 2), "float64")
+    p3 = bb.param("p3", (2, 2, 2), "float64")
+    v = bb.param("v", (2,), "float64")
+    ret = (p0 @ p3) @ v if form == "chain" else (p0 + p1 @ p3) @ v
+    mod = bb.finish(ret)
+    out = aj.transform.ReassociateMatmul()(mod)
+    aj.analysis.verify(out)
+    args = [rng.standard_normal(p.type.shape) for p in mod["main"].params]
+    np.testing.assert_allclose(aj.build(out)["main"](*args), aj.build(mod)["main"](*args))

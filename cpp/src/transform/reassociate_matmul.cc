@@ -10,7 +10,8 @@
 // The add may take its operands in either order; the low-rank term of the
 // expanded form may be bracketed either way (matmul(matmul(B, A), x) too);
 // operands may have batch dims (an alternative whose type differs from the
-// value's, or that does not type, is not considered). Every inner value of
+// value's, or that does not type, is not considered), but a form with both a
+// 1-D and a batched operand is left as it is. Every inner value of
 // a form (the sum, the products) must be used by the form alone, and every
 // matmul of a form must have the same attrs (out_dtype), which the new
 // matmuls take.
@@ -184,7 +185,7 @@ class Reassociate {
       leaves[i] = call->args()[1];
       leaves.insert(leaves.begin() + static_cast<std::ptrdiff_t>(i), call->args()[0]);
     }
-    if (leaves.size() < 3 || !middle_leaves_are_matrices(leaves)) return std::nullopt;
+    if (leaves.size() < 3 || !middle_leaves_are_matrices(leaves) || vector_meets_batch(leaves)) return std::nullopt;
     forms.input = expand_form(value, forms.inner, index_);
     for (Expr& form : cheapest_bracketings(leaves, root->attrs(), cost_))
       if (type_equal(form->type(), value->type())) forms.alternatives.push_back(std::move(form));
@@ -225,10 +226,24 @@ class Reassociate {
     return true;
   }
 
+  // A 1-D end operand multiplied with a batched one first gives a batch of
+  // vectors, which a further matmul would read as a matrix: with both in a
+  // form, re-bracketing may change its meaning while keeping its type, as
+  // p0 (2, 2) @ (p3 (2, 2, 2) @ p4 (2,)) against (p0 @ p3) @ p4.
+  static bool vector_meets_batch(const std::vector<Expr>& operands) {
+    bool vector = false, batched = false;
+    for (const Expr& e : operands) {
+      vector = vector || e->type()->ndim() == 1;
+      batched = batched || e->type()->ndim() >= 3;
+    }
+    return vector && batched;
+  }
+
   // The factored and expanded forms a low-rank match stands for, those of
   // them that type with `type`.
   static std::vector<Expr> rewrites(const Match& m, bool left, const Attrs& attrs, const Type& type) {
     const Expr &W = m["W"], &A = m["A"], &B = m["B"], &x = m["x"];
+    if (vector_meets_batch({W, A, B, x})) return {};
     auto mm = [&](Expr a, Expr b) { return make_call(ops::matmul.def(), {std::move(a), std::move(b)}, attrs); };
     auto sum = [](Expr a, Expr b) { return ops::add({std::move(a), std::move(b)}); };
     std::vector<Expr> out;
