@@ -33,17 +33,24 @@ OTHERS = [
     T.CombineParallelMatmul(),
     T.ReassociateMatmul(),
 ]
+# ConvertDType changes dtypes (the programs are float64): its own property below.
+TO_FLOAT32 = T.ConvertDType("float32", from_dtype="float64")
+TO_FLOAT64 = T.ConvertDType("float64")
+CONVERSIONS = [TO_FLOAT32, T.Sequential([TO_FLOAT32, TO_FLOAT64])]
 # Every pass the properties run: each alone, the others in one pipeline, and each other after each Gradient.
 PASSES = [*GRADIENTS, *OTHERS, T.Sequential(OTHERS), *(T.Sequential([g, p]) for g in GRADIENTS for p in OTHERS)]
 # Passes that change nothing when run on their own output.
 IDEMPOTENT = [T.SimplifyGradient(), T.DeadCodeElimination(), T.EliminateCommonSubexpr(), T.ReorderPermuteDimsAfterConcat(),
-              T.CombineParallelMatmul(), T.ReassociateMatmul()]
+              T.CombineParallelMatmul(), T.ReassociateMatmul(), *CONVERSIONS]
 
 # Passes that change signatures, each with its own property below.
 LIFT = T.LiftTransformParams()
 
 # Passes reorder float sums (SimplifyGradient turns matmuls into sums): results agree to rounding.
 RTOL = 1e-9
+# A program run in float32 agrees with its float64 copy to float32 rounding (eps 1.2e-7), grown by its
+# ops: 40-term matmul sums feeding cancellations reach 1.5e-3 (of the largest element).
+FLOAT32_RTOL = 1e-2
 
 
 def flat(out) -> list[np.ndarray]:
@@ -122,6 +129,34 @@ def test_lift_transform_params_computes_the_same(prog):
                            for b in lifted.bindings)
             transformed = exe[f"{name}_transform_params"](*prog.inputs[n:])
             assert_close(exe[name](*prog.inputs[:n], *transformed), want[name](*prog.inputs), 0.0, f"lifted {name}")
+
+
+def as_float64(out):
+    """A (nested tuple) result with its float32 arrays as float64."""
+    if isinstance(out, tuple):
+        return tuple(as_float64(o) for o in out)
+    out = np.asarray(out)
+    return out.astype(np.float64) if out.dtype == np.float32 else out
+
+
+@given(programs())
+def test_convert_dtype_computes_the_same_to_float32_precision(prog):
+    # main and its raw adjoint in float32, and that module back in float64:
+    # the float64 copy has the input's signature and computes, on the float32
+    # inputs, what the float32 module computes, to float32 rounding; float32
+    # -> float64 -> float32 gives the float32 module back exactly
+    for mod in [prog.mod, T.Gradient(simplify=False)(prog.mod)]:
+        down = TO_FLOAT32(mod)
+        up = TO_FLOAT64(down)
+        aj.analysis.verify(up)
+        aj.assert_structural_equal(TO_FLOAT32(up), down)
+        inputs32 = [x.astype(np.float32) if x.dtype == np.float64 else x for x in prog.inputs]
+        exe32, exe64 = aj.build(down), aj.build(up)
+        for name, fn in mod.functions.items():
+            assert [p.type for p in up[name].params] == [p.type for p in fn.params] and up[name].ret_type == fn.ret_type
+            assert all(p.type.dtype != "float64" for p in down[name].params)
+            assert_close(exe64[name](*as_float64(tuple(inputs32))), as_float64(exe32[name](*inputs32)),
+                         FLOAT32_RTOL, f"{name} in float64 vs float32")
 
 
 @given(programs())
@@ -232,7 +267,7 @@ def test_gradient_agrees_with_central_differences(prog):
 
 @given(programs())
 def test_print_parse_round_trips(prog):
-    for p in [None, *PASSES]:
+    for p in [None, *PASSES, *CONVERSIONS]:
         mod = prog.mod if p is None else p(prog.mod)
         text = mod.script()
         again = aj.parse(text)
@@ -245,7 +280,7 @@ def test_equal_modules_hash_equal(prog):
     again = prog.rebuild()
     aj.assert_structural_equal(again, prog.mod)
     assert aj.structural_hash(again) == aj.structural_hash(prog.mod)
-    for p in PASSES:
+    for p in [*PASSES, *CONVERSIONS]:
         out, out_again = p(prog.mod), p(again)
         aj.assert_structural_equal(out_again, out)
         reparsed = aj.parse(out.script())
