@@ -145,8 +145,8 @@ class _Settings:
             raise Error(f"{self.who}: seed must be a non-negative int, got {self.seed!r}")
         for name, value, least in (("delta", self.delta, "positive"), ("rtol", self.rtol, "non-negative"),
                                    ("atol", self.atol, "non-negative")):
-            ok = value is None or (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
-                                   and np.isfinite(value) and (value > 0 if least == "positive" else value >= 0))
+            number = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
+            ok = value is None or (number and np.isfinite(value) and (value > 0 if least == "positive" else value >= 0))
             if not ok:
                 raise Error(f"{self.who}: {name} must be None or a {least} finite number, got {value!r}")
 
@@ -223,7 +223,8 @@ def _elementwise_mismatch(grads: list[np.ndarray], numeric: list[np.ndarray], na
         return None
     _, name, index, a, n = worst
     index = tuple(int(i) for i in index)
-    return (f"gradient check failed: {failing} of {total} elements exceed atol {atol:.3g} + rtol {rtol:.3g} * |numeric|\n"
+    return (f"gradient check failed: {failing} of {total} elements exceed "
+            f"atol {atol:.3g} + rtol {rtol:.3g} * |numeric|\n"
             f"worst: input {name}, element {index}: analytic {a:.9g}, numeric {n:.9g} (|diff| {abs(a - n):.3g})\n"
             + _table(["input", "elements", "failing", "max rel err"], rows) + "\n" + _RELATIVE_NOTE)
 
