@@ -1,8 +1,9 @@
 """Properties of every pass over random programs (programs.py), in float64:
 each pass's output verifies and computes what its input computes; Gradient
-agrees with torch.autograd and with central differences; print/parse round-
-trips; structurally equal modules hash equal; passes that should be are
-idempotent. The Hypothesis profile (conftest.py) sets the number of examples:
+agrees with torch.autograd and with central differences; ConvertDType's
+float32 copy converts back exactly and, in float64 again, computes the same;
+print/parse round-trips; structurally equal modules hash equal; passes that
+should be are idempotent. The Hypothesis profile (conftest.py) sets the number of examples:
 300 per property in CI, 20,000 with ADJOINT_HYPOTHESIS_PROFILE=long."""
 
 from __future__ import annotations
@@ -33,17 +34,23 @@ OTHERS = [
     T.CombineParallelMatmul(),
     T.ReassociateMatmul(),
 ]
+# ConvertDType changes dtypes (the programs are float64): its own property below.
+TO_FLOAT32 = T.ConvertDType("float32", from_dtype="float64")
+TO_FLOAT64 = T.ConvertDType("float64")
+CONVERSIONS = [TO_FLOAT32, T.Sequential([TO_FLOAT32, TO_FLOAT64])]
 # Every pass the properties run: each alone, the others in one pipeline, and each other after each Gradient.
 PASSES = [*GRADIENTS, *OTHERS, T.Sequential(OTHERS), *(T.Sequential([g, p]) for g in GRADIENTS for p in OTHERS)]
 # Passes that change nothing when run on their own output.
 IDEMPOTENT = [T.SimplifyGradient(), T.DeadCodeElimination(), T.EliminateCommonSubexpr(), T.ReorderPermuteDimsAfterConcat(),
-              T.CombineParallelMatmul(), T.ReassociateMatmul()]
+              T.CombineParallelMatmul(), T.ReassociateMatmul(), *CONVERSIONS]
 
 # Passes that change signatures, each with its own property below.
 LIFT = T.LiftTransformParams()
 
 # Passes reorder float sums (SimplifyGradient turns matmuls into sums): results agree to rounding.
 RTOL = 1e-9
+# A program whose constants are rounded to float32 (by 6e-8 at most, relatively) computes what it did to this.
+CONSTANTS_RTOL = 1e-4
 
 
 def flat(out) -> list[np.ndarray]:
@@ -122,6 +129,38 @@ def test_lift_transform_params_computes_the_same(prog):
                            for b in lifted.bindings)
             transformed = exe[f"{name}_transform_params"](*prog.inputs[n:])
             assert_close(exe[name](*prog.inputs[:n], *transformed), want[name](*prog.inputs), 0.0, f"lifted {name}")
+
+
+def as_float64(out):
+    """A (nested tuple) result with its float32 arrays as float64."""
+    if isinstance(out, tuple):
+        return tuple(as_float64(o) for o in out)
+    out = np.asarray(out)
+    return out.astype(np.float64) if out.dtype == np.float32 else out
+
+
+@given(programs())
+def test_convert_dtype_round_trips_and_computes_the_same(prog):
+    # main and its raw adjoint in float32 (down), and that module back in
+    # float64 (up): float32 -> float64 -> float32 gives down back exactly; up
+    # has the input's signature and, on float32-valued inputs, computes what
+    # the input computes but for its constants' rounding to float32; down runs,
+    # giving float32 where the input gives float64 (its values are float32
+    # arithmetic's: a comparison or an astype to int may flip, so not compared)
+    for mod in [prog.mod, T.Gradient(simplify=False)(prog.mod)]:
+        down = TO_FLOAT32(mod)
+        up = TO_FLOAT64(down)
+        aj.assert_structural_equal(TO_FLOAT32(up), down)
+        inputs32 = [x.astype(np.float32) if x.dtype == np.float64 else x for x in prog.inputs]
+        inputs = as_float64(tuple(inputs32))
+        exe, exe32, exe64 = aj.build(mod), aj.build(down), aj.build(up)
+        for name, fn in mod.functions.items():
+            assert [p.type for p in up[name].params] == [p.type for p in fn.params] and up[name].ret_type == fn.ret_type
+            assert all(p.type.dtype != "float64" for p in down[name].params)
+            want = exe[name](*inputs)
+            assert_close(exe64[name](*inputs), want, CONSTANTS_RTOL, f"{name} with float32 constants")
+            assert [(a.shape, a.dtype) for a in flat(exe32[name](*inputs32))] == \
+                [(a.shape, np.dtype(np.float32) if a.dtype == np.float64 else a.dtype) for a in flat(want)]
 
 
 @given(programs())
@@ -232,7 +271,7 @@ def test_gradient_agrees_with_central_differences(prog):
 
 @given(programs())
 def test_print_parse_round_trips(prog):
-    for p in [None, *PASSES]:
+    for p in [None, *PASSES, *CONVERSIONS]:
         mod = prog.mod if p is None else p(prog.mod)
         text = mod.script()
         again = aj.parse(text)
@@ -245,7 +284,7 @@ def test_equal_modules_hash_equal(prog):
     again = prog.rebuild()
     aj.assert_structural_equal(again, prog.mod)
     assert aj.structural_hash(again) == aj.structural_hash(prog.mod)
-    for p in PASSES:
+    for p in [*PASSES, *CONVERSIONS]:
         out, out_again = p(prog.mod), p(again)
         aj.assert_structural_equal(out_again, out)
         reparsed = aj.parse(out.script())

@@ -8,6 +8,7 @@
 #include "adjoint/autodiff/gradient.h"
 #include "adjoint/pattern/rule.h"
 #include "adjoint/support/error.h"
+#include "adjoint/transform/convert_dtype.h"
 #include "adjoint/transform/passes.h"
 #include "convert.h"
 #include "dim_bounds.h"
@@ -46,6 +47,15 @@ GradientOptions gradient_options(const py::handle& func_name, const py::handle& 
   opt.target_index = static_cast<int>(index);
   opt.simplify = bool_arg<TransformError>(simplify, "Gradient: simplify");
   return opt;
+}
+
+// ConvertDType's dtype argument `what`: "float32" or "float64".
+DType float_dtype_arg(const py::handle& name, const char* what) {
+  std::string s = string_arg<TransformError>(name, str("ConvertDType: ", what));
+  std::optional<DType> d = dtype_from_name(s);
+  if (!d || !is_float(*d))
+    throw TransformError(str("ConvertDType: ", what, " must be \"float32\" or \"float64\", got ", string_literal(s)));
+  return *d;
 }
 
 // (name, "before -> after") per rule of a table, in the order they are tried.
@@ -102,6 +112,12 @@ void bind_transform(py::module_& m) {
     py::gil_scoped_release nogil;
     return unconst(reassociate_matmul(in, bounds));
   }, py::arg("mod"), py::arg("dim_bounds"));
+  m.def("convert_dtype", [](const py::handle& mod, const py::handle& dtype, const py::handle& from_dtype) {
+    DType to = float_dtype_arg(dtype, "dtype"), from = float_dtype_arg(from_dtype, "from_dtype");
+    Module in = verified_module(mod, "ConvertDType");
+    py::gil_scoped_release nogil;
+    return unconst(convert_dtype(in, to, from));
+  }, py::arg("mod"), py::arg("dtype"), py::arg("from_dtype"));
   m.def("reassociate_matmul_rules", [] { return reassociate_matmul_rewrites(); },
         "ReassociateMatmul's rewrites: (name, \"before <-> after\") per kind.");
   m.def("combine_parallel_matmul_rules", [] { return combine_parallel_matmul_rewrites(); },

@@ -227,6 +227,48 @@ ReassociateMatmul.__doc__ = _rules_docstring(
 )
 
 
+class ConvertDType(Pass):
+    """Every ``from_dtype`` value of a module as ``dtype`` ("float32" or
+    "float64", names or NumPy dtypes), in every function: params, constants
+    (their elements converted), the dtype attrs of calls that name
+    ``from_dtype`` (``zeros(s, "float32")``, ``astype(x, "float32")``,
+    matmul's ``out_dtype``; an astype to another dtype stays), and the type
+    of every binding, inferred again. Int and bool values are left as they
+    are, and a function with no ``from_dtype`` value is returned unchanged,
+    so the pass is idempotent. ``ConvertDType("float64")`` gives a float64
+    copy of a float32 module (for finite differences, as
+    ``aj.testing.check_gradients`` takes them);
+    ``ConvertDType("float32", from_dtype="float64")`` goes back (float64
+    constants rounded to float32)."""
+
+    name = "ConvertDType"
+
+    def __init__(self, dtype: str | np.dtype = "float64", from_dtype: str | np.dtype = "float32") -> None:
+        self.dtype = _float_dtype_name(dtype, "dtype")
+        self.from_dtype = _float_dtype_name(from_dtype, "from_dtype")
+        if self.dtype == self.from_dtype:
+            raise TransformError(f"ConvertDType: dtype and from_dtype are both {self.dtype}")
+
+    def transform(self, mod: Module) -> Module:
+        return _core.convert_dtype(mod, self.dtype, self.from_dtype)
+
+    def __repr__(self) -> str:
+        return f"aj.transform.ConvertDType(dtype={self.dtype!r}, from_dtype={self.from_dtype!r})"
+
+
+def _float_dtype_name(dtype: object, what: str) -> str:
+    """"float32" or "float64" for a dtype name or a NumPy dtype, else a TransformError naming it."""
+    name = dtype if isinstance(dtype, str) else None
+    if name is None and isinstance(dtype, (np.dtype, type)):
+        try:
+            name = np.dtype(dtype).name
+        except TypeError:
+            name = None
+    if name not in ("float32", "float64"):
+        raise TransformError(f'ConvertDType: {what} must be "float32" or "float64", got {dtype!r}')
+    return name
+
+
 class Sequential(Pass):
     """Runs passes in order."""
 
@@ -264,4 +306,4 @@ def _names(require: Sequence[str | Var] | str | Var) -> list[str]:
 
 __all__ = ["Pass", "Gradient", "DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyGradient",
            "ReorderPermuteDimsAfterConcat", "LiftTransformParams", "CombineParallelMatmul", "ReassociateMatmul",
-           "Sequential"]
+           "ConvertDType", "Sequential"]
