@@ -250,7 +250,7 @@ class _Importer:
 
     def constant(self, array: np.ndarray, like: Any = None) -> Any:
         dtype = like.type.dtype if like is not None else None
-        return _core.Constant(np.ascontiguousarray(array), dtype)
+        return _core.Constant(np.array(array, order="C"), dtype)
 
     def emit(self, expr: Any) -> Any:
         return self.bb.emit(expr)
