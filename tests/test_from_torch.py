@@ -24,10 +24,10 @@ class Weighted(nn.Module):
         super().__init__()
         self.inner = inner
         g = torch.Generator().manual_seed(seed)
-        self.register_buffer("w", torch.randn(*out_shape, generator=g, dtype=torch.float64), persistent=False)
+        self.register_buffer("w", torch.randn(tuple(out_shape), generator=g, dtype=torch.float64), persistent=False)
 
-    def forward(self, x):
-        return (self.inner(x) * self.w).sum()
+    def forward(self, x, y=None):
+        return (self.inner(x) if y is None else self.inner(x, y)).mul(self.w).sum()
 
 
 def as_float64(module, inputs):
@@ -51,28 +51,37 @@ def assert_forward(module, mod, inputs):
 
 
 def torch_gradients(module, inputs):
-    """The loss and {param name: gradient} of every float input and parameter, by torch.autograd."""
+    """The loss, the gradients of the float inputs (in order) and {param name:
+    gradient} of every parameter, by torch.autograd."""
     leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
     module.zero_grad()
     loss = module(*leaves)
     loss.backward()
-    names = [f"x{i}" for i in range(len(leaves))]
-    grads = {n: t.grad for n, t in zip(names, leaves) if t.is_floating_point()}
-    grads.update({param_name(n): p.grad for n, p in module.named_parameters()})
-    return loss.item(), grads
+    by_input = [t.grad for t in leaves if t.is_floating_point()]
+    return loss.item(), by_input, {param_name(n): p.grad for n, p in module.named_parameters()}
 
 
-def assert_gradients(weighted, grad_mod, inputs):
-    """main_adjoint of grad_mod against torch.autograd, input and parameter by parameter."""
+def differentiate(weighted, inputs, dynamic_shapes=None):
+    """weighted imported, with main_adjoint giving the gradients of its float
+    inputs and its parameters (not of buffers such as BatchNorm's statistics),
+    and the names of those params in order."""
+    mod = aj.from_torch(weighted, inputs, dynamic_shapes=dynamic_shapes)
+    fn = mod["main"]
+    wanted = [p.name_hint for p in fn.params[:fn.attrs["num_input"]] if p.type.dtype.startswith("float")]
+    wanted += [param_name(n) for n, _ in weighted.named_parameters()]
+    return aj.transform.Gradient(require_grads=wanted)(mod), wanted
+
+
+def assert_gradients(weighted, differentiated, inputs):
+    """main_adjoint against torch.autograd, input and parameter by parameter."""
+    grad_mod, wanted = differentiated
     loss, grads = run_adjoint(grad_mod, weighted, inputs, "main_adjoint")
-    ref_loss, ref = torch_gradients(weighted, inputs)
+    ref_loss, by_input, by_param = torch_gradients(weighted, inputs)
     np.testing.assert_allclose(loss, ref_loss, rtol=RTOL)
-    fn = grad_mod["main"]
-    float_params = [p for p in fn.params if p.type.dtype.startswith("float")]
-    assert len(grads) == len(float_params) == len(ref)
-    for i, (param, grad) in enumerate(zip(float_params, grads)):
-        key = f"x{i}" if i < fn.attrs["num_input"] else param.name_hint
-        np.testing.assert_allclose(grad, ref[key].numpy(), rtol=RTOL, atol=ATOL, err_msg=param.name_hint)
+    ref = [*by_input, *(by_param[w] for w in wanted[len(by_input):])]
+    assert len(grads) == len(ref)
+    for name, grad, expected in zip(wanted, grads, ref):
+        np.testing.assert_allclose(grad, expected.numpy(), rtol=RTOL, atol=ATOL, err_msg=name)
 
 
 def positional_names(mod, n):
@@ -156,8 +165,7 @@ def model(request):
     mod = aj.from_torch(module, (x,), dynamic_shapes=dynamic)
     out_shape = module(x).shape
     weighted = Weighted(module, resized(out_shape, axis, 1)).eval()
-    grad_mod = aj.transform.Gradient()(aj.from_torch(weighted, (x,), dynamic_shapes=dynamic))
-    return module, mod, weighted, grad_mod, shape, axis
+    return module, mod, weighted, differentiate(weighted, (x,), dynamic), shape, axis
 
 
 def test_model_imports_with_a_symbolic_batch(model):
@@ -182,3 +190,116 @@ def test_model_gradients_equal_torch_autograd(model, batch):
     _, _, weighted, grad_mod, shape, axis = model
     torch.manual_seed(10 + batch)
     assert_gradients(weighted, grad_mod, (torch.randn(*resized(shape, axis, batch), dtype=torch.float64),))
+
+
+# -- one small module per op family ---------------------------------------------------
+
+
+class Fn(nn.Module):
+    """A module computing fn(x[, y]) with a Linear in front, so parameters get gradients too."""
+
+    def __init__(self, fn, features=6):
+        super().__init__()
+        self.fn, self.lin = fn, nn.Linear(features, features)
+
+    def forward(self, x, y=None):
+        x = self.lin(x) if x.is_floating_point() and x.shape[-1] == self.lin.in_features else x
+        return self.fn(x) if y is None else self.fn(x, y)
+
+
+def randn(*shape):
+    return torch.randn(*shape, dtype=torch.float64)
+
+
+def randint(high, *shape):
+    return torch.randint(0, high, shape)
+
+
+def causal_scores(x):
+    q = x.view(2, 3, 2, 3).transpose(1, 2)
+    return F.scaled_dot_product_attention(q, q * 0.5, q + 1.0, is_causal=True)
+
+
+class MHA(nn.Module):
+    def __init__(self, batch_first=True, need_weights=False):
+        super().__init__()
+        self.mha, self.need_weights = nn.MultiheadAttention(6, 2, batch_first=batch_first), need_weights
+
+    def forward(self, x):
+        out, weights = self.mha(x, x * 2.0, x, need_weights=self.need_weights)
+        return out if weights is None else out + weights.sum()
+
+
+OP_CASES = {  # name: (module, inputs)
+    "relu": (Fn(torch.relu), (randn(4, 6),)),
+    "gelu": (Fn(F.gelu), (randn(4, 6),)),
+    "gelu_tanh": (Fn(lambda x: F.gelu(x, approximate="tanh")), (randn(4, 6),)),
+    "silu_tanh_sigmoid": (Fn(lambda x: F.silu(x) + torch.tanh(x) * torch.sigmoid(x)), (randn(4, 6),)),
+    "exp_log_sqrt_abs": (Fn(lambda x: torch.exp(x) + torch.log(x.abs() + 1) + torch.sqrt(x * x + 1)), (randn(4, 6),)),
+    "softmax_log_softmax": (Fn(lambda x: F.softmax(x, 0) + F.log_softmax(x, -1)), (randn(4, 6),)),
+    "layer_norm": (nn.Sequential(nn.Linear(6, 6), nn.LayerNorm(6)), (randn(2, 3, 6),)),
+    "layer_norm_2d_no_affine": (Fn(lambda x: F.layer_norm(x, (3, 6), eps=1e-3)), (randn(2, 3, 6),)),
+    "batch_norm_eval": (nn.Sequential(nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3)), (randn(2, 2, 3, 3),)),
+    "dropout_eval": (nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5)), (randn(4, 6),)),
+    "embedding": (nn.Sequential(nn.Embedding(10, 6), nn.Linear(6, 3)), (randint(10, 2, 5),)),
+    "conv2d_stride_dilation_no_bias": (nn.Conv2d(2, 4, 3, stride=2, padding=2, dilation=2, bias=False),
+                                       (randn(2, 2, 7, 7),)),
+    "conv2d_groups_same": (nn.Conv2d(4, 4, 3, padding="same", groups=2), (randn(1, 4, 5, 5),)),
+    "max_pool2d": (nn.MaxPool2d(3, stride=2, padding=1), (randn(2, 3, 7, 7),)),
+    "avg_pool2d": (nn.AvgPool2d(3, stride=2, padding=1), (randn(2, 3, 7, 7),)),
+    "avg_pool2d_no_pad_count": (nn.AvgPool2d(2, padding=1, count_include_pad=False), (randn(1, 2, 5, 5),)),
+    "adaptive_avg_pool2d": (nn.Sequential(nn.Conv2d(2, 3, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten()),
+                            (randn(2, 2, 4, 4),)),
+    "flatten_unflatten": (Fn(lambda x: x.flatten(1).unflatten(1, (2, 12))), (randn(2, 4, 6),)),
+    "matmul_bmm_mm": (Fn(lambda x, y: (x @ y).bmm(y.transpose(1, 2)) + torch.mm(x[0], y[0]).sum()),
+                      (randn(3, 4, 6), randn(3, 6, 4))),
+    "addmm": (Fn(lambda x, y: torch.addmm(y, x, x.t(), beta=0.5, alpha=2.0)), (randn(4, 6), randn(4, 4))),
+    "transpose_permute_view": (Fn(lambda x: x.transpose(0, 2).permute(1, 0, 2).reshape(6, -1).view(2, 3, 8)),
+                               (randn(2, 4, 6),)),
+    "squeeze_unsqueeze_expand": (Fn(lambda x: x.unsqueeze(1).expand(-1, 3, -1).squeeze(0).unsqueeze(-1)),
+                                 (randn(1, 6),)),
+    "arithmetic": (Fn(lambda x, y: torch.add(x, y, alpha=2.0) - torch.sub(y, x, alpha=0.5) * 3.0
+                   + 1.0 / (x * x + 1) - (2.0 - y) / 4 + x ** 3 + y ** 2), (randn(4, 6), randn(6))),
+    "mean_sum": (Fn(lambda x: x.mean((0, 2), keepdim=True) + x.sum(1).sum(-1)[:, None, None] + x.mean()),
+                 (randn(2, 3, 6),)),
+    "amax_amin": (Fn(lambda x: x.amax(-1) - x.amin(0).sum()), (randn(4, 6),)),
+    "split_chunk_select_slice": (Fn(lambda x: x.split(2, 1)[1] * x.chunk(3, 1)[2] + x[:, 1:3] - x[1, ::3][None]),
+                                 (randn(4, 6),)),
+    "unbind_stack_free": (Fn(lambda x: x.unbind(0)[1] + x.unbind(0)[3]), (randn(4, 6),)),
+    "masked_fill_tril_triu_where": (Fn(lambda x: x.tril(1).masked_fill(x.triu() > 0.5, -2.0)
+                                       + torch.where(x > 0, x, x * 0.1)), (randn(6, 6),)),
+    "creation": (Fn(lambda x: x + torch.ones(6, dtype=x.dtype) * 2 + torch.arange(6, dtype=x.dtype)
+                    + torch.full((4, 6), 0.5, dtype=x.dtype) + torch.zeros_like(x)), (randn(4, 6),)),
+    "cross_entropy": (Fn(lambda x, t: F.cross_entropy(x, t) + F.cross_entropy(x, t, reduction="sum")
+                         + F.cross_entropy(x, t, ignore_index=1)), (randn(5, 6), randint(6, 5))),
+    "cross_entropy_none_3d": (Fn(lambda x, t: F.cross_entropy(x.transpose(1, 2), t, reduction="none")),
+                              (randn(2, 3, 6), randint(6, 2, 3))),
+    "nll_loss": (Fn(lambda x, t: F.nll_loss(F.log_softmax(x, -1), t)), (randn(5, 6), randint(6, 5))),
+    "sdpa_causal": (Fn(causal_scores), (randn(2, 3, 6),)),
+    "sdpa_masks": (Fn(lambda x, m: F.scaled_dot_product_attention(x, x, x, attn_mask=m)
+                      + F.scaled_dot_product_attention(x, x * 2, x, attn_mask=m > 0, scale=0.3)),
+                   (randn(2, 4, 6), randn(4, 4))),
+    "multihead_attention": (MHA(), (randn(2, 4, 6),)),
+    "multihead_attention_weights_seq_first": (MHA(batch_first=False, need_weights=True), (randn(4, 2, 6),)),
+}
+
+
+@pytest.fixture(scope="module", params=list(OP_CASES))
+def op_case(request):
+    torch.manual_seed(0)
+    module, inputs = as_float64(*OP_CASES[request.param])
+    mod = aj.from_torch(module, inputs)
+    with torch.no_grad():
+        out_shape = module(*inputs).shape
+    weighted = Weighted(module, out_shape).eval()
+    return module, mod, weighted, differentiate(weighted, inputs), inputs
+
+
+def test_op_forward_equals_torch(op_case):
+    module, mod, _, _, inputs = op_case
+    assert_forward(module, mod, inputs)
+
+
+def test_op_gradients_equal_torch_autograd(op_case):
+    _, _, weighted, grad_mod, inputs = op_case
+    assert_gradients(weighted, grad_mod, inputs)

@@ -87,6 +87,11 @@ for _name, _fn in _UNARY.items():
     OPS[_name] = lambda cx, a, _fn=_fn: _fn(a.self)
 
 
+@aten("reciprocal")
+def _reciprocal(cx: Any, a: Args) -> Any:
+    return op.divide(1.0, a.self)
+
+
 @aten("gelu")
 def _gelu(cx: Any, a: Args) -> Any:
     x = a.self
