@@ -303,3 +303,198 @@ def test_op_forward_equals_torch(op_case):
 def test_op_gradients_equal_torch_autograd(op_case):
     _, _, weighted, grad_mod, inputs = op_case
     assert_gradients(weighted, grad_mod, inputs)
+
+
+# -- errors ---------------------------------------------------------------------------
+
+
+class Cumprod(nn.Module):
+    def forward(self, x):
+        return torch.cumprod(x, 0)  # the line the error names
+
+
+def test_unsupported_op_names_the_op_and_the_source_line():
+    import inspect
+
+    line = inspect.getsourcelines(Cumprod.forward)[1] + 1
+    with pytest.raises(aj.UnsupportedOpError) as info:
+        aj.from_torch(Cumprod(), (torch.randn(3),))
+    message = str(info.value)
+    assert "aten.cumprod.default" in message
+    assert f"test_from_torch.py:{line}: return torch.cumprod(x, 0)" in message
+
+
+def test_dropout_in_training_mode_is_an_error():
+    with pytest.raises(aj.UnsupportedOpError, match=r"aten.dropout.default' in training mode \(p=0.5\)"):
+        aj.from_torch(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)).train(), (torch.randn(1, 2),))
+
+
+def test_in_place_op_is_an_error():
+    with pytest.raises(aj.UnsupportedOpError, match=r"op 'aten.add_.Tensor' changes a tensor in place .*"
+                                                     r"batchnorm.py:\d+: self.num_batches_tracked.add_\(1\)"):
+        aj.from_torch(nn.BatchNorm1d(3).train(), (torch.randn(4, 3),))
+
+
+def test_embedding_padding_idx_is_an_error():
+    with pytest.raises(aj.UnsupportedOpError, match="padding_idx=0"):
+        aj.from_torch(nn.Embedding(5, 2, padding_idx=0), (torch.tensor([1, 0]),))
+
+
+def test_a_module_torch_cannot_export_is_an_aj_error():
+    class DataDependent(nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else x
+
+    with pytest.raises(aj.Error, match="torch.export could not export DataDependent"):
+        aj.from_torch(DataDependent(), (torch.randn(3),))
+
+
+def test_example_inputs_must_be_tensors():
+    with pytest.raises(aj.Error, match="example_inputs must be a tensor or a tuple of tensors"):
+        aj.from_torch(nn.Linear(2, 2), [np.zeros((1, 2))])
+
+
+def test_unsupported_dtype_is_an_error():
+    with pytest.raises(aj.Error, match="dtype torch.float16"):
+        aj.from_torch(nn.Linear(2, 2).half(), (torch.randn(1, 2).half(),))
+
+
+# -- names, constants, options ---------------------------------------------------------
+
+
+class Named(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3, 3), nn.Linear(3, 3)])
+        self.register_buffer("scale", torch.full((3,), 2.0))
+        self.register_buffer("shift", torch.full((3,), 0.5), persistent=False)
+        self.register_buffer("unused", torch.zeros(3))
+
+    def forward(self, weight):  # an input named like a parameter would be
+        return self.layers[1](self.layers[0](weight)) * self.scale + self.shift
+
+
+def test_params_are_inputs_then_parameters_then_used_persistent_buffers():
+    mod = aj.from_torch(Named(), (torch.randn(2, 3),), func_name="forward")
+    fn = mod["forward"]
+    assert fn.attrs["num_input"] == 1
+    assert [p.name_hint for p in fn.params] == ["weight", "layers_0_weight", "layers_0_bias", "layers_1_weight",
+                                                "layers_1_bias", "scale"]
+    assert aj.parse(mod.script()).script() == mod.script()
+
+
+def test_input_named_like_a_weight_is_renamed():
+    class Clash(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.x = nn.Parameter(torch.ones(2))
+
+        def forward(self, x):
+            return x * self.x
+
+    assert [p.name_hint for p in aj.from_torch(Clash(), (torch.randn(2),))["main"].params] == ["x_1", "x"]
+
+
+def test_tuple_output_and_several_inputs():
+    class Two(nn.Module):
+        def forward(self, a, b):
+            return a + b, a * b
+
+    module, inputs = as_float64(Two(), (torch.randn(2, 3), torch.randn(3)))
+    mod = aj.from_torch(module, inputs)
+    assert mod["main"].attrs["num_input"] == 2
+    assert_forward(module, mod, inputs)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(8, 24)
+
+    def forward(self, x):
+        q, k, v = (t.unflatten(-1, (2, 4)).transpose(1, 2) for t in self.qkv(x).chunk(3, -1))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).flatten(2)
+
+
+def test_symbolic_dims_keep_torch_dim_names():
+    module = CausalSelfAttention().double().eval()
+    seq = torch.export.Dim("seq", min=2, max=64)
+    mod = aj.from_torch(module, (randn(2, 5, 8),), dynamic_shapes={"x": {0: BATCH, 1: seq}})
+    assert mod["main"].params[0].type.shape == ("batch", "seq", 8)
+    assert mod["main"].ret.type.shape == ("batch", "seq", 8)
+    for batch, length in [(1, 3), (3, 7)]:
+        assert_forward(module, mod, (randn(batch, length, 8),))
+
+
+# -- weights both ways -------------------------------------------------------------------
+
+
+def test_from_torch_state_gives_weights_in_param_order_and_dtype():
+    module = Named()
+    mod = aj.from_torch(module.double(), (randn(2, 3),))
+    params = aj.from_torch_state(module.float().state_dict(), mod)  # float32 tensors into float64 params
+    assert list(params) == [p.name_hint for p in mod["main"].params[1:]]
+    assert all(a.dtype == np.float64 for a in params.values())
+    np.testing.assert_array_equal(params["layers_1_bias"], module.layers[1].bias.detach().numpy())
+
+
+def test_to_torch_state_moves_weights_back():
+    module, (x,) = as_float64(MLP(), (torch.randn(3, 6),))
+    mod = aj.from_torch(module, (x,))
+    params = {name: value + 1.0 for name, value in aj.from_torch_state(module, mod).items()}
+    other = MLP().double()
+    other.load_state_dict(aj.to_torch_state(params, other))
+    np.testing.assert_array_equal(other.fc2.weight.detach().numpy(), params["fc2_weight"])
+    assert other.fc2.weight.dtype == torch.float64
+    assert_forward(other, mod, (x,))  # runs mod with the weights taken back from `other`
+
+
+def test_state_errors_name_the_param():
+    module = MLP()
+    mod = aj.from_torch(module, (torch.randn(3, 6),))
+    state = module.state_dict()
+    del state["fc2.bias"]
+    with pytest.raises(aj.Error, match="no entry of the state dict becomes param 'fc2_bias'"):
+        aj.from_torch_state(state, mod)
+    state["fc2.bias"] = torch.zeros(7)
+    with pytest.raises(aj.Error, match=r"param 'fc2_bias' has shape \(4,\), torch's 'fc2.bias' has \(7,\)"):
+        aj.from_torch_state(state, mod)
+    with pytest.raises(aj.Error, match="param 'nope' matches no entry"):
+        aj.to_torch_state({"nope": np.zeros(2)}, module)
+    with pytest.raises(aj.Error, match=r"param 'fc1_bias' has shape \(2,\)"):
+        aj.to_torch_state({"fc1_bias": np.zeros(2)}, module)
+
+
+# -- torch stays optional ------------------------------------------------------------------
+
+
+def run_python(code):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_importing_adjoint_does_not_import_torch():
+    result = run_python("import sys, adjoint; print('torch' in sys.modules)")
+    assert result.stdout.strip() == "False", result.stderr
+
+
+def test_from_torch_without_torch_is_an_error_with_an_install_hint():
+    result = run_python("import sys; sys.modules['torch'] = None\n"
+                        "import adjoint as aj\n"
+                        "try:\n    aj.from_torch(None, ())\n"
+                        "except aj.Error as e:\n    print(e)")
+    assert "needs PyTorch, which is not installed: pip install 'adjoint[torch]'" in result.stdout, result.stderr
+
+
+def test_readme_from_pytorch_block_runs():
+    """README.md's From PyTorch example (fenced ```py, so test_readme.py, which
+    runs without torch too, leaves it to this file)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text[text.index("## From PyTorch"):text.index("## Errors")]
+    (block,) = re.findall(r"```py\n(.*?)```", section, re.S)
+    exec(compile(block, "README.md", "exec"), {})

@@ -171,6 +171,11 @@ class _Importer:
         if isinstance(node.meta.get("val"), self.torch.SymInt):  # size arithmetic: sym_size, operator.mul
             return self.dim(node.meta["val"])
         key, op_name = _op_key(node.target)
+        schema = getattr(node.target, "_schema", None)
+        if schema is not None and schema.is_mutable:
+            raise UnsupportedOpError(f"aj.from_torch: op '{op_name}' changes a tensor in place (node "
+                                     f"'{node.name}', from {self.source_line(node)}); adjoint functions are "
+                                     "pure (a BatchNorm in training mode does this: call module.eval())")
         handler = OPS.get(key)
         if handler is None:
             raise UnsupportedOpError(f"aj.from_torch: op '{op_name}' has no translation to adjoint "
@@ -201,11 +206,6 @@ class _Importer:
         return Args(named)
 
     def _outputs(self, node: Any) -> Any:
-        kinds = [s.kind.name for s in self.program.graph_signature.output_specs]
-        if any(k != "USER_OUTPUT" for k in kinds):
-            raise UnsupportedOpError("aj.from_torch: the module mutates its buffers or inputs "
-                                     f"({', '.join(sorted(set(kinds) - {'USER_OUTPUT'}))}); a module "
-                                     "in training mode (BatchNorm) does: import it in eval mode")
         results = [self.torch.fx.node.map_arg(n, lambda m: self.values[m.name]) for n in node.args[0]]
         for i, r in enumerate(results):
             if not isinstance(r, _core.Expr):
