@@ -176,9 +176,15 @@ def _sdpa(cx: Any, a: Args) -> Any:
     if a.is_causal:
         scores = _masked(cx, scores, _causal_keep(q.type.shape[-2], k.type.shape[-2]))
     mask = a.attn_mask
-    if mask is not None:
-        scores = _masked(cx, scores, mask) if mask.type.dtype == "bool" else op.add(scores, mask)
-    return op.matmul(op.softmax(scores, -1), v)
+    if mask is None:
+        return op.matmul(op.softmax(scores, -1), v)
+    scores = _masked(cx, scores, mask) if mask.type.dtype == "bool" else op.add(scores, mask)
+    # torch's safe softmax: a query whose keys are all masked attends to nothing (zeros, not NaN)
+    # (their scores become 0 before the softmax, so no NaN reaches the gradient either)
+    none_kept = op.equal(op.max(scores, -1, True), cx.constant(np.asarray(-np.inf), like=scores))
+    zero = cx.constant(np.zeros(()), like=scores)
+    weights = op.where(none_kept, zero, op.softmax(op.where(none_kept, zero, scores), -1))
+    return op.matmul(weights, v)
 
 
 def _causal_keep(rows: Any, cols: Any) -> Any:
