@@ -39,4 +39,4 @@ def test_cli_print_and_verify(tmp_path):
     assert out.returncode == 0 and out.stdout == examples.TRANSPOSED_MATMUL
     f.write_text("@function\ndef main(x: Tensor((3,), \"float32\")) -> Tensor((3,), \"float32\"):\n    return y\n")
     out = subprocess.run([sys.executable, "-m", "adjoint", "verify", str(f)], capture_output=True, text=True)
-    assert out.returncode == 1 and "ParseError" in out.stderr
+    assert (out.returncode, out.stderr) == (1, f"{f}:3:12: ParseError: undefined var 'y'\n")

@@ -1,0 +1,360 @@
+"""The ``adjoint`` command line (also ``python -m adjoint``): print, verify,
+check, differentiate, simplify, lift, count FLOPs of and run modules written
+as adjoint text, and run the benchmarks.
+
+Every command reads a file or ``-`` (stdin) and writes to stdout or ``-o
+FILE``. A failure is one line on stderr, ``file:line:col: Kind: message``
+(``file: message`` when there is no place in the text), with exit status 1;
+a usage error is argparse's usage message with exit status 2. ``--debug``
+shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable
+
+import adjoint as aj
+from adjoint import examples
+from adjoint._cli_arrays import CommandError, format_results, load_inputs, save_results
+
+STDIN = "-"
+
+
+def display_name(path: str) -> str:
+    return "<stdin>" if path == STDIN else path
+
+
+def read_text(path: str) -> str:
+    """The text of ``path`` (stdin for ``-``); a missing or unreadable file is a CommandError."""
+    if path == STDIN:
+        return sys.stdin.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except UnicodeDecodeError as e:
+        raise CommandError(path, f"not UTF-8 text (byte {e.start})") from e
+    except OSError as e:
+        raise CommandError(path, read_failure(e)) from e
+
+
+def read_failure(e: OSError) -> str:
+    return "no such file" if isinstance(e, FileNotFoundError) else os_message(e)
+
+
+def os_message(e: OSError) -> str:
+    return (e.strerror or str(e)).lower()
+
+
+def read_module(path: str) -> aj.Module:
+    return aj.parse(read_text(path))
+
+
+def write_text(text: str, output: str | None) -> None:
+    if output is None or output == STDIN:
+        sys.stdout.write(text)
+        return
+    try:
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    except OSError as e:
+        raise CommandError(output, os_message(e)) from e
+
+
+def plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def summary(mod: aj.Module) -> str:
+    """``N functions, M bindings``."""
+    bindings = sum(len(mod[name].bindings) for name in mod)
+    return f"{plural(len(mod), 'function')}, {plural(bindings, 'binding')}"
+
+
+def error_line(e: BaseException, source: str) -> str:
+    """One line for an exception met while working on ``source``."""
+    if isinstance(e, CommandError):
+        return f"{display_name(e.where)}: {one_line(e.message)}"
+    if isinstance(e, aj.Error):
+        return f"{located(e, source)}: {type(e).__name__}: {one_line(without_location(e))}"
+    if isinstance(e, OSError):
+        return f"{e.filename or display_name(source)}: {os_message(e)}"
+    if isinstance(e, KeyboardInterrupt):
+        return f"{display_name(source)}: interrupted"
+    return f"{display_name(source)}: {type(e).__name__}: {one_line(str(e))}"
+
+
+def located(e: aj.Error, source: str) -> str:
+    if e.line is None:
+        return display_name(source)
+    return f"{display_name(source)}:{e.line}:{e.column}"
+
+
+def without_location(e: aj.Error) -> str:
+    """The message without the ``line:col:`` prefix and the quoted source line
+    and caret under it that the core adds to an error found in text."""
+    text = str(e)
+    if e.line is None:
+        return text
+    text = text.split("\n", 1)[0]
+    prefix = f"{e.line}:{e.column}: "
+    return text[len(prefix):] if text.startswith(prefix) else text
+
+
+def one_line(text: str) -> str:
+    return "; ".join(line.strip() for line in text.strip().splitlines() if line.strip())
+
+
+# --- commands: each takes the parsed arguments and returns the text to write ---
+
+
+def cmd_demo(args: argparse.Namespace) -> str:
+    """Parses, prints and verifies an example module, then builds the same
+    function from Python and checks the two are structurally equal."""
+    mod = aj.parse(examples.TRANSPOSED_MATMUL)
+    lines = ["# parsed and printed (canonical text):", mod.script().rstrip("\n")]
+    aj.analysis.verify(mod)
+    lines.append("# verify: ok")
+    if mod.script() != examples.TRANSPOSED_MATMUL:
+        raise aj.Error("demo: printing the parsed example changed its text")
+    lines.append("# round trip: print(parse(text)) == text")
+
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (3, 3), "float32")
+    y = bb.param("y", (3, 3), "float32")
+    aj.assert_structural_equal(mod, bb.finish(aj.op.sum(x.T @ y.T)))
+    lines.append("# built from Python: structurally equal to the parsed text")
+    lines.append(f"# BLAS: {aj.blas_info()['config']}")
+    return "\n".join(lines) + "\n"
+
+
+def cmd_print(args: argparse.Namespace) -> str:
+    return read_module(args.file).script()
+
+
+def cmd_verify(args: argparse.Namespace) -> str:
+    mod = read_module(args.file)
+    aj.analysis.verify(mod)
+    return f"{display_name(args.file)}: ok ({summary(mod)})\n"
+
+
+def cmd_check(args: argparse.Namespace) -> str:
+    """One line per file; exit status 1 (through ``args.failed``) if any fails."""
+    lines = []
+    for path in args.files:
+        try:
+            mod = read_module(path)
+            aj.analysis.verify(mod)
+            lines.append(f"{display_name(path)}: ok ({summary(mod)})")
+        except (aj.Error, CommandError, OSError) as e:
+            if args.debug:
+                raise
+            lines.append(error_line(e, path))
+            args.failed = True
+    return "\n".join(lines) + "\n"
+
+
+def cmd_grad(args: argparse.Namespace) -> str:
+    grad = aj.transform.Gradient(args.func, require_grads=args.wrt, target_index=args.target_index,
+                                 simplify=not args.no_simplify)
+    return grad(read_module(args.file)).script()
+
+
+#: What ``simplify`` runs: the clean-up Gradient applies to an adjoint.
+SIMPLIFIER = aj.transform.Sequential([aj.transform.SimplifyGradient(), aj.transform.EliminateCommonSubexpr(),
+                                      aj.transform.DeadCodeElimination()])
+
+
+def cmd_simplify(args: argparse.Namespace) -> str:
+    return SIMPLIFIER(read_module(args.file)).script()
+
+
+def cmd_lift(args: argparse.Namespace) -> str:
+    return aj.transform.LiftTransformParams()(read_module(args.file)).script()
+
+
+def cmd_flops(args: argparse.Namespace) -> str:
+    """Per function: the total, then a table of FLOPs by op."""
+    mod = read_module(args.file)
+    names = [args.func] if args.func is not None else list(mod)
+    dims_of = {name: function_dims(mod[name], args.dims, whole=args.func is not None) for name in names}
+    unused = set(args.dims) - set().union(*(d.keys() for d in dims_of.values()))
+    if unused:
+        raise CommandError(args.file, f"--dims names {', '.join(sorted(unused))}, which no function's shapes use")
+    blocks = [flops_table(mod[name], args.compile_time_free, dims_of[name]) for name in names]
+    return "\n".join(blocks)
+
+
+def function_dims(fn: aj.Function, dims: dict[str, int], whole: bool) -> dict[str, int]:
+    """``dims`` restricted to the symbols of ``fn``'s shapes (all of it when ``whole``:
+    estimate_flops then names a symbol the function does not use)."""
+    if whole:
+        return dims
+    used = function_symbols(fn)
+    return {symbol: value for symbol, value in dims.items() if symbol in used}
+
+
+def function_symbols(fn: aj.Function) -> set[str]:
+    types = [p.type for p in fn.params] + [b.var.type for b in fn.bindings]
+    symbols: set[str] = set()
+    while types:
+        t = types.pop()
+        if t.is_tuple:
+            types.extend(t.fields)
+        else:
+            for d in t.shape:
+                symbols.update(aj.Dim(d).symbols)
+    return symbols
+
+
+def flops_table(fn: aj.Function, compile_time_free: bool, dims: dict[str, int]) -> str:
+    total = aj.analysis.estimate_flops(fn, compile_time_free=compile_time_free, dims=dims)
+    by_op = aj.analysis.flops_by_op(fn, compile_time_free=compile_time_free, dims=dims)
+    rows = [("op", "FLOPs")] + [(op, str(count)) for op, count in by_op.items()]
+    width = max(len(op) for op, _ in rows)
+    lines = [f"{fn.name}: {total} FLOPs"] + [f"  {op:<{width}}  {count}" for op, count in rows]
+    return "\n".join(lines) + "\n"
+
+
+def cmd_run(args: argparse.Namespace) -> str:
+    mod = read_module(args.file)
+    fn = mod[args.func]
+    inputs = load_inputs(args.inputs, [p.name_hint for p in fn.params])
+    result = aj.build(mod)[args.func](*inputs)
+    if args.output is not None and args.output != STDIN:
+        save_results(result, args.output)
+        return ""
+    return format_results(result)
+
+
+# --- the parser ---
+
+
+def dims_arg(text: str) -> dict[str, int]:
+    """``n=4096,m=1024`` -> {"n": 4096, "m": 1024}; anything else is a usage error."""
+    out: dict[str, int] = {}
+    for item in text.split(","):
+        symbol, eq, value = item.partition("=")
+        symbol, value = symbol.strip(), value.strip()
+        if not eq or not symbol.isidentifier() or not value.isdigit():
+            raise argparse.ArgumentTypeError(f"expected SYMBOL=INT[,SYMBOL=INT...], got {item!r} in {text!r}")
+        out[symbol] = int(value)
+    return out
+
+
+def names_arg(text: str) -> list[str]:
+    """``a,b`` -> ["a", "b"]."""
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected NAME[,NAME...], got {text!r}")
+    return names
+
+
+COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], str], str]] = {
+    "demo": (cmd_demo, "parse, print and verify an example module"),
+    "print": (cmd_print, "parse FILE and print its canonical text"),
+    "verify": (cmd_verify, "parse and verify FILE"),
+    "check": (cmd_check, "parse and verify each FILE, one line each"),
+    "grad": (cmd_grad, "add <func>_adjoint (aj.transform.Gradient) and print the module"),
+    "simplify": (cmd_simplify, "SimplifyGradient, EliminateCommonSubexpr and DeadCodeElimination"),
+    "lift": (cmd_lift, "LiftTransformParams: move compile-time work into <func>_transform_params"),
+    "flops": (cmd_flops, "estimated FLOPs of each function, by op"),
+    "run": (cmd_run, "build FILE and run one function on .npy/.npz inputs"),
+}
+
+
+DESCRIPTION = "Work on modules written as adjoint text: print, verify, differentiate, simplify, lift, count FLOPs, run."
+EPILOG = ("Every command reads FILE or - (stdin) and writes to stdout or -o FILE. A failure is one line, "
+          "file:line:col: Kind: message, with exit status 1 (2 for a usage error); --debug shows the traceback.")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="adjoint", description=DESCRIPTION, epilog=EPILOG)
+    parser.add_argument("--version", action="version", version=f"adjoint {aj.__version__}")
+    parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+    common.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = {name: sub.add_parser(name, parents=[common], help=text, description=text)
+                for name, (_, text) in COMMANDS.items()}
+    sub.add_parser("bench", add_help=False, help="run a benchmark suite: adjoint bench SUITE [--repeat N]")
+    for name in ("print", "verify", "grad", "simplify", "lift", "flops", "run"):
+        commands[name].add_argument("file", metavar="FILE", help="adjoint text, or - for stdin")
+    commands["check"].add_argument("files", metavar="FILE", nargs="+", help="adjoint text, or - for stdin")
+    add_grad_options(commands["grad"])
+    add_flops_options(commands["flops"])
+    add_run_options(commands["run"])
+    return parser
+
+
+def add_grad_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--func", default="main", help="the function to differentiate (default main)")
+    p.add_argument("--wrt", type=names_arg, metavar="A,B", help="params or vars to differentiate by (default: float params)")
+    p.add_argument("--target-index", type=int, default=0, metavar="N", help="the field of a tuple result to differentiate")
+    p.add_argument("--no-simplify", action="store_true", help="keep the raw reverse-mode adjoint")
+
+
+def add_flops_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--func", help="only this function (default: every function)")
+    p.add_argument("--compile-time-free", action="store_true", help="count work computable at compile time as free")
+    p.add_argument("--dims", type=dims_arg, default={}, metavar="N=4096,...", help="substitute symbol values")
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--func", default="main", help="the function to run (default main)")
+    p.add_argument("--inputs", nargs="*", default=[], metavar="INPUT",
+                   help="X.npy (params in order), NAME=X.npy, or an .npz of arrays named after params")
+
+
+def run_bench(argv: list[str]) -> int:
+    from adjoint.bench.__main__ import main as bench_main
+
+    return bench_main(argv)
+
+
+def bench_split(argv: list[str]) -> tuple[bool, list[str]] | None:
+    """(debug, the arguments after ``bench``) when the command is ``bench``, else None."""
+    debug = False
+    for i, arg in enumerate(argv):
+        if arg == "--debug":
+            debug = True
+        elif arg == "bench":
+            return debug, argv[i + 1:]
+        else:
+            return None
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    bench = bench_split(argv)
+    if bench is not None:
+        return guarded(lambda: run_bench(bench[1]), debug=bench[0], source="bench")
+    args = build_parser().parse_args(argv)
+    args.failed = False
+    source = args.files[0] if args.command == "check" else getattr(args, "file", args.command)
+
+    def command() -> int:
+        text = COMMANDS[args.command][0](args)
+        if text:
+            write_text(text, args.output)
+        return 1 if args.failed else 0
+
+    return guarded(command, debug=args.debug, source=source)
+
+
+def guarded(command: Callable[[], int], debug: bool, source: str) -> int:
+    """Runs ``command``: a failure is one line on stderr and exit status 1 (re-raised with ``debug``)."""
+    try:
+        return command()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (Exception, KeyboardInterrupt) as e:
+        if debug:
+            raise
+        print(error_line(e, source), file=sys.stderr)
+        return 1

@@ -1,0 +1,286 @@
+"""The command line through subprocess: each command against the Python API it
+wraps, stdin and -o, and every failure as one line (exit status 1, 2 for
+usage) without a traceback unless --debug."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import adjoint as aj
+from adjoint.cli import SIMPLIFIER
+
+MLP = """@function
+def main(x: Tensor((2, 3), "float64"), w: Tensor((3, 4), "float64")) -> Tensor((), "float64"):
+    lv: Tensor((2, 4), "float64") = matmul(x, w)
+    lv1: Tensor((2, 4), "float64") = tanh(lv)
+    gv: Tensor((), "float64") = sum(lv1)
+    return gv
+"""
+
+TWO_LOSSES = """@function
+def main(x: Tensor((3,), "float64"), y: Tensor((3,), "float64")) -> Tuple(Tensor((), "float64"), Tensor((), "float64")):
+    lv: Tensor((3,), "float64") = multiply(x, y)
+    lv1: Tensor((), "float64") = sum(lv)
+    lv2: Tensor((), "float64") = sum(x)
+    return (lv1, lv2)
+"""
+
+LORA = """@function(num_input=1)
+def main(x: Tensor(("n", 1), "float32"), W: Tensor(("m", "n"), "float32"), A: Tensor(("r", "n"), "float32"), B: Tensor(("m", "r"), "float32")) -> Tensor(("m", 1), "float32"):
+    lv: Tensor(("m", "n"), "float32") = matmul(B, A)
+    lv1: Tensor(("m", "n"), "float32") = add(W, lv)
+    gv: Tensor(("m", 1), "float32") = matmul(lv1, x)
+    return gv
+"""
+
+UNDEFINED_VAR = """@function
+def main(x: Tensor((3,), "float32")) -> Tensor((3,), "float32"):
+    return y
+"""
+
+WRONG_ANNOTATION = """@function
+def main(x: Tensor((3,), "float32")) -> Tensor((3,), "float32"):
+    y: Tensor((3,), "float32") = sum(x)
+    return y
+"""
+
+FILES = {"mlp.aj": MLP, "two_losses.aj": TWO_LOSSES, "lora.aj": LORA, "undefined.aj": UNDEFINED_VAR,
+         "annotation.aj": WRONG_ANNOTATION}
+
+RNG = np.random.default_rng(0)
+X, W = RNG.standard_normal((2, 3)), RNG.standard_normal((3, 4))
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("cli")
+    for name, text in FILES.items():
+        (d / name).write_text(text)
+    np.save(d / "x.npy", X)
+    np.save(d / "w.npy", W)
+    np.save(d / "w32.npy", W.astype(np.float32))
+    np.savez(d / "xw.npz", x=X, w=W)
+    (d / "latin1.aj").write_bytes(b"# caf\xe9\n")
+    return d
+
+
+def adjoint(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "adjoint", *args], input=stdin, capture_output=True, text=True,
+                          cwd=cwd, timeout=120)
+
+
+def assert_one_line_failure(out: subprocess.CompletedProcess, line: str) -> None:
+    assert (out.returncode, out.stdout, out.stderr) == (1, "", line + "\n")
+
+
+def test_version(work):
+    out = adjoint(work, "--version")
+    assert (out.returncode, out.stdout) == (0, f"adjoint {aj.__version__}\n")
+
+
+def test_print_from_stdin_and_to_output_file(work):
+    out = adjoint(work, "print", "-", stdin=MLP)
+    assert (out.returncode, out.stdout) == (0, MLP)
+    out = adjoint(work, "print", "lora.aj", "-o", "printed.aj")
+    assert (out.returncode, out.stdout) == (0, "")
+    assert (work / "printed.aj").read_text() == LORA
+
+
+def test_grad_is_the_gradient_pass(work):
+    out = adjoint(work, "grad", "mlp.aj")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == aj.transform.Gradient()(aj.parse(MLP)).script()
+    out = adjoint(work, "grad", "two_losses.aj", "--func", "main", "--wrt", "x", "--target-index", "1", "--no-simplify")
+    assert out.returncode == 0, out.stderr
+    expected = aj.transform.Gradient("main", require_grads=["x"], target_index=1, simplify=False)(aj.parse(TWO_LOSSES))
+    assert out.stdout == expected.script()
+
+
+def test_simplify_of_the_raw_adjoint_is_the_simplified_adjoint(work):
+    raw = aj.transform.Gradient(simplify=False)(aj.parse(MLP))
+    out = adjoint(work, "simplify", "-", stdin=raw.script())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == SIMPLIFIER(raw).script()
+    aj.assert_structural_equal(aj.parse(out.stdout), aj.transform.Gradient()(aj.parse(MLP)))
+
+
+def test_lift_is_lift_transform_params(work):
+    out = adjoint(work, "lift", "lora.aj")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == aj.transform.LiftTransformParams()(aj.parse(LORA)).script()
+
+
+def flops_block(fn: aj.Function, **options) -> str:
+    by_op = aj.analysis.flops_by_op(fn, **options)
+    width = max(len("op"), *map(len, by_op))
+    rows = [f"  {op:<{width}}  {count}" for op, count in [("op", "FLOPs"), *by_op.items()]]
+    return "\n".join([f"{fn.name}: {aj.analysis.estimate_flops(fn, **options)} FLOPs", *rows]) + "\n"
+
+
+def test_flops_of_every_function_by_op(work):
+    lifted = aj.transform.LiftTransformParams()(aj.parse(LORA))
+    (work / "lifted.aj").write_text(lifted.script())
+    out = adjoint(work, "flops", "lora.aj")
+    assert (out.returncode, out.stdout) == (0, flops_block(aj.parse(LORA)["main"]))
+    assert out.stdout.startswith("main: 2*m*n*r + 3*m*n FLOPs\n")
+    # each function gets the dims its shapes use: main_transform_params has r, main does not
+    out = adjoint(work, "flops", "lifted.aj", "--dims", "m=64,n=32,r=4")
+    dims = {"m": 64, "n": 32, "r": 4}
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "\n".join([flops_block(lifted["main"], dims={"m": 64, "n": 32}),
+                                    flops_block(lifted["main_transform_params"], dims=dims)])
+
+
+def test_flops_of_one_function_compile_time_free(work):
+    out = adjoint(work, "flops", "lora.aj", "--func", "main", "--compile-time-free", "--dims", "m=4096,n=4096,r=16")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[0] == "main: 33554432 FLOPs"
+    assert out.stdout == flops_block(aj.parse(LORA)["main"], compile_time_free=True,
+                                     dims={"m": 4096, "n": 4096, "r": 16})
+
+
+def test_check_reports_one_line_per_file(work):
+    out = adjoint(work, "check", "mlp.aj", "undefined.aj", "missing.aj", "annotation.aj", "-", stdin=LORA)
+    assert out.returncode == 1 and out.stderr == ""
+    assert out.stdout.splitlines() == [
+        "mlp.aj: ok (1 function, 3 bindings)",
+        "undefined.aj:3:12: ParseError: undefined var 'y'",
+        "missing.aj: no such file",
+        'annotation.aj:3:8: TypeInferenceError: var \'y\' is annotated Tensor((3,), "float32") '
+        'but its value has type Tensor((), "float32")',
+        "<stdin>: ok (1 function, 3 bindings)",
+    ]
+    out = adjoint(work, "check", "mlp.aj", "lora.aj", "-o", "report.txt")
+    assert (out.returncode, out.stdout) == (0, "")
+    assert (work / "report.txt").read_text() == "mlp.aj: ok (1 function, 3 bindings)\nlora.aj: ok (1 function, 3 bindings)\n"
+
+
+def test_verify_ok_and_failing(work):
+    out = adjoint(work, "verify", "mlp.aj")
+    assert (out.returncode, out.stdout) == (0, "mlp.aj: ok (1 function, 3 bindings)\n")
+    assert_one_line_failure(adjoint(work, "verify", "undefined.aj"), "undefined.aj:3:12: ParseError: undefined var 'y'")
+
+
+def load_npz(path: Path) -> dict[str, np.ndarray]:
+    with np.load(path) as saved:
+        return {key: saved[key] for key in saved.files}
+
+
+def test_run_npy_inputs_in_order_and_by_name(work):
+    expected = aj.build(aj.parse(MLP))["main"](X, W)
+    out = adjoint(work, "run", "mlp.aj", "--inputs", "x.npy", "w.npy")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == f"result: shape (), float64\n{np.array2string(expected)}\n"
+    out = adjoint(work, "run", "mlp.aj", "--inputs", "w=w.npy", "x.npy", "-o", "by_name.npz")
+    assert (out.returncode, out.stdout) == (0, "")
+    saved = load_npz(work / "by_name.npz")
+    assert list(saved) == ["result"]
+    np.testing.assert_array_equal(saved["result"], expected)
+
+
+def test_run_npz_inputs_on_the_adjoint_from_stdin(work):
+    grad = aj.transform.Gradient()(aj.parse(MLP))
+    loss, (gx, gw) = aj.build(grad)["main_adjoint"](X, W)
+    out = adjoint(work, "run", "-", "--func", "main_adjoint", "--inputs", "xw.npz", "-o", "grads.npz", stdin=grad.script())
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+    saved = load_npz(work / "grads.npz")
+    assert list(saved) == ["result_0", "result_1_0", "result_1_1"]
+    for got, want in zip(saved.values(), (loss, gx, gw)):
+        np.testing.assert_array_equal(got, want)
+    out = adjoint(work, "run", "-", "--func", "main_adjoint", "--inputs", "xw.npz", stdin=grad.script())
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == (f"result_0: shape (), float64\n{np.array2string(loss)}\n"
+                          f"result_1_0: shape (2, 3), float64\n{np.array2string(gx)}\n"
+                          f"result_1_1: shape (3, 4), float64\n{np.array2string(gw)}\n")
+
+
+FAILURES = [
+    (["print", "missing.aj"], "missing.aj: no such file"),
+    (["grad", "."], ".: is a directory"),
+    (["print", "latin1.aj"], "latin1.aj: not UTF-8 text (byte 5)"),
+    (["grad", "mlp.aj", "--func", "nope"], "mlp.aj: TransformError: Gradient: the module has no function 'nope' (it has: main)"),
+    (["flops", "mlp.aj", "--dims", "q=2"], "mlp.aj: --dims names q, which no function's shapes use"),
+    (["run", "mlp.aj", "--inputs", "x.npy"], "--inputs: no input for param w"),
+    (["run", "mlp.aj", "--inputs", "x.npy", "nothing.npy"], "nothing.npy: no such file"),
+    (["run", "mlp.aj", "--inputs", "x.npy", "mlp.aj"], "mlp.aj: not a .npy or .npz file"),
+    (["run", "mlp.aj", "--inputs", "xw.npz", "q=w.npy"], "q=w.npy: the function has no param 'q' (params: x, w)"),
+    (["print", "mlp.aj", "-o", "nowhere/mlp.aj"], "nowhere/mlp.aj: no such file or directory"),
+    (["run", "mlp.aj", "--inputs", "x.npy", "w.npy", "-o", "nowhere/out.npz"], "nowhere/out.npz: no such file or directory"),
+    (["run", "mlp.aj", "--inputs", "x.npy", "w32.npy"],
+     "mlp.aj: ExecutionError: function 'main', param 'w' (#1): expected dtype float64, got float32"),
+]
+
+
+@pytest.mark.parametrize("args, line", FAILURES, ids=[" ".join(args) for args, _ in FAILURES])
+def test_failure_is_one_line(work, args, line):
+    assert_one_line_failure(adjoint(work, *args), line)
+
+
+USAGE_ERRORS = [
+    [],
+    ["frobnicate", "mlp.aj"],
+    ["print", "mlp.aj", "--frob"],
+    ["flops", "lora.aj", "--dims", "m4096"],
+    ["grad", "mlp.aj", "--target-index", "one"],
+    ["grad", "mlp.aj", "--wrt", "x,,w"],
+]
+
+
+@pytest.mark.parametrize("args", USAGE_ERRORS, ids=[" ".join(args) or "nothing" for args in USAGE_ERRORS])
+def test_usage_error_exits_2(work, args):
+    out = adjoint(work, *args)
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr.startswith("usage: adjoint") and "Traceback" not in out.stderr
+
+
+def test_debug_shows_the_traceback(work):
+    out = adjoint(work, "--debug", "print", "missing.aj")
+    assert out.returncode == 1 and out.stderr.startswith("Traceback") and "FileNotFoundError" in out.stderr
+    out = adjoint(work, "grad", "undefined.aj", "--debug")
+    assert out.returncode == 1 and "Traceback" in out.stderr and "adjoint.errors.ParseError" in out.stderr
+
+
+def test_interrupt_is_one_line(work):
+    proc = subprocess.Popen([sys.executable, "-m", "adjoint", "print", "-"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=work)
+    syscall = Path(f"/proc/{proc.pid}/syscall")
+    deadline = time.monotonic() + 60
+    while not syscall_reads_stdin(syscall):  # so the interrupt lands in the command, not in start-up
+        if time.monotonic() > deadline:
+            proc.kill()
+            pytest.skip("cannot see the process block on reading stdin")
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert (proc.returncode, stdout, stderr) == (1, "", "<stdin>: interrupted\n")
+
+
+def syscall_reads_stdin(syscall: Path) -> bool:
+    """True when the process is blocked in read(0, ...) (syscall 0 on x86-64, 63 on arm64)."""
+    try:
+        fields = syscall.read_text().split()
+    except OSError:
+        return False
+    return len(fields) > 1 and fields[0] in ("0", "63") and fields[1] == "0x0"
+
+
+def test_bench_passes_its_arguments_to_the_bench_suite(work):
+    out = adjoint(work, "bench", "--help")
+    assert out.returncode == 0 and out.stdout.startswith("usage: python -m adjoint.bench")
+    out = adjoint(work, "bench", "nosuch")
+    assert out.returncode == 2 and "invalid choice: 'nosuch'" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_console_script(work):
+    script = Path(sys.executable).parent / "adjoint"
+    if not script.exists():
+        pytest.skip("the adjoint script is not installed next to this interpreter")
+    out = subprocess.run([str(script), "check", "mlp.aj"], capture_output=True, text=True, cwd=work, timeout=120)
+    assert (out.returncode, out.stdout) == (0, "mlp.aj: ok (1 function, 3 bindings)\n")
