@@ -506,3 +506,18 @@ def test_readme_from_pytorch_block_runs():
     section = text[text.index("## From PyTorch"):text.index("## Errors")]
     (block,) = re.findall(r"```py\n(.*?)```", section, re.S)
     exec(compile(block, "README.md", "exec"), {})
+
+
+def test_slice_with_a_dynamic_bound_is_an_error():
+    class Prefix(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("table", torch.randn(16, 4))
+
+        def forward(self, x):
+            return x + self.table[: x.shape[0]]
+
+    n = torch.export.Dim("n", max=16)
+    with pytest.raises(aj.UnsupportedOpError, match=r"aten.slice.Tensor' with dynamic bounds .*"
+                                                    r"return x \+ self.table\[: x.shape\[0\]\]"):
+        aj.from_torch(Prefix(), (torch.randn(5, 4),), dynamic_shapes=({0: n},))

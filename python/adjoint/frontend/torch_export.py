@@ -187,6 +187,9 @@ class _Importer:
         except Error as e:
             raise type(e)(f"aj.from_torch: op '{op_name}' (node '{node.name}', from "
                           f"{self.source_line(node)}): {e}") from e
+        except (TypeError, ValueError, KeyError, IndexError) as e:  # arguments of a form the entry does not take
+            raise UnsupportedOpError(f"aj.from_torch: op '{op_name}' with these arguments is not supported "
+                                     f"(node '{node.name}', from {self.source_line(node)}): {e}") from e
 
     def _arguments(self, node: Any) -> Args:
         def value(v: Any) -> Any:

@@ -278,7 +278,10 @@ def _slice(cx: Any, a: Args) -> Any:
         return x  # x[:, :] and x[:, 0:], which torch.export keeps
     if not isinstance(size, int):
         raise cx.unsupported("along a dynamic axis")
-    indices = np.arange(size)[slice(a.start, a.end, a.step)]
+    bounds = (a.start, a.end, a.step)
+    if not all(b is None or isinstance(b, int) for b in bounds):
+        raise cx.unsupported(f"with dynamic bounds {bounds}")
+    indices = np.arange(size)[slice(*bounds)]
     return op.take(x, cx.constant(indices.astype(np.int64)), axis=axis)
 
 
@@ -323,7 +326,7 @@ def _reduce(fn: Callable) -> Callable:
     def run(cx: Any, a: Args) -> Any:
         if a.dtype is not None:
             raise cx.unsupported(f"with dtype={a.dtype}")
-        axis = None if a.dim is None or list(a.dim) == [] else _axes(a.dim, a.self.type.ndim)
+        axis = None if a.dim is None or a.dim == [] else _axes(a.dim, a.self.type.ndim)
         return fn(a.self, axis=axis, keepdims=bool(a.keepdim))
 
     return run
