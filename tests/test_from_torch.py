@@ -521,3 +521,31 @@ def test_slice_with_a_dynamic_bound_is_an_error():
     with pytest.raises(aj.UnsupportedOpError, match=r"aten.slice.Tensor' with dynamic bounds .*"
                                                     r"return x \+ self.table\[: x.shape\[0\]\]"):
         aj.from_torch(Prefix(), (torch.randn(5, 4),), dynamic_shapes=({0: n},))
+
+
+GOLDEN_LINEAR_GELU = """
+@function(num_input=1)
+def main(input: Tensor(("batch", 3), "float32"), p_0_weight: Tensor((2, 3), "float32"), p_0_bias: Tensor((2,), "float32")) -> Tensor(("batch", 2), "float32"):
+    lv: Tensor((3, 2), "float32") = permute_dims(p_0_weight)
+    lv_1: Tensor(("batch", 2), "float32") = matmul(input, lv)
+    lv_2: Tensor(("batch", 2), "float32") = add(lv_1, p_0_bias)
+    lv_3: Tensor(("batch", 2), "float32") = multiply(lv_2, lv_2)
+    lv_4: Tensor(("batch", 2), "float32") = multiply(lv_3, lv_2)
+    lv_5: Tensor(("batch", 2), "float32") = multiply(lv_4, const(0.044715, "float32"))
+    lv_6: Tensor(("batch", 2), "float32") = add(lv_2, lv_5)
+    lv_7: Tensor(("batch", 2), "float32") = multiply(lv_6, const(0.7978846, "float32"))
+    lv_8: Tensor(("batch", 2), "float32") = tanh(lv_7)
+    lv_9: Tensor(("batch", 2), "float32") = add(lv_8, const(1.0, "float32"))
+    lv_10: Tensor(("batch", 2), "float32") = multiply(lv_2, const(0.5, "float32"))
+    lv_11: Tensor(("batch", 2), "float32") = multiply(lv_10, lv_9)
+    return lv_11
+"""
+
+
+def test_golden_linear_gelu_tanh_dropout():
+    """nn.Linear is matmul(x, permute_dims(w)) + b (the form CombineParallelMatmul
+    matches); GELU (tanh) is torch's formula; Dropout in eval mode is nothing."""
+    module = nn.Sequential(nn.Linear(3, 2), nn.GELU(approximate="tanh"), nn.Dropout(0.1)).eval()
+    mod = aj.from_torch(module, (torch.randn(4, 3),), dynamic_shapes=({0: BATCH},))
+    aj.assert_structural_equal(mod, aj.parse(GOLDEN_LINEAR_GELU))
+    assert mod.script().strip() == GOLDEN_LINEAR_GELU.strip()

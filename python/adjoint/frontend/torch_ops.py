@@ -100,7 +100,8 @@ def _gelu(cx: Any, a: Args) -> Any:
     # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as torch writes it
     cube = op.multiply(op.multiply(x, x), x)
     inner = op.multiply(op.add(x, op.multiply(cube, 0.044715)), math.sqrt(2.0 / math.pi))
-    return op.multiply(op.multiply(x, 0.5), op.add(op.tanh(inner), 1.0))
+    one_plus_tanh = op.add(op.tanh(inner), 1.0)
+    return op.multiply(op.multiply(x, 0.5), one_plus_tanh)
 
 
 def _scaled(x: Any, alpha: Any) -> Any:
