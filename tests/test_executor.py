@@ -118,7 +118,7 @@ def test_symbolic_dims_run_at_two_sizes():
 
 def test_wrong_input_count():
     fn = aj.build(symbolic_module())["main"]
-    with pytest.raises(aj.ExecutionError, match=r"takes 2 input\(s\) \(x, w\), got 1"):
+    with pytest.raises(aj.ExecutionError, match=r"function 'main' is missing 'w' \(#1\); its signature: main\(x: \(n, k\) float64, w: \(k, 3\) float64\) -> \(n, 3\) float64$"):
         fn(rand(2, 2))
 
 

@@ -49,7 +49,7 @@ def test_executable_keyword_named_with_a_lone_surrogate_is_an_execution_error():
     fn = aj.build(sum_module())["main"]
     err = raised(lambda: fn(**{"\ud800": np.ones(2, np.float32)}))
     assert type(err) is aj.ExecutionError
-    assert "function 'main' takes 1 input(s) (x), but none is named '\\ud800'" in str(err)
+    assert "function 'main' has no param named '\\ud800'; its signature: main(x: (2,) float32)" in str(err)
 
 
 def test_function_lookup_with_a_lone_surrogate_is_not_found():

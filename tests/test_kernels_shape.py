@@ -385,7 +385,9 @@ def test_filled_like(dtype):
 )
 def test_full_rejects_unrepresentable_integer_fill(value, dtype):
     with pytest.raises(aj.TypeInferenceError, match=rf"op 'full': fill_value .* is out of range for dtype {dtype}"):
-        build_op("full", shape=(2,), fill_value=value, dtype=dtype)
+        with aj.FunctionBuilder("main") as bb:
+            aj.op.full(shape=(2,), fill_value=value, dtype=dtype)
+    assert bb.status == "abandoned" and bb not in aj.builder._stack()
 
 
 def test_full_integer_bounds():

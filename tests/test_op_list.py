@@ -77,7 +77,7 @@ class _Recorder:
 @pytest.mark.parametrize("name", NAMES)
 def test_each_wrapper_emits_a_call_of_its_own_op(name, monkeypatch):
     recorder = _Recorder()
-    monkeypatch.setattr(op_module, "current_builder", lambda what: recorder)
+    monkeypatch.setattr(op_module, "builder_for", lambda what, exprs: recorder)
     monkeypatch.setattr(op_module, "as_expr", lambda value, like: value)
     schema = aj._core.op_schema(name)
     args = [f"arg:{a}" for a in schema["args"]]

@@ -223,18 +223,18 @@ def test_vars_sharing_a_hint_print_uniquely():
 def test_string_attrs_round_trip_whatever_they_hold(s):
     # Quotes, backslashes, newlines, tabs and control characters are escaped
     # when printed, and read back as they were.
-    bb = aj.FunctionBuilder("main", note=s)
+    bb = aj.FunctionBuilder("main", doc=s)
     x = bb.param("x", (2,), "float32")
     mod = bb.finish(aj.op.exp(x))
     text = mod.script()
     again = aj.parse(text)
-    assert again["main"].attrs["note"] == s
+    assert again["main"].attrs["doc"] == s
     assert again.script() == text
 
 
 def test_hex_escapes_in_strings():
-    text = '@function(note="a\\x41\\x0a")\ndef main(x: Tensor((2,), "float32")) -> Tensor((2,), "float32"):\n    return x\n'
-    assert aj.parse(text)["main"].attrs["note"] == "aA\n"
+    text = '@function(doc="a\\x41\\x0a")\ndef main(x: Tensor((2,), "float32")) -> Tensor((2,), "float32"):\n    return x\n'
+    assert aj.parse(text)["main"].attrs["doc"] == "aA\n"
     with pytest.raises(aj.ParseError, match=r"needs two hex digits"):
         aj.parse(text.replace("\\x41", "\\xZ1"))
 

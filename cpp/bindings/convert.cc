@@ -231,4 +231,41 @@ py::array ndarray_to_py(const NDArray& a, bool writeable) {
   return out;
 }
 
+Expr expr_arg(const py::handle& e, const std::string& what) { return node_arg<ExprNode>(e, what, "an aj.Expr"); }
+
+std::vector<Expr> exprs_in(const py::handle& list, const std::string& what) {
+  auto nodes = node_list_arg<ExprNode>(list, what, "aj.Expr");
+  return std::vector<Expr>(nodes.begin(), nodes.end());
+}
+
+py::dict dict_arg(const py::handle& obj, const std::string& what) {
+  if (!py::isinstance<py::dict>(obj)) throw Error(str(what, ": expected a dict, got ", py_type_name(obj)));
+  return py::reinterpret_borrow<py::dict>(obj);
+}
+
+AttrValue func_attr_in(const std::string& key, const py::handle& value, const std::string& what) {
+  AttrValue v = attr_from_py(value, "function attr '" + key + "'");
+  if (!is_known_func_attr(key)) throw VerifyError(str(what, ": ", func_attr_problem(key, v)));
+  return v;  // its kind (and num_input's range) is the verifier's to judge
+}
+
+FuncAttrs func_attrs_in(const py::handle& attrs, const std::string& what) {
+  FuncAttrs out;
+  for (const auto& kv : dict_arg(attrs, what + ": attrs")) {
+    std::string key = string_arg(kv.first, what + ": attr name");
+    out.emplace_back(key, func_attr_in(key, kv.second, what));
+  }
+  return out;
+}
+
+std::vector<std::pair<std::string, AttrValue>> call_attrs_in(const OpDef& op, const py::handle& attrs) {
+  std::string what = "op '" + op.name + "'";
+  std::vector<std::pair<std::string, AttrValue>> out;
+  for (const auto& kv : dict_arg(attrs, what + ": attrs")) {
+    std::string key = string_arg(kv.first, what + ": attr name");
+    out.emplace_back(key, attr_from_py(kv.second, what + ": attr '" + key + "'"));
+  }
+  return out;
+}
+
 }  // namespace aj::bindings

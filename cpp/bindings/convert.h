@@ -12,6 +12,7 @@
 #include "adjoint/ir/attrs.h"
 #include "adjoint/ir/function.h"
 #include "adjoint/ir/ndarray.h"
+#include "adjoint/op/registry.h"
 #include "adjoint/support/error.h"
 
 namespace aj::bindings {
@@ -97,6 +98,17 @@ Module verified_module(const py::handle& obj, const std::string& user);
 // FunctionNotFoundError as a missing name is.
 std::string function_name_key(const py::handle& key, const std::string& container);
 [[noreturn]] void throw_function_not_found(const std::string& message);
+
+// Exprs and dicts given as arguments; the wrong kind is an aj::Error naming `what`.
+Expr expr_arg(const py::handle& e, const std::string& what);
+std::vector<Expr> exprs_in(const py::handle& list, const std::string& what);
+py::dict dict_arg(const py::handle& obj, const std::string& what);
+// Function attrs from a dict; a name that is not a known function attr is a
+// VerifyError naming the known ones (values are judged by the verifier).
+FuncAttrs func_attrs_in(const py::handle& attrs, const std::string& what);
+AttrValue func_attr_in(const std::string& key, const py::handle& value, const std::string& what);
+// A call's attrs by name, from a dict.
+std::vector<std::pair<std::string, AttrValue>> call_attrs_in(const OpDef& op, const py::handle& attrs);
 
 // Attr values from Python; a shape-like list keeps negative dims (a reshape's
 // -1) for the op's attr check to judge, as the parser does.

@@ -25,27 +25,6 @@ using PyExpr = std::shared_ptr<ExprNode>;
 using PyVar = std::shared_ptr<VarNode>;
 using PyModule = std::shared_ptr<ModuleNode>;
 
-Expr expr_arg(const py::handle& e, const std::string& what) { return node_arg<ExprNode>(e, what, "an aj.Expr"); }
-
-std::vector<Expr> exprs_in(const py::handle& list, const std::string& what) {
-  auto nodes = node_list_arg<ExprNode>(list, what, "aj.Expr");
-  return std::vector<Expr>(nodes.begin(), nodes.end());
-}
-
-py::dict dict_arg(const py::handle& obj, const std::string& what) {
-  if (!py::isinstance<py::dict>(obj)) throw Error(str(what, ": expected a dict, got ", py_type_name(obj)));
-  return py::reinterpret_borrow<py::dict>(obj);
-}
-
-FuncAttrs func_attrs_in(const py::handle& attrs, const std::string& what) {
-  FuncAttrs out;
-  for (const auto& kv : dict_arg(attrs, what + ": attrs")) {
-    std::string key = string_arg(kv.first, what + ": attr name");
-    out.emplace_back(key, attr_from_py(kv.second, "function attr '" + key + "'"));
-  }
-  return out;
-}
-
 // Bindings given as (var, value) pairs.
 std::vector<Binding> bindings_in(const py::handle& list) {
   if (!py::isinstance<py::list>(list) && !py::isinstance<py::tuple>(list))
@@ -59,16 +38,6 @@ std::vector<Binding> bindings_in(const py::handle& list) {
     auto pair = py::reinterpret_borrow<py::sequence>(item);
     if (pair.size() != 2) throw Error(str(what, ": expected a (var, value) pair, got ", pair.size(), " items"));
     out.push_back({node_arg<VarNode>(pair[0], what + " var", "an aj.Var"), expr_arg(pair[1], what + " value")});
-  }
-  return out;
-}
-
-std::vector<std::pair<std::string, AttrValue>> call_attrs_in(const OpDef& op, const py::handle& attrs) {
-  std::string what = "op '" + op.name + "'";
-  std::vector<std::pair<std::string, AttrValue>> out;
-  for (const auto& kv : dict_arg(attrs, what + ": attrs")) {
-    std::string key = string_arg(kv.first, what + ": attr name");
-    out.emplace_back(key, attr_from_py(kv.second, what + ": attr '" + key + "'"));
   }
   return out;
 }
@@ -103,69 +72,6 @@ R on_pair(const py::object& a, const py::object& b, FnM on_modules, FnF on_funct
   throw Error(str("structural comparison needs two aj.Module or two aj.Function, got ",
                   py_type_name(a), " and ", py_type_name(b)));
 }
-
-// The Python face of FunctionBuilder: ops by name, attrs from Python values.
-class PyFunctionBuilder {
- public:
-  PyFunctionBuilder(const py::handle& name, const py::handle& attrs)
-      : name_(string_arg(name, "FunctionBuilder: name")) {
-    builder_ = std::make_unique<FunctionBuilder>(func_attrs_in(attrs, "FunctionBuilder"));
-  }
-
-  PyVar param(const py::handle& name_arg, const py::handle& shape, const py::handle& dtype) {
-    live();
-    std::string name = string_arg(name_arg, "param: name");
-    std::string what = "param '" + name + "'";
-    Type t = tensor_type_from_py(shape, dtype, what);
-    return unconst(builder_->add_param(name, t));
-  }
-
-  PyVar param_of_type(const py::handle& name_arg, const py::handle& type) {
-    live();
-    std::string name = string_arg(name_arg, "param: name");
-    return unconst(builder_->add_param(name, node_arg<TypeNode>(type, "param '" + name + "'", "an aj.Type")));
-  }
-
-  PyVar emit_call(const std::string& op_name, const py::handle& args, const py::list& positional,
-                  const py::handle& keyword, const py::handle& name) {
-    live();
-    const OpDef& op = OpRegistry::global().get(op_name);
-    std::vector<Expr> in = exprs_in(args, "op '" + op_name + "'");
-    std::vector<AttrValue> pos;
-    for (const auto& v : positional) pos.push_back(attr_from_py(v, "op '" + op_name + "'"));
-    Attrs attrs = resolve_attrs(op, pos, call_attrs_in(op, keyword));
-    return unconst(builder_->emit_call(op, std::move(in), std::move(attrs), string_arg(name, "op '" + op_name + "': name")));
-  }
-
-  PyVar emit(const py::handle& value, const py::handle& name) {
-    live();
-    return unconst(builder_->emit(expr_arg(value, "emit"), string_arg(name, "emit: name")));
-  }
-
-  PyModule finish(const py::handle& ret) {
-    live();
-    Function fn = builder_->finish(expr_arg(ret, "finish"));
-    builder_.reset();
-    return unconst(std::make_shared<const ModuleNode>(
-        std::vector<std::pair<std::string, Function>>{{name_, fn}}));
-  }
-
-  const std::string& name() const { return name_; }
-  bool finished() const { return !builder_; }
-  py::list params() const {
-    live();
-    py::list out;
-    for (const auto& p : builder_->params()) out.append(unconst(p));
-    return out;
-  }
-
- private:
-  void live() const {
-    if (!builder_) throw Error(str("FunctionBuilder '", name_, "' is already finished"));
-  }
-  std::string name_;
-  std::unique_ptr<FunctionBuilder> builder_;
-};
 
 py::dict op_schema(const OpDef& op) {
   py::dict d;
@@ -342,7 +248,7 @@ void bind_functions(py::module_& m) {
       .def_property_readonly("attrs", [](const NamedFunction& f) { return func_attrs_out(f.fn->attrs()); })
       .def("with_attr", [](const NamedFunction& f, const py::handle& name, const py::handle& value) {
         std::string key = string_arg(name, "with_attr: name");
-        return NamedFunction{f.name, f.fn->with_attr(key, attr_from_py(value, "function attr '" + key + "'"))};
+        return NamedFunction{f.name, f.fn->with_attr(key, func_attr_in(key, value, "with_attr"))};
       }, py::arg("name"), py::arg("value"), "A copy with attr `name` set to `value`.")
       .def("script", [](const NamedFunction& f) { return print_function(f.name, f.fn); })
       .def("__str__", [](const NamedFunction& f) { return print_function(f.name, f.fn); })
@@ -472,18 +378,7 @@ void bind_text_and_analysis(py::module_& m) {
   m.def("verify", [](const py::handle& mod) { verify(module_arg(mod, "verify")); }, py::arg("mod"));
 }
 
-void bind_builder(py::module_& m) {
-  py::class_<PyFunctionBuilder>(m, "_FunctionBuilder")
-      .def(py::init<py::handle, py::handle>(), py::arg("name"), py::arg("attrs"))
-      .def("param", &PyFunctionBuilder::param, py::arg("name"), py::arg("shape"), py::arg("dtype"))
-      .def("param_of_type", &PyFunctionBuilder::param_of_type, py::arg("name"), py::arg("type"))
-      .def("emit_call", &PyFunctionBuilder::emit_call, py::arg("op"), py::arg("args"),
-           py::arg("positional"), py::arg("keyword"), py::arg("name") = py::str(""))
-      .def("emit", &PyFunctionBuilder::emit, py::arg("value"), py::arg("name") = py::str(""))
-      .def("finish", &PyFunctionBuilder::finish, py::arg("ret"))
-      .def_property_readonly("name", &PyFunctionBuilder::name)
-      .def_property_readonly("finished", &PyFunctionBuilder::finished)
-      .def_property_readonly("params", &PyFunctionBuilder::params);
+void bind_op_schemas(py::module_& m) {
   m.def("op_names", [] {
     std::vector<std::string> out;
     for (const OpDef* op : OpRegistry::global().all()) out.push_back(op->name);
@@ -501,7 +396,7 @@ void bind_ir(py::module_& m) {
   bind_exprs(m);
   bind_functions(m);
   bind_text_and_analysis(m);
-  bind_builder(m);
+  bind_op_schemas(m);
 }
 
 }  // namespace aj::bindings

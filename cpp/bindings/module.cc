@@ -6,6 +6,7 @@ namespace py = pybind11;
 
 namespace aj::bindings {
 void bind_analysis_compile(py::module_& m);
+void bind_builder(py::module_& m);
 void bind_dim_bounds(py::module_& m);
 void bind_errors(py::module_& m);
 void bind_ir(py::module_& m);
@@ -19,6 +20,7 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "adjoint's C++ core: IR, text format, passes and the CPU executor.";
   aj::bindings::bind_errors(m);
   aj::bindings::bind_ir(m);
+  aj::bindings::bind_builder(m);
   aj::bindings::bind_analysis_compile(m);
   aj::bindings::bind_runtime(m);
   aj::bindings::bind_transform(m);

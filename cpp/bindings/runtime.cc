@@ -57,6 +57,30 @@ void gemm_into(const py::array& a, const py::array& b, py::array& out) {
   else run(0.0);
 }
 
+// "(n, 784) float32"; a tuple as "((n, 10) float32, () float32)".
+std::string type_text(const Type& t) {
+  if (!t->is_tensor()) {
+    std::string out = "(";
+    for (size_t i = 0; i < t->fields().size(); ++i) out += (i ? ", " : "") + type_text(t->fields()[i]);
+    return out + (t->fields().size() == 1 ? ",)" : ")");
+  }
+  std::string out = "(";
+  const Shape& shape = t->shape();
+  for (size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + shape[i].to_string();
+  return out + (shape.size() == 1 ? ",) " : ") ") + dtype_name(t->dtype());
+}
+
+// "main(x: (n, 784) float32, w: (784, 10) float32) -> (n, 10) float32"
+std::string signature_text(const std::string& name, const FunctionNode& fn) {
+  std::string out = name + "(";
+  for (size_t i = 0; i < fn.params().size(); ++i)
+    out += (i ? ", " : "") + fn.params()[i]->name_hint() + ": " + type_text(fn.params()[i]->type());
+  return out + ") -> " + type_text(fn.ret_type());
+}
+
+// The first line of a message (a NumPy error may carry a traceback after it).
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
 // Whether the executor can read a NumPy array in place: C-contiguous,
 // aligned for its dtype and in the machine's byte order.
 bool ready_as_is(const py::array& a) {
@@ -107,11 +131,15 @@ py::array input_array(const py::handle& obj, const Var& param, size_t i, const s
   auto what = [&] {
     return str(where(), ": cannot convert a ", py_type_name(obj), " to a C-contiguous ", want, " array");
   };
-  return numpy_call<ExecutionError>(what, [&] {
+  try {
     // require() keeps 0-d arrays 0-d and copies only what is not C-contiguous
     // and aligned; the dtype given is native-endian.
-    return py::module_::import("numpy").attr("require")(obj, py::str(want), "CA");
-  }).cast<py::array>();
+    return numpy_call<ExecutionError>(what, [&] {
+      return py::module_::import("numpy").attr("require")(obj, py::str(want), "CA");
+    }).cast<py::array>();
+  } catch (const ExecutionError& e) {
+    throw ExecutionError(first_line(e.what()));
+  }
 }
 
 NDArray view_of(const py::array& a, DType dtype) {
@@ -126,43 +154,44 @@ py::object rebuild(const Type& t, const std::vector<NDArray>& flat, size_t& pos)
   return out;
 }
 
+// "main, main_adjoint"
+std::string function_list(const Executable& exe) {
+  std::string out;
+  for (const auto& name : exe.names()) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
 // exe["name"]: a callable that keeps its executable alive.
 struct ExecFunction {
   std::shared_ptr<Executable> exe;
   CompiledFunction* fn;
 
-  std::string param_names() const {
-    std::string names;
-    for (const auto& p : fn->function()->params()) names += (names.empty() ? "" : ", ") + p->name_hint();
-    return names;
-  }
+  std::string signature() const { return signature_text(fn->name(), *fn->function()); }
 
   // The inputs in param order, from positional arguments and keyword
-  // arguments named by param name hints.
+  // arguments named by param name hints, bound as Python binds a call.
   std::vector<py::object> arguments(const py::args& args, const py::kwargs& kwargs) const {
     const auto& params = fn->function()->params();
-    auto fail = [&](const std::string& why) {
-      throw ExecutionError(str("function '", fn->name(), "' takes ", params.size(), " input(s) (",
-                               param_names(), "), ", why));
-    };
-    if (kwargs.empty() && args.size() != params.size()) fail(str("got ", args.size()));
-    if (args.size() > params.size()) fail(str("got ", args.size(), " positional"));
+    auto fail = [&](const std::string& why) { throw ExecutionError(str("function '", fn->name(), "' ", why, "; its signature: ", signature())); };
+    if (args.size() > params.size())
+      fail(str("takes ", params.size(), " argument(s), got ", args.size(), " positional"));
     std::vector<py::object> given(params.size());
     for (size_t i = 0; i < args.size(); ++i) given[i] = args[i];
     for (const auto& kv : kwargs) {
       auto utf8 = utf8_of(kv.first);  // a name with a lone surrogate is no param's
-      if (!utf8) fail(str("but none is named '", printable_str(kv.first), "'"));
-      const std::string& key = *utf8;
+      std::string key = utf8 ? *utf8 : printable_str(kv.first);
       size_t found = params.size(), count = 0;
       for (size_t i = 0; i < params.size(); ++i)
-        if (params[i]->name_hint() == key) found = i, ++count;
-      if (count == 0) fail(str("but none is named '", key, "'"));
-      if (count > 1) fail(str("and several are named '", key, "': pass them by position"));
-      if (given[found]) fail(str("but '", key, "' is given twice"));
+        if (utf8 && params[i]->name_hint() == key) found = i, ++count;
+      if (count == 0) fail(str("has no param named '", key, "'"));
+      if (count > 1) fail(str("has several params named '", key, "': pass them by position"));
+      if (given[found]) fail(str("got two values for '", key, "' (#", found, ")"));
       given[found] = py::reinterpret_borrow<py::object>(kv.second);
     }
+    std::string missing;
     for (size_t i = 0; i < params.size(); ++i)
-      if (!given[i]) fail(str("but '", params[i]->name_hint(), "' (#", i, ") is missing"));
+      if (!given[i]) missing += str(missing.empty() ? "" : ", ", "'", params[i]->name_hint(), "' (#", i, ")");
+    if (!missing.empty()) fail("is missing " + missing);
     return given;
   }
 
@@ -235,7 +264,10 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("pool_bytes", [](const ExecFunction& f) { return f.fn->pool_bytes(); })
       .def_property_readonly("peak_bytes", [](const ExecFunction& f) { return f.fn->peak_bytes(); },
                              "Peak bytes of intermediates and results alive at once in the last run.")
-      .def("__repr__", [](const ExecFunction& f) { return "<aj.ExecFunction '" + f.fn->name() + "'>"; });
+      .def_property_readonly("function", [](const ExecFunction& f) { return NamedFunction{f.fn->name(), f.fn->function()}; },
+                             "The aj.Function this was compiled from.")
+      .def_property_readonly("_signature_text", &ExecFunction::signature)
+      .def("__repr__", [](const ExecFunction& f) { return "<ExecFunction " + f.signature() + ">"; });
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable", "Every function of a module, planned for the CPU.")
       .def(py::init([](const py::handle& arg) {
         Module mod = verified_module(arg, "build");
@@ -252,7 +284,24 @@ void bind_runtime(py::module_& m) {
         auto name = utf8_of(key);
         return name && exe.module()->contains(*name);
       })
-      .def_property_readonly("names", &Executable::names);
+      .def_property_readonly("names", &Executable::names)
+      .def("__getattr__", [](const std::shared_ptr<Executable>& exe, const std::string& name) {
+        if (!exe->module()->contains(name))
+          throw py::attribute_error(str("aj.Executable has no attribute or function '", name, "'; its functions: ",
+                                        function_list(*exe)));
+        return ExecFunction{exe, &exe->get(name)};
+      })
+      .def("__dir__", [](const py::object& self) {
+        py::list out = py::module_::import("builtins").attr("object").attr("__dir__")(self);
+        for (const auto& name : self.cast<const Executable&>().names())
+          if (py::str(name).attr("isidentifier")().cast<bool>()) out.append(py::str(name));
+        return out;
+      })
+      .def("__repr__", [](Executable& exe) {
+        std::string out = str("<aj.Executable with ", exe.names().size(), " function(s):");
+        for (const auto& name : exe.names()) out += "\n  " + signature_text(name, *exe.get(name).function());
+        return out + ">";
+      });
 }
 
 }  // namespace aj::bindings

@@ -1,14 +1,21 @@
 """Building functions from Python: ``aj.FunctionBuilder`` and the operator
 sugar on expressions (``x @ w``, ``x + 1.0``, ``x.T``, ``x.sum()``).
 
-Ops called from Python (``aj.op.relu(x)``) emit a binding into the active
-builder: the innermost one created and not yet finished on this thread.
+An op called from Python (``aj.op.relu(x)``) emits a binding into the builder
+that made its var arguments; an op without any (``aj.op.zeros``) goes to the
+innermost active builder of this thread. A var used in a builder that did not
+make it, or after its builder finished, is an ``aj.TypeInferenceError`` at
+that line. A builder whose op, param or finish raised, whose ``with`` block
+exited by an exception, or whose notebook cell failed is abandoned: it
+leaves the active stack and refuses further use.
 """
 
 from __future__ import annotations
 
+import sys
 import threading
-from typing import Any, Sequence
+import weakref
+from typing import Any, Callable, Sequence, TypeVar
 
 import numpy as np
 
@@ -19,6 +26,8 @@ Expr = _core.Expr
 Var = _core.Var
 
 _state = threading.local()
+_by_serial: "weakref.WeakValueDictionary[int, FunctionBuilder]" = weakref.WeakValueDictionary()
+_T = TypeVar("_T")
 
 
 def _stack() -> list["FunctionBuilder"]:
@@ -35,6 +44,32 @@ def current_builder(what: str = "this op") -> "FunctionBuilder":
     return stack[-1]
 
 
+def builder_for(what: str, exprs: Sequence[Expr]) -> "FunctionBuilder":
+    """The builder an op on ``exprs`` goes to: the one that made their first
+    var, else the innermost active one. The builder itself refuses vars of
+    other builders when the op is emitted. While a pattern rewriter runs, its
+    call maker (innermost on the stack) takes every op."""
+    stack = _stack()
+    if stack and not isinstance(stack[-1], FunctionBuilder):
+        return stack[-1]
+    serial = _core._owner_serial(list(exprs))
+    owner = _by_serial.get(serial) if serial is not None else None
+    return owner if owner is not None else current_builder(what)
+
+
+def abandon_builder_for(what: str, values: Sequence[Any], error: BaseException) -> None:
+    """Abandons the builder an op on ``values`` would have gone to (if any):
+    for an op whose arguments were refused before it was emitted."""
+    exprs = [v for v in values if isinstance(v, Expr)]
+    exprs += [x for v in values if isinstance(v, (tuple, list)) for x in v if isinstance(x, Expr)]
+    try:
+        target = builder_for(what, exprs)
+    except Error:
+        return
+    if isinstance(target, FunctionBuilder):
+        target._abandon(error)
+
+
 class FunctionBuilder:
     """Builds one function binding by binding, in A-normal form.
 
@@ -43,8 +78,16 @@ class FunctionBuilder:
     >>> w = bb.param("w", (784, 10), "float32")
     >>> mod = bb.finish(aj.op.sum(aj.op.relu(x @ w)))
 
-    Every op called while the builder is active emits a binding into it,
-    with its type inferred and its name hint made unique (``lv``, ``lv_1``).
+    or, leaving no active builder behind whatever happens in the block::
+
+        with aj.FunctionBuilder("main") as bb:
+            x = bb.param("x", (3,), "float32")
+            mod = bb.finish(aj.op.exp(x))
+
+    Every op on its vars (or, with no var arguments, called while it is the
+    innermost active builder) emits a binding into it, with its type
+    inferred and its name hint made unique (``lv``, ``lv_1``). Function
+    attrs are ``num_input`` and ``doc``; any other is an ``aj.VerifyError``.
     """
 
     def __init__(self, name: str = "main", num_input: int | None = None, **attrs: Any) -> None:
@@ -53,41 +96,107 @@ class FunctionBuilder:
             fattrs["num_input"] = num_input
         fattrs.update(attrs)
         self._builder = _core._FunctionBuilder(name, fattrs)
-        _stack().append(self)
+        self._active_in = _stack()
+        self._active_in.append(self)
+        _by_serial[self._builder.serial] = self
+        _track_notebook_cell(self)
 
     @property
     def name(self) -> str:
         return self._builder.name
 
+    @property
+    def status(self) -> str:
+        """"active", "finished", "abandoned" (after an error) or "dropped"."""
+        return self._builder.status
+
     def param(self, name: str, shape: Sequence[int | str], dtype: Any = "float32") -> Var:
         """Adds a tensor param; symbolic dims are strings (``("n", 784)``)."""
-        return self._builder.param(name, tuple(shape) if isinstance(shape, list) else shape, dtype)
+        shape = tuple(shape) if isinstance(shape, list) else shape
+        return self._guarded(self._builder.param, name, shape, dtype)
 
     def emit(self, value: Any, name: str = "") -> Var:
         """Binds an expr (a tuple, tuple item, constant or call) to a new var."""
-        return self._builder.emit(as_expr(value), name)
+        return self._guarded(lambda: self._builder.emit(as_expr(value), name))
 
     def finish(self, ret: Any) -> "_core.Module":
-        """Ends the function, returning ``ret`` (an expr or a nested tuple of exprs),
-        and returns a module holding it under this builder's name."""
+        """Ends the function, returning ``ret`` (an expr or a nested tuple of
+        exprs), verifies it (``aj.VerifyError`` names the offending var) and
+        returns a module holding it under this builder's name."""
         try:
-            return self._builder.finish(as_expr(ret))
+            return self._guarded(lambda: self._builder.finish(as_expr(ret)))
         finally:
             self._deactivate()
 
     def _emit_call(self, op: str, args: list[Any], attrs: dict[str, Any], name: str) -> Var:
-        return self._builder.emit_call(op, args, [], attrs, name)
+        return self._guarded(self._builder.emit_call, op, args, [], attrs, name)
+
+    def _guarded(self, method: Callable[..., _T], *args: Any) -> _T:
+        try:
+            return method(*args)
+        except BaseException as e:
+            self._abandon(e)
+            raise
+
+    def _abandon(self, error: BaseException) -> None:
+        """Marks the builder unusable after ``error`` and deactivates it
+        (a finished builder stays finished)."""
+        lines = str(error).splitlines()
+        reason = f"{type(error).__name__}: {lines[0] if lines else ''}"
+        self._builder.abandon(reason[:200])
+        self._deactivate()
 
     def _deactivate(self) -> None:
-        stack = _stack()
-        if self in stack:
-            stack.remove(self)
+        if self in self._active_in:
+            self._active_in.remove(self)
 
     def __enter__(self) -> "FunctionBuilder":
+        if self.status != "active":
+            raise Error(f"with FunctionBuilder '{self.name}': the builder is {self.status}; create a new one")
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self._deactivate()
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> None:
+        if exc is not None:
+            self._abandon(exc)
+        else:
+            self._deactivate()
+
+    def __repr__(self) -> str:
+        return f"<aj.FunctionBuilder '{self.name}' ({self.status})>"
+
+
+# ---- notebooks: a failed cell abandons the builders it created ----
+
+_cell_builders: "weakref.WeakSet[FunctionBuilder]" = weakref.WeakSet()
+_hooked_shells: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def _track_notebook_cell(builder: FunctionBuilder) -> None:
+    """Under IPython, remembers ``builder`` as made by the running cell, and
+    hooks (once per shell) the cell events that abandon such builders when
+    the cell raises."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is None:
+        return
+    if shell not in _hooked_shells:
+        shell.events.register("pre_run_cell", _start_cell)
+        shell.events.register("post_run_cell", _end_cell)
+        _hooked_shells.add(shell)
+    _cell_builders.add(builder)
+
+
+def _start_cell(info: Any = None) -> None:
+    _cell_builders.clear()
+
+
+def _end_cell(result: Any) -> None:
+    error = getattr(result, "error_in_exec", None)
+    if error is not None:
+        for builder in list(_cell_builders):
+            if builder.status == "active":
+                builder._abandon(error)
+    _cell_builders.clear()
 
 
 def as_expr(value: Any, like: Expr | None = None) -> Expr:

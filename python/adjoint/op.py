@@ -2,8 +2,10 @@
 
 The functions are generated from the registry's schemas, so the registry is
 the one list of ops: ``aj.op.sum(x, axis=[1], keepdims=True)`` checks its
-arguments against the schema of ``sum`` and emits a binding into the active
-``aj.FunctionBuilder``. Every op also takes ``name=`` for the var's name hint.
+arguments against the schema of ``sum`` and emits a binding into the
+``aj.FunctionBuilder`` that made its var arguments (the innermost active one
+for an op without any, such as ``zeros``). Every op also takes ``name=`` for
+the var's name hint.
 Tensor arguments may be exprs, NumPy arrays or Python numbers (numbers take
 the dtype of the op's first expr argument).
 """
@@ -14,8 +16,8 @@ import inspect
 from typing import Any, Callable
 
 from . import _core
-from .builder import _first_expr, as_expr, current_builder
-from .errors import TypeInferenceError
+from .builder import _first_expr, abandon_builder_for, as_expr, builder_for, current_builder
+from .errors import Error, TypeInferenceError
 
 
 def _signature(schema: dict) -> inspect.Signature:
@@ -46,7 +48,7 @@ def _make_op(op_name: str) -> Callable[..., Any]:
     keywords = frozenset(positional[len(arg_names):]) | {"name"}
     required = frozenset(a["name"] for a in schema["attrs"] if a["required"])
 
-    def op_fn(*args: Any, **kwargs: Any) -> Any:
+    def bind(args: tuple, kwargs: dict) -> tuple[list, dict, str]:
         given = dict(zip(positional, args))
         if (len(arg_names) <= len(args) <= len(positional) and keywords.issuperset(kwargs)
                 and given.keys().isdisjoint(kwargs) and required.issubset(given.keys() | kwargs.keys())):
@@ -58,8 +60,17 @@ def _make_op(op_name: str) -> Callable[..., Any]:
                 raise TypeInferenceError(f"op '{op_name}': {e}") from None
         name = given.pop("name", "")
         like = _first_expr(*(given.get(a) for a in arg_names))
-        tensors = [as_expr(given.pop(a), like) for a in arg_names]
-        return current_builder(f"aj.op.{op_name}")._emit_call(op_name, tensors, given, name)
+        return [as_expr(given.pop(a), like) for a in arg_names], given, name
+
+    what = f"aj.op.{op_name}"
+
+    def op_fn(*args: Any, **kwargs: Any) -> Any:
+        try:
+            tensors, attrs, name = bind(args, kwargs)
+        except Error as e:  # arguments refused before the op reached its builder: abandoned all the same
+            abandon_builder_for(what, [*args, *kwargs.values()], e)
+            raise
+        return builder_for(what, tensors)._emit_call(op_name, tensors, attrs, name)
 
     op_fn.__name__ = op_fn.__qualname__ = op_name
     op_fn.__signature__ = sig  # type: ignore[attr-defined]

@@ -1,8 +1,8 @@
 // The verifier (analysis/verifier.h): one pass over each function that
 // checks binding discipline (against the definitions of the function's
-// dataflow index), A-normal form, var types against their values' and, at
-// the full level, each call's type and attrs against its op's rules,
-// collecting every problem with its place.
+// dataflow index), A-normal form, known function attrs, var types against
+// their values' and, at the full level, each call's type and attrs against
+// its op's rules, collecting every problem with its place.
 #include "adjoint/analysis/verifier.h"
 
 #include "adjoint/analysis/dataflow.h"
@@ -20,7 +20,7 @@ class FunctionVerifier {
 
   void run() {
     check_definitions();
-    check_num_input();
+    check_attrs();
     for (size_t i = 0; i < fn_.bindings().size(); ++i) check_binding(i, fn_.bindings()[i]);
     where_ = Place{"the return value"};
     defined_ = static_cast<int64_t>(index_.num_defs());
@@ -30,7 +30,7 @@ class FunctionVerifier {
  private:
   // Where the verifier is, kept cheap and formatted only when a problem is found.
   struct Place {
-    const char* what = "";  // "param", "binding", "the return value", "attr num_input"
+    const char* what = "";  // "param", "binding", "the return value", "attrs", "attr num_input"
     size_t index = 0;       // of the param or binding
     const VarNode* var = nullptr;
   };
@@ -70,7 +70,13 @@ class FunctionVerifier {
     }
   }
 
-  void check_num_input() {
+  // Every attr is a known one of its kind (num_input also within the params).
+  void check_attrs() {
+    for (const auto& [name, value] : fn_.attrs()) {
+      if (name == "num_input") continue;
+      where_ = Place{"attrs"};
+      if (std::string p = func_attr_problem(name, value); !p.empty()) problem(p);
+    }
     const AttrValue* v = fn_.attr("num_input");
     if (!v) return;
     where_ = Place{"attr num_input"};

@@ -5,6 +5,31 @@
 
 namespace aj {
 
+const std::vector<std::string>& known_func_attrs() {
+  static const std::vector<std::string> names = {"num_input", "doc"};
+  return names;
+}
+
+bool is_known_func_attr(std::string_view name) {
+  for (const auto& k : known_func_attrs())
+    if (k == name) return true;
+  return false;
+}
+
+std::string func_attr_problem(const std::string& name, const AttrValue& value) {
+  if (name == "num_input") {
+    if (!std::holds_alternative<int64_t>(value)) return str("function attr num_input must be an int, got ", attr_to_string(value));
+    return "";
+  }
+  if (name == "doc") {
+    if (!std::holds_alternative<std::string>(value)) return str("function attr doc must be a string, got ", attr_to_string(value));
+    return "";
+  }
+  std::string known;
+  for (const auto& k : known_func_attrs()) known += (known.empty() ? "" : ", ") + k;
+  return str("unknown function attr '", name, "' (known: ", known, ")");
+}
+
 FunctionNode::FunctionNode(std::vector<Var> params, std::vector<Binding> bindings, Expr ret,
                            FuncAttrs attrs)
     : params_(std::move(params)), bindings_(std::move(bindings)), ret_(std::move(ret)),

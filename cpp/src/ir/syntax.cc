@@ -195,9 +195,12 @@ size_t SyntaxParser::decorator(FunctionSyntax& fn) {
       expect(Tok::kEqual, "'=' (function attrs are keywords: @function(num_input=1))");
       std::string_view k = src_.view(key);
       Node v = expr();
-      if (k == "num_input") num_input_off = v.off;
+      AttrValue value = attr_value(src_, v);
+      if (k == "num_input") num_input_off = v.off;  // its range is checked once the params are read
+      else if (std::string problem = func_attr_problem(std::string(k), value); !problem.empty())
+        src_.fail(is_known_func_attr(k) ? v.off : key.off, problem);
       keys.emplace_back(k, key.off);
-      fn.attrs.emplace_back(std::string(k), attr_value(src_, v));
+      fn.attrs.emplace_back(std::string(k), std::move(value));
     });
   }
   if (auto dup = first_repeat(std::move(keys)))

@@ -1,7 +1,8 @@
 // The verifier: checks that a module is well formed. Each var is bound once
 // and before use (params count as bound), call args are leaves (A-normal
 // form), every expr's type equals what the op rules infer, attrs match their
-// op's schema, and num_input is within the param count.
+// op's schema, function attrs are known ones and num_input is within the
+// param count.
 #pragma once
 
 #include <string>

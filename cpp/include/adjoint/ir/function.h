@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -18,6 +19,17 @@ struct Binding {
   Var var;
   Expr value;  // a Call, Tuple, TupleGetItem, Constant or Var
 };
+
+// The function attrs adjoint knows: the one list that the parser, the
+// verifier and the Python API check names against. num_input (an int): the
+// first k params are run-time inputs, the rest weights; doc (a string): free
+// text kept with the function.
+const std::vector<std::string>& known_func_attrs();
+bool is_known_func_attr(std::string_view name);
+// Empty when attr `name` holding `value` is a known attr of the right kind,
+// else what is wrong ("unknown function attr 'num_inputs' (known: num_input,
+// doc)"). num_input's range is checked against the params elsewhere.
+std::string func_attr_problem(const std::string& name, const AttrValue& value);
 
 class FunctionNode;
 using Function = std::shared_ptr<const FunctionNode>;
