@@ -37,6 +37,7 @@ SYMBOLS = ["n", "m"]  # symbolic dims, each worth 1 to 3 in a program
 LIMIT = 100.0  # operands larger in magnitude are scaled down to 1
 POSITIVE = 0.25  # the least value a domain-restricted operand sees
 INT_LIMIT = 10_000.0  # larger ints are no op's operands (they would overflow)
+SLICE_END = 2**63 - 1  # a slice bound past either end of any axis
 FLOAT = "float64"
 NUMERIC = (FLOAT, "int64", "int32")
 ANY = NUMERIC + ("bool",)
@@ -630,6 +631,31 @@ def split(g: Gen) -> None:
         g.add(Value(parts[i], x.lo, x.hi))
 
 
+def strided_slice(g: Gen) -> None:
+    """Python slices along some axes: bounds negative or past the end,
+    strides negative too, never empty; a symbolic axis whole (forwards or
+    backwards)."""
+    x = g.operand(lambda v: v.ndim >= 1, lo=1, dtypes=ANY)
+    axes = g.axes(x.ndim)
+    begin, end, strides = [], [], []
+    for a in axes:
+        d = x.shape[a]
+        if not isinstance(d, int):
+            forwards = g.draw(st.booleans())
+            begin.append(0 if forwards else SLICE_END)
+            end.append(SLICE_END if forwards else -SLICE_END)
+            strides.append(1 if forwards else -1)
+            continue
+        step = g.draw(st.sampled_from([1, 2, 3, -1, -2]))
+        start = g.draw(st.integers(0, d - 1))
+        most = (d - 1 - start) // step + 1 if step > 0 else start // -step + 1
+        stop = start + g.draw(st.integers(1, most)) * step
+        begin.append(start - d if g.draw(st.booleans()) else start)
+        end.append(-SLICE_END if stop < 0 else stop)
+        strides.append(step)
+    g.add(Value(g.op("strided_slice", x.expr, axes, begin, end, strides), x.lo, x.hi))
+
+
 def take(g: Gen) -> None:
     """Indices of rank 0 to 2, negative ones too."""
     x = g.operand(lambda v: v.ndim >= 1, lo=1, dtypes=ANY)
@@ -838,7 +864,8 @@ OPS: dict[str, Callable[[Gen], None]] = {
     "concat": concat,
     "split": split,
     "take": take,
-    **family(compare, ["less", "greater", "equal"]),
+    "strided_slice": strided_slice,
+    **family(compare, ["less", "greater", "equal", "not_equal", "less_equal", "greater_equal"]),
     "where": where,
     "astype": astype,
     "cumsum": cumsum,

@@ -214,6 +214,15 @@ def test_an_op_goes_to_the_builder_of_its_values_not_the_innermost():
     aj.analysis.verify(mod_g)
 
 
+def test_tuple_indexing_goes_to_the_builder_of_the_tuple():
+    f, x, g, y = two_builders()
+    halves = aj.op.split(x, 2)  # f's tuple, while g is innermost
+    first = halves[0]
+    mod_f = f.finish(first)
+    assert [type(b.value).__name__ for b in mod_f["f"].bindings] == ["Call", "TupleGetItem"]
+    aj.analysis.verify(g.finish(y))
+
+
 def test_explicit_emit_and_finish_refuse_values_of_another_builder():
     f, x, g, y = two_builders()
     with pytest.raises(aj.TypeInferenceError, match=r"FunctionBuilder 'g'.emit: 'x' was built by FunctionBuilder 'f'"):

@@ -78,6 +78,35 @@ def test_binary_with_broadcasting(op, sa, sb):
     check(build, a, b)
 
 
+# Operands where x1 / x2 stays inside (2, 3), away from the jumps of // and %.
+FLOOR_OPS = {"floor_divide": ((2.2, 2.8), (0.95, 1.05)), "floor_mod": ((2.2, 2.8), (0.95, 1.05))}
+
+
+@pytest.mark.parametrize("op", sorted(FLOOR_OPS))
+@pytest.mark.parametrize("sa,sb", SHAPES)
+def test_floor_divide_and_floor_mod(op, sa, sb):
+    (alo, ahi), (blo, bhi) = FLOOR_OPS[op]
+    a, b = RNG.uniform(alo, ahi, sa), RNG.uniform(blo, bhi, sb)
+
+    def build():
+        bb = aj.FunctionBuilder("main")
+        x, y = bb.param("a", sa, "float64"), bb.param("b", sb, "float64")
+        return bb.finish(weighted(bb, getattr(aj.op, op)(x, y)))
+
+    check(build, a, b)
+
+
+def test_int_division_passes_no_gradient_to_its_int_operands():
+    # x -> int -> (i / i, i // 2, i % 2) -> float64: only the direct use of x has a gradient
+    def build():
+        bb = aj.FunctionBuilder("main")
+        x = bb.param("x", (3,), "float64")
+        i = x.astype("int32")
+        return bb.finish(weighted(bb, (i / i + (i // 2 + i % 2).astype("float64")) * x))
+
+    check(build, np.array([1.2, 2.5, 3.7]))
+
+
 @pytest.mark.parametrize("sa,sb", [((3, 4), (4, 5)), ((4,), (4, 5)), ((3, 4), (4,)), ((4,), (4,)),
                                    ((2, 3, 4), (4, 5)), ((3, 4), (2, 4, 5)), ((2, 1, 3, 4), (5, 4, 2))])
 def test_matmul_shapes(sa, sb):
@@ -104,6 +133,9 @@ MANIPULATE = {
     "where": lambda x: aj.op.where(aj.op.greater(x, 0.0), x, aj.op.square(x)),
     "cumsum": lambda x: aj.op.cumsum(x, axis=1),
     "triu": lambda x: aj.op.triu(x, k=1),
+    "strided_slice": lambda x: aj.op.strided_slice(x, [0, 2], [1, -1], [2, -5], strides=[1, -2]),
+    "strided_slice_steps": lambda x: aj.op.strided_slice(x, [1], [0], [3], strides=[2]),
+    "strided_slice_backward": lambda x: aj.op.strided_slice_backward(x, (2, 5, 4), [1], [0], [5], strides=[2]),
 }
 
 

@@ -53,21 +53,21 @@ def int_power(a, b):
 
 
 def arithmetic_ref(op, a, b):
-    """NumPy's result in the operands' dtype; ints divide by floor division
-    (x // 0 = 0, INT_MIN // -1 = INT_MIN, as np.floor_divide) and use
-    int_power; bool computes on 0/1 ints and keeps != 0."""
-    if a.dtype == bool:
-        return arithmetic_ref(op, a.astype(np.int64), b.astype(np.int64)) != 0
-    if op == "power" and a.dtype.kind == "i":
-        return int_power(a, b)
-    if op == "divide" and a.dtype.kind == "i":
-        op = "floor_divide"
-    with np.errstate(all="ignore"):
-        return getattr(np, op)(a, b)
+    """NumPy's result: in the operands' dtype, but for divide on ints and bool
+    (np.divide, float64); ints use int_power; bool computes on 0/1 ints and
+    keeps != 0 (floor_divide and floor_mod take no bools); floor_mod is
+    np.remainder."""
+    if op == "divide" or a.dtype != bool:
+        if op == "power" and a.dtype.kind == "i":
+            return int_power(a, b)
+        with np.errstate(all="ignore"):
+            return getattr(np, "remainder" if op == "floor_mod" else op)(a, b)
+    return arithmetic_ref(op, a.astype(np.int64), b.astype(np.int64)) != 0
 
 
-ARITHMETIC = ["add", "subtract", "multiply", "divide", "power", "maximum", "minimum"]
-COMPARISONS = ["equal", "less", "greater"]
+ARITHMETIC = ["add", "subtract", "multiply", "divide", "floor_divide", "floor_mod", "power", "maximum", "minimum"]
+NUMERIC_ONLY = {"floor_divide", "floor_mod"}
+COMPARISONS = ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"]
 BROADCAST_SHAPES = [
     ((5,), (5,)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((4,), (2, 3, 4)), ((2, 1, 3), (4, 1)),
     ((64, 67), (67,)), ((64, 1), (64, 33)), ((1,), (2, 3)), ((2, 3), (1, 1)), ((0, 3), (3,)),
@@ -95,8 +95,8 @@ def assert_binary_matches(op, a, b):
 
 
 @pytest.mark.parametrize("sa,sb", BROADCAST_SHAPES)
-@pytest.mark.parametrize("dtype", ALL_DTYPES)
-@pytest.mark.parametrize("op", ARITHMETIC + COMPARISONS)
+@pytest.mark.parametrize("op,dtype", [(op, dtype) for op in ARITHMETIC + COMPARISONS for dtype in ALL_DTYPES
+                                      if not (op in NUMERIC_ONLY and dtype == "bool")])
 def test_binary_matches_numpy(op, dtype, sa, sb):
     assert_binary_matches(op, *binary_operands(op, dtype, sa, sb))
 
@@ -110,7 +110,7 @@ def test_binary_nan_and_inf_follow_numpy(op, dtype):
 
 @settings(max_examples=40)
 @given(shapes=hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=4, min_side=0, max_side=4),
-       op=st.sampled_from(["add", "maximum", "divide", "less"]), dtype=st.sampled_from(["float32", "int64"]))
+       op=st.sampled_from(["add", "maximum", "divide", "floor_mod", "less_equal"]), dtype=st.sampled_from(["float32", "int64"]))
 def test_binary_broadcasting_for_all_shapes(shapes, op, dtype):
     sa, sb = shapes.input_shapes
     assert_binary_matches(op, rand(sa, dtype), rand(sb, dtype))
@@ -119,12 +119,29 @@ def test_binary_broadcasting_for_all_shapes(shapes, op, dtype):
 @pytest.mark.parametrize("dtype", INTS)
 def test_integer_arithmetic_wraps_and_floor_divides(dtype):
     lo, hi = np.iinfo(dtype).min, np.iinfo(dtype).max
-    a = np.array([hi, lo, hi, 7, -7, 7, -7, 0, lo, lo, 5, -5], dtype)
-    b = np.array([1, -1, 2, 2, 2, -2, -2, 3, -1, 1, 0, 0], dtype)
+    a = np.array([hi, lo, hi, 7, -7, 7, -7, 0, lo, lo, 5, -5, 0], dtype)
+    b = np.array([1, -1, 2, 2, 2, -2, -2, 3, -1, 1, 0, 0, 0], dtype)
     np.testing.assert_array_equal(run_op("add", a, b)[:2], [lo, hi])
     np.testing.assert_array_equal(run_op("multiply", a, b)[2], wrap([int(hi) * 2], dtype)[0])
-    np.testing.assert_array_equal(run_op("divide", a, b),
-                                  np.array([hi, lo, hi // 2, 3, -4, -4, 3, 0, lo, lo, 0, 0], dtype))
+    np.testing.assert_array_equal(run_op("floor_divide", a, b),
+                                  np.array([hi, lo, hi // 2, 3, -4, -4, 3, 0, lo, lo, 0, 0, 0], dtype))
+    np.testing.assert_array_equal(run_op("floor_mod", a, b),
+                                  np.array([0, 0, 1, 1, 1, -1, -1, 0, 0, 0, 0, 0, 0], dtype))
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(run_op("floor_divide", a, b), np.floor_divide(a, b))
+        np.testing.assert_array_equal(run_op("floor_mod", a, b), np.remainder(a, b))
+        got, want = run_op("divide", a, b), np.divide(a, b)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, want)  # 5 / 0 = inf, -5 / 0 = -inf, 0 / 0 = nan
+    assert got[-3] == np.inf and got[-2] == -np.inf and np.isnan(got[-1])
+
+
+@pytest.mark.parametrize("op", sorted(NUMERIC_ONLY))
+def test_floor_ops_reject_bool(op):
+    with aj.FunctionBuilder("main") as bb:
+        x = bb.param("x", (3,), "bool")
+        with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'.*bool"):
+            getattr(aj.op, op)(x, x)
 
 
 @pytest.mark.parametrize("dtype", INTS)
@@ -139,12 +156,14 @@ def test_integer_power(dtype):
 def test_bool_arithmetic_is_int_arithmetic_then_nonzero():
     a = np.array([False, False, True, True])
     b = np.array([False, True, False, True])
-    table = {"add": a | b, "subtract": a ^ b, "multiply": a & b, "divide": a & b,
+    table = {"add": a | b, "subtract": a ^ b, "multiply": a & b,
              "power": a | ~b, "maximum": a | b, "minimum": a & b}
     for op, want in table.items():
         got = run_op(op, a, b)
         assert got.dtype == bool
         np.testing.assert_array_equal(got, want, err_msg=op)
+    with np.errstate(all="ignore"):
+        np.testing.assert_array_equal(run_op("divide", a, b), np.divide(a, b))  # float64, as NumPy
 
 
 @pytest.mark.parametrize("op", ["add", "less"])
@@ -292,3 +311,36 @@ def test_symbolic_dims_at_two_sizes():
         got = f(a, bias)
         assert got.shape == (n, 4) and got.dtype == np.float32
         np.testing.assert_allclose(got, sigmoid(0.5 * z * erfc(-z / math.sqrt(2))), rtol=1e-5)
+
+
+NEW_BINARY = ["floor_divide", "floor_mod", "not_equal", "less_equal", "greater_equal"]
+
+
+@pytest.mark.parametrize("op", NEW_BINARY)
+def test_new_binary_ops_print_and_parse(op):
+    bb = aj.FunctionBuilder("main")
+    x, y = bb.param("x", (2, 3), "int64"), bb.param("y", (3,), "int64")
+    mod = bb.finish(getattr(aj.op, op)(x, y))
+    text = mod.script()
+    assert f"= {op}(x, y)" in text
+    aj.assert_structural_equal(aj.parse(text), mod)
+    assert aj.parse(text).script() == text
+
+
+@pytest.mark.parametrize("op", NEW_BINARY + ["divide"])
+def test_new_binary_ops_reject_mixed_dtypes_and_bad_shapes(op):
+    bb = aj.FunctionBuilder("main")  # an op error abandons its builder: one builder per case
+    i, f = bb.param("i", (2, 3), "int32"), bb.param("f", (2, 3), "float32")
+    with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'.*(int32.*float32|float32.*int32)"):
+        getattr(aj.op, op)(i, f)
+    bb = aj.FunctionBuilder("main")
+    f, g = bb.param("f", (2, 3), "float32"), bb.param("g", (4,), "float32")
+    with pytest.raises(aj.TypeInferenceError, match=f"op '{op}'"):
+        getattr(aj.op, op)(f, g)
+
+
+def test_divide_types_ints_and_bool_as_float64():
+    with aj.FunctionBuilder("main") as bb:
+        for dtype, want in [("int32", "float64"), ("int64", "float64"), ("bool", "float64"), ("float32", "float32")]:
+            x = bb.param(f"x_{dtype}", (2,), dtype)
+            assert aj.op.divide(x, x).type.dtype == want

@@ -514,7 +514,7 @@ def test_a_chain_of_ten_thousand_bindings():
     pattern = P.is_op("exp")(P.is_op("log")(P.wildcard(name="x")))
     for r in [REWRITERS["exp_of_log"], P.Rewriter.from_pattern(pattern, lambda expr, m: m["x"])]:
         out = r(mod)["main"]
-        assert out.bindings == [] and out.ret == x
+        assert out.bindings == [] and out.ret is x
 
 
 # ---- bad input ----

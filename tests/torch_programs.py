@@ -111,6 +111,15 @@ def _permute(shape, x, axes=None):
     return x.permute(*(reversed(range(x.ndim)) if axes is None else axes))
 
 
+def _strided_slice(shape, x, axes, begin, end, strides=None):
+    """Python slices (negative steps too) as index_select of the slice's indices."""
+    for i, a in enumerate(axes):
+        step = strides[i] if strides else 1
+        picked = range(*slice(begin[i], end[i], step).indices(x.shape[a]))
+        x = torch.index_select(x, a, torch.tensor(list(picked), dtype=torch.long))
+    return x
+
+
 TORCH = {
     # binary (NumPy broadcasting, as torch's)
     "add": lambda s, a, b: a + b,
@@ -124,6 +133,9 @@ TORCH = {
     "equal": lambda s, a, b: a == b,
     "less": lambda s, a, b: a < b,
     "greater": lambda s, a, b: a > b,
+    "not_equal": lambda s, a, b: a != b,
+    "less_equal": lambda s, a, b: a <= b,
+    "greater_equal": lambda s, a, b: a >= b,
     # unary
     "negative": lambda s, x: -x,
     "exp": lambda s, x: torch.exp(x),
@@ -153,6 +165,7 @@ TORCH = {
     "concat": lambda s, xs, axis=0: torch.cat(xs, dim=axis),
     "split": _split,
     "take": _take,
+    "strided_slice": _strided_slice,
     "where": lambda s, c, a, b: torch.where(c, a, b),
     "cumsum": lambda s, x, axis=-1: torch.cumsum(x, dim=axis),
     "triu": lambda s, x, k=0: torch.triu(x, k),

@@ -1,5 +1,6 @@
-"""Building functions from Python: ``aj.FunctionBuilder`` and the operator
-sugar on expressions (``x @ w``, ``x + 1.0``, ``x.T``, ``x.sum()``).
+"""Building functions from Python: ``aj.FunctionBuilder``; the operator sugar
+on expressions (``x @ w``, ``x + 1.0``, ``x.T``, ``x.sum()``) is installed
+from operators.py.
 
 An op called from Python (``aj.op.relu(x)``) emits a binding into the builder
 that made its var arguments; an op without any (``aj.op.zeros``) goes to the
@@ -220,69 +221,8 @@ def _first_expr(*values: Any) -> Expr | None:
     return None
 
 
-def _call(op: str, *args: Any, **attrs: Any) -> Var:
-    from . import op as ops
+# The operators and methods of exprs (x @ w, x + 1.0, x[1:], x.sum()) live in
+# operators.py; installed here, once the builder they emit into is defined.
+from . import operators  # noqa: E402
 
-    return getattr(ops, op)(*args, **attrs)
-
-
-def _binary(op: str, reflected: bool = False):
-    def method(self: Expr, other: Any) -> Var:
-        a, b = (other, self) if reflected else (self, other)
-        return _call(op, a, b)
-
-    method.__name__ = f"__{'r' if reflected else ''}{op}__"
-    return method
-
-
-def _install_sugar() -> None:
-    sugar = {
-        "__add__": _binary("add"), "__radd__": _binary("add", True),
-        "__sub__": _binary("subtract"), "__rsub__": _binary("subtract", True),
-        "__mul__": _binary("multiply"), "__rmul__": _binary("multiply", True),
-        "__truediv__": _binary("divide"), "__rtruediv__": _binary("divide", True),
-        "__pow__": _binary("power"), "__rpow__": _binary("power", True),
-        "__matmul__": _binary("matmul"), "__rmatmul__": _binary("matmul", True),
-        "__lt__": _binary("less"), "__gt__": _binary("greater"),
-        "__neg__": lambda self: _call("negative", self),
-        "__getitem__": _getitem,
-        "T": property(lambda self: _call("permute_dims", self),
-                      doc="All axes reversed (NumPy's .T): permute_dims(x)."),
-        "mT": property(_matrix_transpose, doc="The last two axes swapped (NumPy's .mT)."),
-        "shape": property(lambda self: self.type.shape),
-        "dtype": property(lambda self: self.type.dtype),
-        "ndim": property(lambda self: self.type.ndim),
-        "sum": lambda self, axis=None, keepdims=False: _call("sum", self, axis=axis, keepdims=keepdims),
-        "mean": lambda self, axis=None, keepdims=False: _call("mean", self, axis=axis, keepdims=keepdims),
-        "max": lambda self, axis=None, keepdims=False: _call("max", self, axis=axis, keepdims=keepdims),
-        "min": lambda self, axis=None, keepdims=False: _call("min", self, axis=axis, keepdims=keepdims),
-        "reshape": _reshape,
-        "astype": lambda self, dtype: _call("astype", self, dtype),
-    }
-    for name, fn in sugar.items():
-        setattr(Expr, name, fn)
-
-
-def _getitem(self: Expr, index: Any) -> Var:
-    if not isinstance(index, int) or isinstance(index, bool):
-        raise Error(f"only integer indexing of tuples is supported, got {index!r}")
-    if not self.type.is_tuple:
-        raise Error(f"cannot index a tensor of type {self.type}; tensors support no subscripts")
-    return current_builder("tuple indexing").emit(_core.TupleGetItem(self, index))
-
-
-def _matrix_transpose(self: Expr) -> Var:
-    n = self.type.ndim
-    if n < 2:
-        raise Error(f".mT needs rank >= 2, got type {self.type}")
-    axes = list(range(n - 2)) + [n - 1, n - 2]
-    return _call("permute_dims", self, axes=axes)
-
-
-def _reshape(self: Expr, *shape: Any) -> Var:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = tuple(shape[0])
-    return _call("reshape", self, shape)
-
-
-_install_sugar()
+operators.install()

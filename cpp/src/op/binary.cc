@@ -1,15 +1,20 @@
 // Binary elementwise ops with NumPy broadcasting: arithmetic (same dtype in,
-// same dtype out) and comparisons (bool out, no gradient); each with its type
-// rule and CPU kernel.
+// same dtype out, except `divide`), comparisons (bool out, no gradient); each
+// with its type rule and CPU kernel.
 //
 // Kernel semantics are NumPy's, with these choices where NumPy has none or
 // changes the dtype:
-//   - ints wrap on overflow; `divide` on ints is floor division
-//     (np.floor_divide) with x / 0 = 0 and INT_MIN / -1 = INT_MIN;
+//   - `divide` is true division (np.divide): on ints and bools the result is
+//     float64 (x / 0 is inf, -inf or nan, as NumPy gives);
+//   - `floor_divide` and `floor_mod` are np.floor_divide and np.remainder (the
+//     result of `floor_mod` has the divisor's sign); on ints x // 0 = 0,
+//     x % 0 = 0 and INT_MIN // -1 = INT_MIN (NumPy's results); on floats
+//     x % 0 is nan; both take numeric dtypes only (NumPy makes bools int8);
+//   - ints wrap on overflow;
 //   - `power` on ints is exact by squaring (wrapping); a negative exponent
 //     gives 0, except base 1 gives 1 and base -1 gives +-1 by parity;
 //   - bool arithmetic is the int arithmetic on 0/1 with the result != 0:
-//     add/maximum are or, multiply/minimum/divide are and, subtract is xor,
+//     add/maximum are or, multiply/minimum are and, subtract is xor,
 //     power(a, b) is a or not b;
 //   - float maximum/minimum propagate NaN like np.maximum/np.minimum.
 #include <cmath>
@@ -31,6 +36,21 @@ Type arithmetic_type(const TypeContext& ctx) {
   return TypeNode::tensor(broadcast_shapes(ctx, a.shape(), ctx.tensor(1).shape()), a.dtype());
 }
 
+// x1, x2 of one dtype -> broadcast shape; float dtypes keep theirs, ints and
+// bool divide to float64 (np.divide).
+Type divide_type(const TypeContext& ctx) {
+  require_same_dtype(ctx, 0, 1);
+  const TypeNode& a = ctx.tensor(0);
+  DType out = is_float(a.dtype()) ? a.dtype() : DType::kFloat64;
+  return TypeNode::tensor(broadcast_shapes(ctx, a.shape(), ctx.tensor(1).shape()), out);
+}
+
+// arithmetic_type on numeric dtypes only (floor_divide, floor_mod).
+Type numeric_arithmetic_type(const TypeContext& ctx) {
+  require_numeric(ctx, 0);
+  return arithmetic_type(ctx);
+}
+
 Type comparison_type(const TypeContext& ctx) {
   require_same_dtype(ctx, 0, 1);
   return TypeNode::tensor(broadcast_shapes(ctx, ctx.tensor(0).shape(), ctx.tensor(1).shape()),
@@ -44,6 +64,40 @@ T floor_divide(T a, T b) {
   if (b == -1) return wrap_neg(a);
   T q = a / b;
   return (a % b != 0 && (a < 0) != (b < 0)) ? T(q - 1) : q;
+}
+
+// Python's floor division and remainder of floats, as NumPy's npy_divmod:
+// fmod, corrected to the divisor's sign, the quotient snapped to an integer.
+// b == 0 gives a / b and fmod(a, 0) (nan), as np.floor_divide/np.remainder.
+template <typename T>
+std::pair<T, T> float_divmod(T a, T b) {
+  T mod = std::fmod(a, b);
+  if (b == 0) return {a / b, mod};
+  T div = (a - mod) / b;
+  if (mod != 0) {
+    if ((b < 0) != (mod < 0)) {
+      mod += b;
+      div -= T(1);
+    }
+  } else {
+    mod = std::copysign(T(0), b);
+  }
+  T floordiv;
+  if (div != 0) {
+    floordiv = std::floor(div);
+    if (div - floordiv > T(0.5)) floordiv += T(1);
+  } else {
+    floordiv = std::copysign(T(0), a / b);
+  }
+  return {floordiv, mod};
+}
+
+// Remainder with the divisor's sign; x % 0 = 0 (NumPy's), x % -1 = 0.
+template <typename T>
+T floor_mod(T a, T b) {
+  if (b == 0 || b == -1) return 0;
+  T r = a % b;
+  return (r != 0 && (r < 0) != (b < 0)) ? T(r + b) : r;
 }
 
 // Exact integer power by squaring, wrapping on overflow.
@@ -68,10 +122,16 @@ struct Subtract {
 struct Multiply {
   template <typename T> T operator()(T a, T b) const { return wrap_mul(a, b); }
 };
-struct Divide {
+struct FloorDivide {
   template <typename T> T operator()(T a, T b) const {
-    if constexpr (std::is_floating_point_v<T>) return a / b;
+    if constexpr (std::is_floating_point_v<T>) return float_divmod(a, b).first;
     else return floor_divide(a, b);
+  }
+};
+struct FloorMod {
+  template <typename T> T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) return float_divmod(a, b).second;
+    else return floor_mod(a, b);
   }
 };
 struct Power {
@@ -91,6 +151,15 @@ struct Minimum {
 struct Equal {
   template <typename T> uint8_t operator()(T a, T b) const { return a == b; }
 };
+struct NotEqual {
+  template <typename T> uint8_t operator()(T a, T b) const { return a != b; }
+};
+struct LessEqual {
+  template <typename T> uint8_t operator()(T a, T b) const { return a <= b; }
+};
+struct GreaterEqual {
+  template <typename T> uint8_t operator()(T a, T b) const { return a >= b; }
+};
 struct Less {
   template <typename T> uint8_t operator()(T a, T b) const { return a < b; }
 };
@@ -109,6 +178,18 @@ void arithmetic_kernel(KernelContext& ctx) {
     } else {
       binary_map<T, T, T>(ctx.in(0), ctx.in(1), ctx.out(), Op{});
     }
+  });
+}
+
+// out = x1 / x2 broadcast: in the float dtype, or in double for ints and bool.
+void divide_kernel(KernelContext& ctx) {
+  dispatch_dtype(ctx.in(0).dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>)
+      binary_map<T, T, T>(ctx.in(0), ctx.in(1), ctx.out(), [](T a, T b) { return a / b; });
+    else
+      binary_map<double, T, T>(ctx.in(0), ctx.in(1), ctx.out(),
+                               [](T a, T b) { return double(a) / double(b); });
   });
 }
 
@@ -142,11 +223,25 @@ std::vector<Expr> multiply_vjp(VJPContext& ctx) {
           ctx.collapse_to(ctx.make(ops::multiply, {ctx.grad, ctx.arg(0)}), ctx.arg_type(1).shape())};
 }
 
-// divide: (g / x2, -g * y / x2) with y = x1 / x2
+// divide: (g / x2, -g * y / x2) with y = x1 / x2; int and bool operands
+// (whose float64 quotient a float path may reach) take no gradient.
 std::vector<Expr> divide_vjp(VJPContext& ctx) {
+  if (!is_float(ctx.arg_type(0).dtype())) return {nullptr, nullptr};
   Var g_over = ctx.emit(ops::divide, {ctx.grad, ctx.arg(1)});
   return {ctx.collapse_to(g_over, ctx.arg_type(0).shape()),
           ctx.collapse_to(ctx.make(ops::negative, {ctx.make(ops::multiply, {g_over, ctx.result})}), ctx.arg_type(1).shape())};
+}
+
+// floor_divide: piecewise constant, so zero adjoints
+std::vector<Expr> floor_divide_vjp(VJPContext& ctx) {
+  return {ctx.make(ops::zeros_like, {ctx.arg(0)}), ctx.make(ops::zeros_like, {ctx.arg(1)})};
+}
+
+// floor_mod: x1 - x2 * floor_divide(x1, x2), so (g, -g * floor_divide(x1, x2))
+std::vector<Expr> floor_mod_vjp(VJPContext& ctx) {
+  Expr quotient = ctx.make(ops::floor_divide, {ctx.arg(0), ctx.arg(1)});
+  Expr d2 = ctx.make(ops::negative, {ctx.make(ops::multiply, {ctx.grad, quotient})});
+  return {ctx.collapse_to(ctx.grad, ctx.arg_type(0).shape()), ctx.collapse_to(d2, ctx.arg_type(1).shape())};
 }
 
 // power: (g * x2 * x1 ** (x2 - 1), g * y * log(x1)) with y = x1 ** x2
@@ -174,24 +269,28 @@ VJPRule select_vjp(OpHandle x1_lost) {
 void register_binary_ops(OpRegistry& reg) {
   struct Arithmetic {
     OpHandle op;
+    TypeRule type;
     Kernel kernel;
     VJPRule vjp;
   };
   const Arithmetic arithmetic[] = {
-      {ops::add, arithmetic_kernel<Add>, add_vjp},
-      {ops::subtract, arithmetic_kernel<Subtract>, subtract_vjp},
-      {ops::multiply, arithmetic_kernel<Multiply>, multiply_vjp},
-      {ops::divide, arithmetic_kernel<Divide>, divide_vjp},
-      {ops::power, arithmetic_kernel<Power>, power_vjp},
-      {ops::maximum, arithmetic_kernel<Maximum>, select_vjp(ops::less)},
-      {ops::minimum, arithmetic_kernel<Minimum>, select_vjp(ops::greater)},
+      {ops::add, arithmetic_type, arithmetic_kernel<Add>, add_vjp},
+      {ops::subtract, arithmetic_type, arithmetic_kernel<Subtract>, subtract_vjp},
+      {ops::multiply, arithmetic_type, arithmetic_kernel<Multiply>, multiply_vjp},
+      {ops::divide, divide_type, divide_kernel, divide_vjp},
+      {ops::floor_divide, numeric_arithmetic_type, arithmetic_kernel<FloorDivide>, floor_divide_vjp},
+      {ops::floor_mod, numeric_arithmetic_type, arithmetic_kernel<FloorMod>, floor_mod_vjp},
+      {ops::power, arithmetic_type, arithmetic_kernel<Power>, power_vjp},
+      {ops::maximum, arithmetic_type, arithmetic_kernel<Maximum>, select_vjp(ops::less)},
+      {ops::minimum, arithmetic_type, arithmetic_kernel<Minimum>, select_vjp(ops::greater)},
   };
-  for (const auto& [op, kernel, vjp] : arithmetic)
-    reg.define(op).set_args({"x1", "x2"}).set_type_rule(arithmetic_type)
+  for (const auto& [op, type, kernel, vjp] : arithmetic)
+    reg.define(op).set_args({"x1", "x2"}).set_type_rule(type)
         .set_flops(elementwise_flops).set_kernel(kernel).set_vjp(vjp).set_inplace_ok(true);
   const std::pair<OpHandle, Kernel> comparisons[] = {
-      {ops::equal, comparison_kernel<Equal>}, {ops::less, comparison_kernel<Less>},
-      {ops::greater, comparison_kernel<Greater>},
+      {ops::equal, comparison_kernel<Equal>}, {ops::not_equal, comparison_kernel<NotEqual>},
+      {ops::less, comparison_kernel<Less>}, {ops::less_equal, comparison_kernel<LessEqual>},
+      {ops::greater, comparison_kernel<Greater>}, {ops::greater_equal, comparison_kernel<GreaterEqual>},
   };
   for (const auto& [op, kernel] : comparisons)
     reg.define(op).set_args({"x1", "x2"}).set_type_rule(comparison_type)

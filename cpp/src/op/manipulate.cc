@@ -1,6 +1,8 @@
 // Shape manipulation and data movement: permute_dims, reshape, broadcast_to,
 // collapse_sum_to, expand_dims, squeeze, concat, split, take, index_add (the
-// scatter-add inverse of take, for take's gradient), where, cumsum, triu.
+// scatter-add inverse of take, for take's gradient), where, cumsum, triu,
+// strided_slice (Python slices along listed axes) and strided_slice_backward
+// (its gradient: dy written into zeros of x's shape).
 // All move data only (zero FLOPs) except the ones that add (collapse_sum_to,
 // index_add, cumsum). Each op's type rule is followed by its CPU kernel; the
 // VJP rules follow all kernels. Kernels that only move elements dispatch on the
@@ -744,6 +746,244 @@ void triu_kernel(KernelContext& ctx) {
 }
 
 
+// ---- strided_slice: Python slices along listed axes, and its scatter-back ----
+
+// The slice attrs (axes, begin, end, strides) of a strided_slice or
+// strided_slice_backward call, read through any AttrReader.
+struct SliceAttrs {
+  std::vector<int64_t> axes, begin, end, strides;  // strides filled with 1 when None
+};
+
+template <class Reader>
+SliceAttrs read_slice_attrs(const Reader& r) {
+  SliceAttrs a{r.attr_ints("axes"), r.attr_ints("begin"), r.attr_ints("end"), {}};
+  a.strides = r.attr_opt_ints("strides").value_or(std::vector<int64_t>(a.axes.size(), 1));
+  return a;
+}
+
+struct CallAttrs : AttrReader<CallAttrs> {
+  explicit CallAttrs(const CallNode& c) : call(c) {}
+  const CallNode& call;
+  const OpDef& op_def() const { return call.op(); }
+  const Attrs& attr_values() const { return call.attrs(); }
+};
+
+// Python's slice(begin, end, step).indices(dim): the first index and the
+// number of indices, for any int64 begin/end (step != 0) without overflow.
+struct AxisSlice {
+  int64_t start, step, len;
+};
+
+AxisSlice slice_axis(int64_t dim, int64_t begin, int64_t end, int64_t step) {
+  auto adjust = [&](int64_t v) {
+    if (v < 0) {
+      v += dim;
+      if (v < 0) v = step < 0 ? -1 : 0;
+    } else if (v >= dim) {
+      v = step < 0 ? dim - 1 : dim;
+    }
+    return v;
+  };
+  int64_t start = adjust(begin), stop = adjust(end);
+  uint64_t magnitude = step < 0 ? uint64_t(-(step + 1)) + 1 : uint64_t(step);
+  int64_t span = step < 0 ? start - stop : stop - start;  // within [-dim - 1, dim + 1]
+  int64_t len = span > 0 ? static_cast<int64_t>((uint64_t(span) - 1) / magnitude + 1) : 0;
+  return {start, step, len};
+}
+
+// Per dim of x (of `shape`): the slice it takes; unlisted dims are whole.
+std::vector<AxisSlice> slice_dims(const SliceAttrs& a, const std::vector<int64_t>& shape) {
+  std::vector<AxisSlice> out;
+  for (int64_t d : shape) out.push_back({0, 1, d});
+  for (size_t i = 0; i < a.axes.size(); ++i) {
+    size_t ax = wrap_axis(a.axes[i], shape.size());
+    out[ax] = slice_axis(shape[ax], a.begin[i], a.end[i], a.strides[i]);
+  }
+  return out;
+}
+
+constexpr int64_t kSliceToEnd = INT64_MAX;         // a begin or end past the far end
+constexpr int64_t kSliceBeforeStart = -INT64_MAX;  // an end (step < 0) at or below this: before index 0
+
+// A slice bound of an axis of symbolic size n, as a polynomial in n, assuming
+// it is in range: b >= 0 is b, b < 0 is n + b; past the end is n (step > 0)
+// or n - 1 (step < 0); before the start is 0 (step > 0) or -1 (step < 0).
+Dim symbolic_bound(const Dim& n, int64_t b, int64_t step) {
+  if (b == kSliceToEnd) return step > 0 ? n : n - Dim(1);
+  if (b <= kSliceBeforeStart) return Dim(step > 0 ? 0 : -1);
+  return b >= 0 ? Dim(b) : n + Dim(b);
+}
+
+// The length of a slice of a symbolic dim n, assuming its bounds are in
+// range (which the kernel checks at run time): stop - start for steps of +-1
+// when it grows with n (n - 2 for [1:-1]), and for any step when it is a
+// constant (x[-6:-1:2] has 3 elements). nullopt otherwise (x[::2] of n, or
+// x[1::-1], whose 2 - n elements only n <= 2 could have).
+std::optional<Dim> symbolic_slice_len(const Dim& n, int64_t begin, int64_t end, int64_t step) {
+  Dim start = symbolic_bound(n, begin, step), stop = symbolic_bound(n, end, step);
+  Dim diff = step > 0 ? stop - start : start - stop;
+  if (diff.is_const()) {
+    if (diff.value() <= 0) return Dim(0);
+    uint64_t magnitude = step < 0 ? uint64_t(-(step + 1)) + 1 : uint64_t(step);
+    return Dim(static_cast<int64_t>((uint64_t(diff.value()) - 1) / magnitude + 1));
+  }
+  bool grows_with_n = true;  // n - 2, not 2 - n (which no large n can have)
+  for (const DimTerm& t : diff.terms()) grows_with_n = grows_with_n && (t.monomial.empty() || t.coeff > 0);
+  if ((step == 1 || step == -1) && grows_with_n) return diff;
+  return std::nullopt;
+}
+
+// The checked slice attrs against an x of rank `ndim`; axes normalized.
+SliceAttrs checked_slice_attrs(const TypeContext& ctx, size_t ndim) {
+  SliceAttrs a = read_slice_attrs(ctx);
+  auto same_length = [&](const char* name, size_t n) {
+    if (n != a.axes.size())
+      ctx.fail("attr '", name, "' has ", n, " entries but 'axes' has ", a.axes.size(), " (one per sliced axis)");
+  };
+  same_length("begin", a.begin.size());
+  same_length("end", a.end.size());
+  same_length("strides", a.strides.size());
+  a.axes = normalize_axes(ctx, a.axes, static_cast<int64_t>(ndim));
+  for (size_t i = 0; i < a.axes.size(); ++i)
+    if (a.strides[i] == 0) ctx.fail("strides[", i, "] (axis ", a.axes[i], ") is 0; a slice step must be nonzero");
+  return a;
+}
+
+// `shape` sliced by the attrs: each listed dim becomes its slice's length.
+Shape sliced_shape(const TypeContext& ctx, const Shape& shape, const SliceAttrs& a) {
+  Shape out = shape;
+  for (size_t i = 0; i < a.axes.size(); ++i) {
+    const Dim& d = shape[static_cast<size_t>(a.axes[i])];
+    if (d.is_const()) {
+      out[a.axes[i]] = Dim(slice_axis(d.value(), a.begin[i], a.end[i], a.strides[i]).len);
+      continue;
+    }
+    auto len = symbolic_slice_len(d, a.begin[i], a.end[i], a.strides[i]);
+    if (!len)
+      ctx.fail("axis ", a.axes[i], " of size ", d.to_string(), ": the length of slice (begin ", a.begin[i],
+               ", end ", a.end[i], ", stride ", a.strides[i],
+               ") of a symbolic dim is not a polynomial (a stride other than 1 or -1 needs a constant "
+               "distance between begin and end)");
+    out[a.axes[i]] = *len;
+  }
+  return out;
+}
+
+// x (a, b, ...), axes, begin, end (one each per sliced axis), strides=None
+// (all 1) -> x with each listed axis sliced as x[begin:end:stride].
+Type strided_slice_type(const TypeContext& ctx) {
+  const TypeNode& x = ctx.tensor(0);
+  SliceAttrs a = checked_slice_attrs(ctx, x.ndim());
+  return TypeNode::tensor(sliced_shape(ctx, x.shape(), a), x.dtype());
+}
+
+// dy, shape: dy must be strided_slice of shape by the attrs -> shape, dy's dtype.
+Type strided_slice_backward_type(const TypeContext& ctx) {
+  const TypeNode& dy = ctx.tensor(0);
+  const Shape& shape = ctx.attr_shape("shape");
+  SliceAttrs a = checked_slice_attrs(ctx, shape.size());
+  Shape want = sliced_shape(ctx, shape, a);
+  if (dy.shape() != want)
+    ctx.fail("dy has shape ", shape_to_string(dy.shape()), ", but the slice of shape ", shape_to_string(shape),
+             " has shape ", shape_to_string(want));
+  return TypeNode::tensor(shape, dy.dtype());
+}
+
+// The sliced elements of a contiguous array of `shape`: their element offset
+// (the slice's first element) and strides, over the sliced shape.
+struct SlicedLayout {
+  std::vector<int64_t> shape, strides;
+  int64_t offset = 0;
+};
+
+SlicedLayout sliced_layout(const SliceAttrs& a, const std::vector<int64_t>& shape) {
+  std::vector<int64_t> in_strides = contiguous_strides(shape);
+  std::vector<AxisSlice> slices = slice_dims(a, shape);
+  SlicedLayout out;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    const AxisSlice& s = slices[d];
+    out.shape.push_back(s.len);
+    // One index or none: the step is never taken (and may be huge).
+    out.strides.push_back(s.len > 1 ? s.step * in_strides[d] : in_strides[d]);
+    if (s.len > 0) out.offset += s.start * in_strides[d];
+  }
+  return out;
+}
+
+// Copies between a contiguous array (dense, of the sliced shape) and the
+// sliced elements of another (`sliced` at `l`'s offset and strides): gather
+// reads the slice into dense, scatter writes dense into the slice.
+template <typename U, bool kGather>
+void copy_slice(U* dense, U* sliced, const SlicedLayout& l) {
+  strided_loop<2>(l.shape, {contiguous_strides(l.shape), l.strides},
+                  [&](const std::array<int64_t, 2>& off, int64_t len, const std::array<int64_t, 2>& s) {
+                    U* d = dense + off[0];
+                    U* x = sliced + l.offset + off[1];
+                    if (s[1] == 1) {
+                      if constexpr (kGather) std::memcpy(d, x, static_cast<size_t>(len) * sizeof(U));
+                      else std::memcpy(x, d, static_cast<size_t>(len) * sizeof(U));
+                    } else {
+                      for (int64_t k = 0; k < len; ++k) {
+                        if constexpr (kGather) d[k] = x[k * s[1]];
+                        else x[k * s[1]] = d[k];
+                      }
+                    }
+                  });
+}
+
+// The slice of a symbolic axis is typed assuming its bounds are in range;
+// fails when this run's sizes make the slice another length.
+void require_planned_slice(const KernelContext& ctx, const SlicedLayout& l, const std::vector<int64_t>& full,
+                           const std::vector<int64_t>& sliced) {
+  if (l.shape != sliced)
+    ctx.fail("the slice of x ", shape_to_string(Shape(full.begin(), full.end())), " has shape ",
+             shape_to_string(Shape(l.shape.begin(), l.shape.end())), " in this run, but its type has ",
+             shape_to_string(Shape(sliced.begin(), sliced.end())),
+             ": a slice bound is out of range for a symbolic dim");
+}
+
+void strided_slice_kernel(KernelContext& ctx) {
+  const NDArray& x = ctx.in(0);
+  NDArray& out = ctx.out();
+  SlicedLayout l = sliced_layout(read_slice_attrs(ctx), x.shape());
+  require_planned_slice(ctx, l, x.shape(), out.shape());
+  if (out.numel() == 0) return;
+  dispatch_elem_size(x.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    copy_slice<U, true>(out.data_as<U>(), x.data_as<U>(), l);
+  });
+}
+
+// Zeros of the full shape, dy written into the slice.
+void strided_slice_backward_kernel(KernelContext& ctx) {
+  NDArray& out = ctx.out();
+  if (out.nbytes()) std::memset(out.data(), 0, out.nbytes());
+  SlicedLayout l = sliced_layout(read_slice_attrs(ctx), out.shape());
+  require_planned_slice(ctx, l, out.shape(), ctx.in(0).shape());
+  if (ctx.in(0).numel() == 0) return;
+  dispatch_elem_size(out.dtype(), [&](auto tag) {
+    using U = typename decltype(tag)::type;
+    copy_slice<U, false>(ctx.in(0).data_as<U>(), out.data_as<U>(), l);
+  });
+}
+
+// The slice is one contiguous block of x, in order, when every dim longer
+// than 1 steps through x by the stride a dense array of the sliced shape
+// has: then the output is x's bytes from the slice's first element. A slice
+// that is not the planned shape is left to the kernel, which fails.
+std::optional<int64_t> strided_slice_view_offset(const CallNode& call, const std::vector<int64_t>& in_shape,
+                                                 const std::vector<int64_t>& out_shape) {
+  SlicedLayout l = sliced_layout(read_slice_attrs(CallAttrs(call)), in_shape);
+  if (l.shape != out_shape) return std::nullopt;
+  std::vector<int64_t> dense = contiguous_strides(l.shape);
+  int64_t numel = 1;
+  for (int64_t d : l.shape) numel *= d;
+  if (numel == 0) return 0;
+  for (size_t d = 0; d < l.shape.size(); ++d)
+    if (l.shape[d] != 1 && l.strides[d] != dense[d]) return std::nullopt;
+  return l.offset;
+}
+
 // ---- index_add: the scatter-add inverse of take (PyTorch's index_add) ----
 
 // x (a, b, c), indices (i, j) int, source (a, i, j, c), axis=1 -> x's type
@@ -875,6 +1115,18 @@ std::vector<Expr> cumsum_vjp(VJPContext& ctx) {
 // triu(x, k): triu(g, k)
 std::vector<Expr> triu_vjp(VJPContext& ctx) { return {ctx.make(ops::triu, {ctx.grad}, {{"k", ctx.attr_int("k")}})}; }
 
+// strided_slice(x, ...): g written into zeros of x's shape
+std::vector<Expr> strided_slice_vjp(VJPContext& ctx) {
+  KwAttrs attrs = forward_attrs(ctx, {"axes", "begin", "end", "strides"});
+  attrs.emplace_back("shape", ctx.arg_type(0).shape());
+  return {ctx.make(ops::strided_slice_backward, {ctx.grad}, attrs)};
+}
+
+// strided_slice_backward(dy, shape, ...): the slice of g
+std::vector<Expr> strided_slice_backward_vjp(VJPContext& ctx) {
+  return {ctx.make(ops::strided_slice, {ctx.grad}, forward_attrs(ctx, {"axes", "begin", "end", "strides"}))};
+}
+
 }  // namespace
 
 std::vector<int64_t> permute_dims_permutation(const CallNode& call) {
@@ -986,6 +1238,20 @@ void register_manipulate_ops(OpRegistry& reg) {
       .add_attr("k", AttrKind::kInt, int64_t{0})
       .set_type_rule(triu_type).set_flops(zero_flops)
       .set_kernel(triu_kernel).set_vjp(triu_vjp);
+  // strided_slice moves data only; it reads x in place when the slice is one
+  // contiguous block of x and x dies there (the executor's views).
+  reg.define(ops::strided_slice).set_args({"x"})
+      .add_attr("axes", AttrKind::kIntList).add_attr("begin", AttrKind::kIntList)
+      .add_attr("end", AttrKind::kIntList).add_attr("strides", AttrKind::kOptIntList, NoneValue{})
+      .set_type_rule(strided_slice_type).set_flops(zero_flops)
+      .set_kernel(strided_slice_kernel).set_vjp(strided_slice_vjp)
+      .set_view_offset(strided_slice_view_offset);
+  reg.define(ops::strided_slice_backward).set_args({"dy"})
+      .add_attr("shape", AttrKind::kShape)
+      .add_attr("axes", AttrKind::kIntList).add_attr("begin", AttrKind::kIntList)
+      .add_attr("end", AttrKind::kIntList).add_attr("strides", AttrKind::kOptIntList, NoneValue{})
+      .set_type_rule(strided_slice_backward_type).set_flops(zero_flops)
+      .set_kernel(strided_slice_backward_kernel).set_vjp(strided_slice_backward_vjp);
 }
 
 }  // namespace aj

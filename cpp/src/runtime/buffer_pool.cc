@@ -17,7 +17,11 @@ NDArray BufferPool::take(std::vector<int64_t> shape, DType dtype) {
     if (cap >= need && cap <= 2 * need + 256 && (best == free_.size() || cap < free_[best].capacity))
       best = i;
   }
-  if (best == free_.size()) return NDArray::empty(std::move(shape), dtype);
+  if (best == free_.size()) {
+    NDArray fresh = NDArray::empty(std::move(shape), dtype);
+    capacity_[fresh.owner().get()] = std::max<size_t>(((need + 63) / 64) * 64, 64);
+    return fresh;
+  }
   Buffer buf = std::move(free_[best]);
   free_[best] = std::move(free_.back());
   free_.pop_back();
@@ -28,10 +32,20 @@ NDArray BufferPool::take(std::vector<int64_t> shape, DType dtype) {
 void BufferPool::give(NDArray& a) {
   if (!a.owner()) return;
   live_ -= std::min(live_, a.nbytes());
-  size_t cap = ((a.nbytes() + 63) / 64) * 64;
-  if (cap == 0) cap = 64;
+  auto it = capacity_.find(a.owner().get());
+  size_t cap = it != capacity_.end() ? it->second : std::max<size_t>(((a.nbytes() + 63) / 64) * 64, 64);
   free_.push_back({cap, a.owner()});
   a = NDArray();
+}
+
+void BufferPool::hand_out(const NDArray& a) {
+  live_ -= std::min(live_, a.nbytes());
+  capacity_.erase(a.owner().get());
+}
+
+void BufferPool::clear() {
+  for (const Buffer& b : free_) capacity_.erase(b.owner.get());
+  free_.clear();
 }
 
 size_t BufferPool::bytes() const {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "adjoint/ir/ndarray.h"
@@ -15,12 +16,16 @@ class BufferPool {
   // An array of `shape` and `dtype` backed by a pooled buffer when one fits
   // (capacity >= need and not more than twice it), else by a new one.
   NDArray take(std::vector<int64_t> shape, DType dtype);
-  // Returns a's buffer to the pool (a must have been taken from it).
+  // Returns a's buffer to the pool (a must have been taken from it, and may
+  // be a view of part of it: the whole buffer returns).
   void give(NDArray& a);
   // a leaves the pool's care for good (a function result handed to the caller).
-  void hand_out(const NDArray& a) { live_ -= std::min(live_, a.nbytes()); }
+  void hand_out(const NDArray& a);
+  // A taken buffer of `from` bytes is now seen as an array of `to` bytes
+  // (a view of part of it), which is what give() will count back.
+  void narrow(size_t from, size_t to) { live_ -= std::min(live_, from - std::min(from, to)); }
   size_t bytes() const;
-  void clear() { free_.clear(); }
+  void clear();
 
   // Bytes of taken buffers not yet given back, and their peak since reset_peak().
   size_t live_bytes() const { return live_; }
@@ -33,6 +38,9 @@ class BufferPool {
     std::shared_ptr<void> owner;
   };
   std::vector<Buffer> free_;
+  // The capacity of every buffer taken and not handed out, by its base
+  // address: what give() files a buffer under, whatever part a view spans.
+  std::unordered_map<const void*, size_t> capacity_;
   size_t live_ = 0;
   size_t peak_ = 0;
 };

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <functional>
 #include <new>
+#include <optional>
 #include <unordered_map>
 
 #include "adjoint/analysis/dataflow.h"
@@ -191,7 +192,10 @@ void CompiledFunction::plan() {
 // An elementwise op may write over an input that dies here, when that input
 // has the output's type and its buffer is the executor's (not an input or a
 // constant); a view op (reshape) takes such an input's buffer as it is and
-// runs no kernel. The input then leaves the release list: the output owns it.
+// runs no kernel (strided_slice: when its slice is one block of the input,
+// decided per run by take_view). The input then leaves the release list: the
+// output owns it. Only a dying input is viewed, so no later op, in place or
+// not, can write to bytes the view still reads, nor read bytes it overwrites.
 void CompiledFunction::choose_inplace(Instr& ins, int index, std::vector<int>& last) {
   const OpDef& op = ins.ctx.call->op();
   if ((!op.inplace_ok && !op.is_view) || ins.out_slots.size() != 1) return;
@@ -313,19 +317,43 @@ NDArray copy_of(const NDArray& a) {
 
 // Gives the instruction its output buffers, runs its kernel and returns the
 // buffers that die here to the pool.
+// A view op may skip its kernel only when its output is a block of its input.
 void CompiledFunction::execute(Instr& ins, const std::map<std::string, int64_t>& env) {
-  for (size_t k = 0; k < ins.out_slots.size(); ++k) {
-    std::vector<int64_t> shape = output_shape(ins, k, env);
-    if (ins.inplace_from >= 0) {
-      const NDArray& from = slots_[ins.inplace_from];
-      slots_[ins.out_slots[k]] = NDArray(std::move(shape), from.dtype(), from.owner(), from.data());
-      continue;
+  bool viewed = ins.skip_kernel && take_view(ins, env);
+  if (!viewed) {
+    for (size_t k = 0; k < ins.out_slots.size(); ++k) {
+      std::vector<int64_t> shape = output_shape(ins, k, env);
+      if (ins.inplace_from >= 0 && !ins.skip_kernel) {
+        const NDArray& from = slots_[ins.inplace_from];
+        slots_[ins.out_slots[k]] = NDArray(std::move(shape), from.dtype(), from.owner(), from.data());
+        continue;
+      }
+      slots_[ins.out_slots[k]] = pool_->take(std::move(shape), ins.out_types[k]->dtype());
     }
-    slots_[ins.out_slots[k]] = pool_->take(std::move(shape), ins.out_types[k]->dtype());
+    (*ins.kernel)(ins.ctx);
   }
-  if (!ins.skip_kernel) (*ins.kernel)(ins.ctx);
-  if (ins.inplace_from >= 0) slots_[ins.inplace_from] = NDArray();
+  if (ins.inplace_from >= 0) {
+    // A view op that copied after all: its input dies here like any other.
+    if (ins.skip_kernel && !viewed) pool_->give(slots_[ins.inplace_from]);
+    else slots_[ins.inplace_from] = NDArray();
+  }
   for (int s : ins.release_after) pool_->give(slots_[s]);
+}
+
+// The output of a view op becomes the bytes of its dying input from the op's
+// offset (0 unless the op has a view_offset rule); false when the rule says
+// the output is not one contiguous block of the input in this run.
+bool CompiledFunction::take_view(Instr& ins, const std::map<std::string, int64_t>& env) {
+  const NDArray& from = slots_[ins.inplace_from];
+  const OpDef& op = ins.ctx.call->op();
+  std::vector<int64_t> shape = output_shape(ins, 0, env);
+  std::optional<int64_t> offset = op.view_offset ? op.view_offset(*ins.ctx.call, from.shape(), shape) : 0;
+  if (!offset) return false;
+  char* data = static_cast<char*>(from.data()) + *offset * static_cast<int64_t>(dtype_size(from.dtype()));
+  NDArray view(std::move(shape), from.dtype(), from.owner(), data);
+  pool_->narrow(from.nbytes(), view.nbytes());
+  slots_[ins.out_slots[0]] = std::move(view);
+  return true;
 }
 
 std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {

@@ -103,6 +103,12 @@ struct VJPContext;
 using VJPRule = std::function<std::vector<Expr>(VJPContext& ctx)>;
 struct KernelContext;
 using Kernel = std::function<void(KernelContext& ctx)>;
+// For a view op whose output may be a block of its input's bytes: given the
+// input's and the output's shapes in this run, the element offset of that
+// block, or nullopt when the output is not one contiguous block of the input
+// (then the kernel runs).
+using ViewOffset = std::optional<int64_t> (*)(const CallNode& call, const std::vector<int64_t>& in_shape,
+                                              const std::vector<int64_t>& out_shape);
 
 struct OpDef {
   std::string name;
@@ -122,6 +128,9 @@ struct OpDef {
   // expand_dims, squeeze): when the input dies here, the output takes over
   // its buffer and the kernel does not run.
   bool is_view = false;
+  // A view op's offset into its input per run (strided_slice); null: the
+  // output is always the whole input (offset 0).
+  ViewOffset view_offset = nullptr;
 
   int attr_index(const std::string& attr_name) const;  // -1 when absent
 
@@ -135,6 +144,7 @@ struct OpDef {
   OpDef& set_kernel(Kernel k) { kernel = std::move(k); return *this; }
   OpDef& set_inplace_ok(bool ok) { inplace_ok = ok; return *this; }
   OpDef& set_view(bool view) { is_view = view; return *this; }
+  OpDef& set_view_offset(ViewOffset f) { is_view = true; view_offset = f; return *this; }
   OpDef& set_vjp(VJPRule r) { vjp = std::move(r); return *this; }
 };
 

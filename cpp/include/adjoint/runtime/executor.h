@@ -7,7 +7,9 @@
 //   3. each slot's last use is found, so its buffer returns to a pool right
 //      after it, and the next allocation of a fitting size reuses it; an
 //      elementwise op whose input of the same type dies there writes over
-//      it, and a reshape whose input dies there is that input's buffer;
+//      it, and a reshape whose input dies there is that input's buffer (a
+//      strided_slice too, at an offset, when its slice is one contiguous
+//      block of the input);
 //   4. output shapes are computed once when static, or per run by evaluating
 //      the symbolic dims with the symbols bound from the inputs.
 // run() executes the plan with the GIL released (the bindings do that).
@@ -60,13 +62,14 @@ class CompiledFunction {
     std::vector<int> release_after;               // slots whose last use is here
     const VarNode* var = nullptr;                 // the binding's var, for messages
     int inplace_from = -1;  // an input slot whose buffer the (single) output takes over
-    bool skip_kernel = false;  // a view taking over its input: the bytes are already there
+    bool skip_kernel = false;  // a view taking over its input: the bytes are already there (when take_view agrees)
   };
 
   void plan();
   void choose_inplace(Instr& ins, int index, std::vector<int>& last);
   int new_slot();
   void execute(Instr& ins, const std::map<std::string, int64_t>& env);
+  bool take_view(Instr& ins, const std::map<std::string, int64_t>& env);
   std::vector<int64_t> output_shape(const Instr& ins, size_t k, const std::map<std::string, int64_t>& env) const;
   std::string where(const Instr& ins) const;  // "function 'f', binding 'v' (op 'exp'): "
 
