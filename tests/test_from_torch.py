@@ -271,6 +271,8 @@ OP_CASES = {  # name: (module, inputs)
     "amax_amin": (Fn(lambda x: x.amax(-1) - x.amin(0).sum()), (randn(4, 6),)),
     "split_chunk_select_slice": (Fn(lambda x: x.split(2, 1)[1] * x.chunk(3, 1)[2] + x[:, 1:3] - x[1, ::3][None]),
                                  (randn(4, 6),)),
+    "negative_select_slice": (Fn(lambda x: x[-1] * x[:, -3:-1].sum() + x[:, ::4][:2, :1] + x[-2:, 5:]),
+                              (randn(4, 6),)),
     "unbind_stack_free": (Fn(lambda x: x.unbind(0)[1] + x.unbind(0)[3]), (randn(4, 6),)),
     "masked_fill_tril_triu_where": (Fn(lambda x: x.tril(1).masked_fill(x.triu() > 0.5, -2.0)
                                        + torch.where(x > 0, x, x * 0.1)), (randn(6, 6),)),
@@ -549,3 +551,13 @@ def test_golden_linear_gelu_tanh_dropout():
     mod = aj.from_torch(module, (torch.randn(4, 3),), dynamic_shapes=({0: BATCH},))
     aj.assert_structural_equal(mod, aj.parse(GOLDEN_LINEAR_GELU))
     assert mod.script().strip() == GOLDEN_LINEAR_GELU.strip()
+
+
+def test_indexing_along_a_symbolic_batch():
+    """x[1] on the symbolic axis (a take), slices of the static one (strided_slice)."""
+    module = Fn(lambda x: x[1] + x[:, 1:4].sum(1, keepdim=True) + x[:, -1:]).double().eval()
+    mod = aj.from_torch(module, (randn(3, 6),), dynamic_shapes=({0: BATCH},))
+    ops = {b.value.op for b in mod["main"].bindings if isinstance(b.value, aj.Call)}
+    assert {"take", "strided_slice"} <= ops
+    for batch in (2, 5):
+        assert_forward(module, mod, (randn(batch, 6),))

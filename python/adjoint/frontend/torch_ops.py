@@ -259,31 +259,32 @@ def _getitem(cx: Any, a: Args) -> Any:
     return cx.emit(_core.TupleGetItem(seq, index))
 
 
+_TO_THE_END = 2**63 - 1  # torch's and strided_slice's end for x[i:]
+
+
 @aten("select")
 def _select(cx: Any, a: Args) -> Any:
     x = a.self
     axis = a.dim % x.type.ndim
-    size = x.type.shape[axis]
-    index = a.index % size if isinstance(size, int) else a.index
-    if index < 0:
-        raise cx.unsupported(f"with a negative index {a.index} along a dynamic axis")
-    return op.take(x, cx.constant(np.asarray(index, np.int64)), axis=axis)
+    if not isinstance(x.type.shape[axis], int):  # strided_slice's length on a symbolic axis would be symbolic
+        return op.take(x, cx.constant(np.asarray(a.index, np.int64)), axis=axis)
+    end = a.index + 1 if a.index != -1 else _TO_THE_END
+    return op.squeeze(op.strided_slice(x, [axis], [a.index], [end]), [axis])
 
 
 @aten("slice")
 def _slice(cx: Any, a: Args) -> Any:
     x = a.self
     axis = a.dim % x.type.ndim
-    size = x.type.shape[axis]
-    if cx.out_shape()[axis] == size:
+    if cx.out_shape()[axis] == x.type.shape[axis]:
         return x  # x[:, :] and x[:, 0:], which torch.export keeps
-    if not isinstance(size, int):
-        raise cx.unsupported("along a dynamic axis")
     bounds = (a.start, a.end, a.step)
     if not all(b is None or isinstance(b, int) for b in bounds):
         raise cx.unsupported(f"with dynamic bounds {bounds}")
-    indices = np.arange(size)[slice(*bounds)]
-    return op.take(x, cx.constant(indices.astype(np.int64)), axis=axis)
+    begin = 0 if a.start is None else a.start
+    end = _TO_THE_END if a.end is None else min(a.end, _TO_THE_END)
+    step = a.step or 1
+    return op.strided_slice(x, [axis], [begin], [end], None if step == 1 else [step])
 
 
 # -- creation -------------------------------------------------------------------
