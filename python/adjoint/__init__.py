@@ -18,6 +18,7 @@ from .errors import (
     StructuralMismatch,
     TransformError,
     TypeInferenceError,
+    UnsupportedOpError,
     VerifyError,
 )
 from .ir import (
@@ -42,6 +43,7 @@ from .ir import (
 from .builder import FunctionBuilder
 from . import analysis, dims, op, pattern, testing, transform
 from .runtime import build
+from .frontend import from_torch, from_torch_state, to_torch_state
 
 __version__ = "0.1.0"
 
@@ -58,9 +60,10 @@ def set_num_threads(n: int) -> None:
 
 __all__ = [
     "Error", "ExecutionError", "FunctionNotFoundError", "GradientCheckError", "OutOfMemoryError", "ParseError", "StructuralMismatch",
-    "TransformError", "TypeInferenceError", "VerifyError",
+    "TransformError", "TypeInferenceError", "UnsupportedOpError", "VerifyError",
     "Binding", "Call", "Constant", "Dim", "Expr", "Function", "Module", "TensorType", "Tuple",
     "TupleGetItem", "TupleType", "Type", "Var",
     "assert_structural_equal", "parse", "structural_diff", "structural_equal", "structural_hash",
     "FunctionBuilder", "analysis", "dims", "op", "pattern", "testing", "transform", "build", "blas_info", "set_num_threads",
+    "from_torch", "from_torch_state", "to_torch_state",
 ]

@@ -40,6 +40,11 @@ class TransformError(Error):
     """A pass asked to do something it cannot (unknown function, bad arguments)."""
 
 
+class UnsupportedOpError(Error):
+    """``aj.from_torch`` met a PyTorch op (or an op's option) it has no translation
+    for; the message names the op and the Python source line it came from."""
+
+
 class FunctionNotFoundError(Error, KeyError):
     """A module has no function of the name asked for."""
 
@@ -57,6 +62,6 @@ class GradientCheckError(Error, AssertionError):
 
 __all__ = [
     "Error", "ParseError", "TypeInferenceError", "VerifyError", "ExecutionError", "OutOfMemoryError",
-    "TransformError",
+    "TransformError", "UnsupportedOpError",
     "FunctionNotFoundError", "StructuralMismatch", "GradientCheckError",
 ]

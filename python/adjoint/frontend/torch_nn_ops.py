@@ -1,0 +1,197 @@
+"""The neural-network part of ``aj.from_torch``'s ATen op table (see
+``torch_ops`` for the conventions): softmax, normalization, convolution,
+pooling, embedding, losses and attention, each onto adjoint's nn ops.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from .. import op
+from .torch_ops import OPS, Args, _pair, _swap_last, aten
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}  # ATen's loss reduction enum
+
+
+@aten("softmax", "_softmax")
+def _softmax(cx: Any, a: Args) -> Any:
+    return op.softmax(a.self, a.dim)
+
+
+@aten("log_softmax", "_log_softmax")
+def _log_softmax(cx: Any, a: Args) -> Any:
+    return op.log_softmax(a.self, a.dim)
+
+
+@aten("layer_norm")
+def _layer_norm(cx: Any, a: Args) -> Any:
+    x = a.input
+    shape = tuple(a.normalized_shape)
+    ones = cx.constant(np.ones(shape), like=x)
+    gamma = a.weight if a.weight is not None else ones
+    beta = a.bias if a.bias is not None else cx.constant(np.zeros(shape), like=x)
+    return op.layer_norm(x, gamma, beta, list(range(-len(shape), 0)), a.eps)
+
+
+@aten("batch_norm")
+def _batch_norm(cx: Any, a: Args) -> Any:
+    if a.training:
+        raise cx.unsupported("in training mode; call module.eval() before importing")
+    x = a.input
+    per_channel = (x.type.shape[1],) + (1,) * (x.type.ndim - 2)
+
+    def channel(v: Any, default: float) -> Any:
+        if v is None:
+            return cx.constant(np.full(per_channel, default), like=x)
+        return op.reshape(v, per_channel)
+
+    # (x - mean) / sqrt(var + eps) * weight + bias, per channel (axis 1)
+    scale = op.divide(channel(a.weight, 1.0), op.sqrt(op.add(channel(a.running_var, 1.0), a.eps)))
+    return op.add(op.multiply(op.subtract(x, channel(a.running_mean, 0.0)), scale), channel(a.bias, 0.0))
+
+
+# -- convolution and pooling ------------------------------------------------------
+
+
+def _require_nchw(cx: Any, x: Any) -> None:
+    if x.type.ndim != 4:
+        raise cx.unsupported(f"on a rank-{x.type.ndim} input (adjoint's 2-D ops take NCHW)")
+
+
+@aten("conv2d")
+def _conv2d(cx: Any, a: Args) -> Any:
+    x, w = a.input, a.weight
+    _require_nchw(cx, x)
+    dilation = _pair(a.dilation)
+    padding = a.padding
+    if isinstance(padding, str):
+        padding = _same_padding(cx, w, dilation) if padding == "same" else [0, 0]
+    y = op.conv2d(x, w, _pair(a.stride), _pair(padding), dilation, a.groups)
+    return y if a.bias is None else op.add(y, op.reshape(a.bias, (w.type.shape[0], 1, 1)))
+
+
+def _same_padding(cx: Any, w: Any, dilation: list[int]) -> list[int]:
+    totals = [d * (k - 1) for d, k in zip(dilation, w.type.shape[2:])]
+    if any(t % 2 for t in totals):
+        raise cx.unsupported("with padding='same' that pads one side more than the other")
+    return [t // 2 for t in totals]
+
+
+@aten("max_pool2d")
+def _max_pool2d(cx: Any, a: Args) -> Any:
+    _require_nchw(cx, a.self)
+    kernel = _pair(a.kernel_size)
+    stride = _pair(a.stride) if a.stride else kernel
+    return op.max_pool2d(a.self, kernel, stride, _pair(a.padding), _pair(a.dilation), bool(a.ceil_mode))
+
+
+@aten("avg_pool2d")
+def _avg_pool2d(cx: Any, a: Args) -> Any:
+    _require_nchw(cx, a.self)
+    if a.divisor_override is not None:
+        raise cx.unsupported(f"with divisor_override={a.divisor_override}")
+    kernel = _pair(a.kernel_size)
+    stride = _pair(a.stride) if a.stride else kernel
+    return op.avg_pool2d(a.self, kernel, stride, _pair(a.padding), [1, 1], bool(a.ceil_mode),
+                         bool(a.count_include_pad))
+
+
+@aten("adaptive_avg_pool2d")
+def _adaptive_avg_pool2d(cx: Any, a: Args) -> Any:
+    x = a.self
+    _require_nchw(cx, x)
+    sizes, outs = x.type.shape[2:], _pair(a.output_size)
+    if list(outs) == [1, 1]:
+        return op.mean(x, axis=[2, 3], keepdims=True)
+    if not all(isinstance(s, int) and s % o == 0 for s, o in zip(sizes, outs)):
+        raise cx.unsupported(f"from {tuple(sizes)} to {tuple(outs)} (only whole windows)")
+    kernel = [s // o for s, o in zip(sizes, outs)]
+    return op.avg_pool2d(x, kernel, kernel)
+
+
+# -- embedding and losses --------------------------------------------------------
+
+
+@aten("embedding")
+def _embedding(cx: Any, a: Args) -> Any:
+    if a.padding_idx is not None and a.padding_idx >= 0:
+        raise cx.unsupported(f"with padding_idx={a.padding_idx} (its row gets no gradient in torch)")
+    return op.take(a.weight, a.indices, axis=0)
+
+
+def _nll(cx: Any, log_probs: Any, a: Args) -> Any:
+    if a.weight is not None:
+        raise cx.unsupported("with class weights")
+    reduction = _REDUCTIONS[a.reduction]
+    target = a.target
+    if not target.type.dtype.startswith("int"):
+        raise cx.unsupported("with class probabilities as targets (only class indices)")
+    if log_probs.type.ndim <= 2:
+        return op.nll_loss(log_probs, target, reduction, a.ignore_index)
+    # (N, C, d1, ...) -> (N*d1*..., C): classes last, one row per target
+    n = log_probs.type.ndim
+    rows = op.reshape(op.permute_dims(log_probs, [0, *range(2, n), 1]), (_product(target.type.shape),
+                                                                           log_probs.type.shape[1]))
+    loss = op.nll_loss(rows, op.reshape(target, (_product(target.type.shape),)), reduction, a.ignore_index)
+    return op.reshape(loss, target.type.shape) if reduction == "none" else loss
+
+
+def _product(dims: tuple) -> int | str:
+    ints = math.prod(d for d in dims if isinstance(d, int))
+    syms = [f"({d})" for d in dims if not isinstance(d, int)]
+    return ints if not syms else "*".join([str(ints), *syms])
+
+
+@aten("nll_loss", "nll_loss_nd", "nll_loss2d")
+def _nll_loss(cx: Any, a: Args) -> Any:
+    return _nll(cx, a.self, a)
+
+
+@aten("cross_entropy_loss")
+def _cross_entropy(cx: Any, a: Args) -> Any:
+    if a.label_smoothing:
+        raise cx.unsupported(f"with label_smoothing={a.label_smoothing}")
+    x = a.self
+    return _nll(cx, op.log_softmax(x, 1 if x.type.ndim > 1 else 0), a)
+
+
+# -- attention -------------------------------------------------------------------
+
+
+@aten("scaled_dot_product_attention")
+def _sdpa(cx: Any, a: Args) -> Any:
+    q, k, v = a.query, a.key, a.value
+    if a.dropout_p:
+        raise cx.unsupported(f"with dropout_p={a.dropout_p}")
+    if a.enable_gqa and q.type.shape[-3] != k.type.shape[-3]:
+        raise cx.unsupported("with grouped-query attention (enable_gqa and fewer key heads)")
+    width = q.type.shape[-1]
+    if a.scale is None and not isinstance(width, int):
+        raise cx.unsupported("with a dynamic head width and no scale")
+    scale = a.scale if a.scale is not None else 1.0 / math.sqrt(width)
+    scores = op.multiply(op.matmul(q, _swap_last(k)), scale)
+    if a.is_causal:
+        scores = _masked(cx, scores, _causal_keep(q.type.shape[-2], k.type.shape[-2]))
+    mask = a.attn_mask
+    if mask is None:
+        return op.matmul(op.softmax(scores, -1), v)
+    scores = _masked(cx, scores, mask) if mask.type.dtype == "bool" else op.add(scores, mask)
+    # torch's safe softmax: a query whose keys are all masked attends to nothing (zeros, not NaN)
+    # (their scores become 0 before the softmax, so no NaN reaches the gradient either)
+    none_kept = op.equal(op.max(scores, -1, True), cx.constant(np.asarray(-np.inf), like=scores))
+    zero = cx.constant(np.zeros(()), like=scores)
+    weights = op.where(none_kept, zero, op.softmax(op.where(none_kept, zero, scores), -1))
+    return op.matmul(weights, v)
+
+
+def _causal_keep(rows: Any, cols: Any) -> Any:
+    """Bool (rows, cols): true on and below the diagonal, the keys a query may see."""
+    ones = op.ones((rows, cols), "float32")
+    return op.equal(op.triu(ones, 1), 0.0)
+
+
+def _masked(cx: Any, scores: Any, keep: Any) -> Any:
+    return op.where(keep, scores, cx.constant(np.asarray(-np.inf), like=scores))

@@ -1,0 +1,344 @@
+"""The ATen op table of ``aj.from_torch``: one small function per op (or
+group of ops of one meaning), registered in ``OPS`` under the op's overload
+packet name (``linear`` for ``aten.linear.default``; ``operator.getitem``
+for Python's).
+
+Each function takes the importer ``cx`` (the current node, its fake result
+``cx.out()``, ``cx.out_shape()``, ``cx.unsupported(...)``) and the node's
+arguments by their ATen schema names (``a.input``, ``a.weight``), tensors
+already translated to adjoint values, and emits adjoint ops into the active
+builder. Shape-only ops take their result shape from torch's fake result,
+so symbolic sizes need no arithmetic here. The nn ops are in
+``torch_nn_ops``, which adds its entries to the same table.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import _core
+from .. import op
+
+OPS: dict[str, Callable[[Any, "Args"], Any]] = {}
+
+
+class Args(dict):
+    """A node's arguments by schema name; a missing one reads as None."""
+
+    def __getattr__(self, name: str) -> Any:
+        return self.get(name)
+
+
+def aten(*names: str) -> Callable:
+    def register(fn: Callable) -> Callable:
+        for name in names:
+            OPS[name] = fn
+        return fn
+
+    return register
+
+
+def _pair(v: Any) -> list[int]:
+    v = [v] if isinstance(v, int) else list(v)
+    return v * 2 if len(v) == 1 else v
+
+
+def _axes(dims: Any, ndim: int) -> list[int]:
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    return [d % ndim if ndim else 0 for d in dims]
+
+
+def _swap_last(x: Any) -> Any:
+    n = x.type.ndim
+    return op.permute_dims(x, list(range(n - 2)) + [n - 1, n - 2])
+
+
+# -- no-ops: copies, asserts, dropout ---------------------------------------
+
+
+@aten("contiguous", "clone", "alias", "detach", "lift_fresh_copy", "_to_copy", "to", "type_as")
+def _copy(cx: Any, a: Args) -> Any:
+    x = a.self
+    return x if cx.out_dtype() == x.type.dtype else op.astype(x, cx.out_dtype())
+
+
+@aten("_assert_tensor_metadata", "_assert_scalar", "sym_constrain_range_for_size", "sym_constrain_range")
+def _no_value(cx: Any, a: Args) -> None:
+    return None
+
+
+@aten("dropout", "feature_dropout")
+def _dropout(cx: Any, a: Args) -> Any:
+    if a.train and a.p > 0:
+        raise cx.unsupported(f"in training mode (p={a.p}); call module.eval() before importing")
+    return a.input
+
+
+# -- elementwise ----------------------------------------------------------------
+
+_UNARY = {"relu": op.relu, "tanh": op.tanh, "sigmoid": op.sigmoid, "silu": op.silu, "exp": op.exp,
+          "log": op.log, "sqrt": op.sqrt, "rsqrt": op.rsqrt, "neg": op.negative, "abs": op.abs,
+          "sin": op.sin, "cos": op.cos, "erf": op.erf, "square": op.square}
+
+for _name, _fn in _UNARY.items():
+    OPS[_name] = lambda cx, a, _fn=_fn: _fn(a.self)
+
+
+@aten("reciprocal")
+def _reciprocal(cx: Any, a: Args) -> Any:
+    return op.divide(1.0, a.self)
+
+
+@aten("gelu")
+def _gelu(cx: Any, a: Args) -> Any:
+    x = a.self
+    if a.approximate == "none":
+        return op.gelu(x)
+    # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), as torch writes it
+    cube = op.multiply(op.multiply(x, x), x)
+    inner = op.multiply(op.add(x, op.multiply(cube, 0.044715)), math.sqrt(2.0 / math.pi))
+    one_plus_tanh = op.add(op.tanh(inner), 1.0)
+    return op.multiply(op.multiply(x, 0.5), one_plus_tanh)
+
+
+def _scaled(x: Any, alpha: Any) -> Any:
+    return x if alpha == 1 else op.multiply(x, alpha)
+
+
+@aten("add")
+def _add(cx: Any, a: Args) -> Any:
+    return op.add(a.self, _scaled(a.other, a.alpha))
+
+
+@aten("sub")
+def _sub(cx: Any, a: Args) -> Any:
+    return op.subtract(a.self, _scaled(a.other, a.alpha))
+
+
+@aten("rsub")
+def _rsub(cx: Any, a: Args) -> Any:
+    return op.subtract(a.other, _scaled(a.self, a.alpha))
+
+
+@aten("mul")
+def _mul(cx: Any, a: Args) -> Any:
+    return op.multiply(a.self, a.other)
+
+
+@aten("div")
+def _div(cx: Any, a: Args) -> Any:
+    if a.rounding_mode is not None:
+        raise cx.unsupported(f"with rounding_mode='{a.rounding_mode}'")
+    return op.divide(a.self, a.other)
+
+
+@aten("pow")
+def _pow(cx: Any, a: Args) -> Any:
+    if a.exponent == 2:
+        return op.square(a.self)
+    return op.power(a.self, a.exponent)
+
+
+_BINARY = {"maximum": op.maximum, "minimum": op.minimum, "eq": op.equal, "lt": op.less, "gt": op.greater}
+
+for _name, _fn in _BINARY.items():
+    OPS[_name] = lambda cx, a, _fn=_fn: _fn(a.self, a.other)
+
+
+@aten("bitwise_not", "logical_not")
+def _not(cx: Any, a: Args) -> Any:
+    return op.equal(a.self, cx.constant(np.zeros((), bool)))
+
+
+@aten("where")
+def _where(cx: Any, a: Args) -> Any:
+    return op.where(a.condition, a.self, a.other)
+
+
+@aten("masked_fill")
+def _masked_fill(cx: Any, a: Args) -> Any:
+    return op.where(a.mask, cx.constant(np.asarray(a.value), like=a.self), a.self)
+
+
+# -- linear algebra -------------------------------------------------------------
+
+
+@aten("linear")
+def _linear(cx: Any, a: Args) -> Any:
+    y = op.matmul(a.input, op.permute_dims(a.weight))
+    return y if a.bias is None else op.add(y, a.bias)
+
+
+@aten("matmul", "mm", "bmm")
+def _matmul(cx: Any, a: Args) -> Any:
+    return op.matmul(a.self, a.other if a.other is not None else a.mat2)
+
+
+@aten("addmm")
+def _addmm(cx: Any, a: Args) -> Any:
+    return op.add(_scaled(a.self, a.beta), _scaled(op.matmul(a.mat1, a.mat2), a.alpha))
+
+
+# -- shapes ---------------------------------------------------------------------
+
+
+@aten("view", "reshape", "_unsafe_view", "flatten", "unflatten", "view_as", "reshape_as")
+def _reshape(cx: Any, a: Args) -> Any:
+    return op.reshape(a.self, cx.out_shape())
+
+
+@aten("t", "numpy_T")
+def _reverse(cx: Any, a: Args) -> Any:
+    return op.permute_dims(a.self)
+
+
+@aten("transpose", "swapaxes")
+def _transpose(cx: Any, a: Args) -> Any:
+    x = a.self
+    axes = list(range(x.type.ndim))
+    i, j = _axes([a.dim0 if a.dim0 is not None else a.axis0, a.dim1 if a.dim1 is not None else a.axis1],
+                 x.type.ndim)
+    axes[i], axes[j] = axes[j], axes[i]
+    return op.permute_dims(x, axes)
+
+
+@aten("permute")
+def _permute(cx: Any, a: Args) -> Any:
+    return op.permute_dims(a.self, _axes(a.dims, a.self.type.ndim))
+
+
+@aten("unsqueeze")
+def _unsqueeze(cx: Any, a: Args) -> Any:
+    return op.expand_dims(a.self, a.dim % (a.self.type.ndim + 1))
+
+
+@aten("squeeze")
+def _squeeze(cx: Any, a: Args) -> Any:
+    x = a.self
+    shape = x.type.shape
+    asked = range(x.type.ndim) if a.dim is None else _axes(a.dim, x.type.ndim)
+    axes = [d for d in asked if shape[d] == 1]  # torch leaves a size other than 1 in place
+    return op.squeeze(x, axes) if axes else x
+
+
+@aten("expand", "expand_as", "broadcast_to")
+def _expand(cx: Any, a: Args) -> Any:
+    return op.broadcast_to(a.self, cx.out_shape())
+
+
+@aten("split", "split_with_sizes", "chunk", "tensor_split", "unsafe_split")
+def _split(cx: Any, a: Args) -> Any:
+    x = a.self
+    axis = (a.dim or 0) % x.type.ndim
+    sizes = [cx.out_shape(i)[axis] for i in range(len(cx.out()))]
+    if not all(isinstance(s, int) for s in sizes):
+        raise cx.unsupported(f"along a dynamic axis (sizes {sizes})")
+    bounds = np.cumsum(sizes[:-1]).tolist()
+    return op.split(x, bounds if bounds else 1, axis=axis)
+
+
+@aten("unbind")
+def _unbind(cx: Any, a: Args) -> Any:
+    x = a.self
+    axis = a.dim % x.type.ndim
+    n = x.type.shape[axis]
+    if not isinstance(n, int):
+        raise cx.unsupported("along a dynamic axis")
+    parts = op.split(x, n, axis=axis)
+    return [op.squeeze(cx.emit(_core.TupleGetItem(parts, i)), [axis]) for i in range(n)]
+
+
+@aten("operator.getitem")
+def _getitem(cx: Any, a: Args) -> Any:
+    seq, index = a.arg0, a.arg1
+    if isinstance(seq, (list, tuple)):
+        return seq[index]
+    return cx.emit(_core.TupleGetItem(seq, index))
+
+
+_TO_THE_END = 2**63 - 1  # torch's and strided_slice's end for x[i:]
+
+
+@aten("select")
+def _select(cx: Any, a: Args) -> Any:
+    x = a.self
+    axis = a.dim % x.type.ndim
+    if not isinstance(x.type.shape[axis], int):  # strided_slice's length on a symbolic axis would be symbolic
+        return op.take(x, cx.constant(np.asarray(a.index, np.int64)), axis=axis)
+    end = a.index + 1 if a.index != -1 else _TO_THE_END
+    return op.squeeze(op.strided_slice(x, [axis], [a.index], [end]), [axis])
+
+
+@aten("slice")
+def _slice(cx: Any, a: Args) -> Any:
+    x = a.self
+    axis = a.dim % x.type.ndim
+    if cx.out_shape()[axis] == x.type.shape[axis]:
+        return x  # x[:, :] and x[:, 0:], which torch.export keeps
+    bounds = (a.start, a.end, a.step)
+    if not all(b is None or isinstance(b, int) for b in bounds):
+        raise cx.unsupported(f"with dynamic bounds {bounds}")
+    begin = 0 if a.start is None else a.start
+    end = _TO_THE_END if a.end is None else min(a.end, _TO_THE_END)
+    step = a.step or 1
+    return op.strided_slice(x, [axis], [begin], [end], None if step == 1 else [step])
+
+
+# -- creation -------------------------------------------------------------------
+
+
+@aten("zeros", "ones", "full", "zeros_like", "ones_like", "full_like", "new_zeros", "new_ones", "new_full",
+      "scalar_tensor")
+def _full(cx: Any, a: Args) -> Any:
+    name = cx.node.target._overloadpacket.__name__
+    value = {"zeros": 0, "ones": 1}.get(name.removesuffix("_like").removeprefix("new_"), a.fill_value)
+    if name == "scalar_tensor":
+        value = a.s
+    return op.full(cx.out_shape(), float(value), cx.out_dtype())
+
+
+@aten("arange")
+def _arange(cx: Any, a: Args) -> Any:
+    value = cx.out()
+    if not isinstance(value.shape[0], int):
+        raise cx.unsupported("with a dynamic length")
+    start = a.start if a.start is not None else 0
+    step = a.step if a.step is not None else 1
+    return cx.constant(np.arange(start, a.end, step).astype(cx.out_dtype()))
+
+
+@aten("tril", "triu")
+def _tri(cx: Any, a: Args) -> Any:
+    x = a.self
+    lower = cx.node.target._overloadpacket.__name__ == "tril"
+    k = a.diagonal or 0
+    # where above the diagonal (tril) / below it (triu), x becomes zero
+    ones = op.ones(x.type.shape[-2:], "float32")
+    dropped = op.triu(ones, k + 1) if lower else op.subtract(ones, op.triu(ones, k))
+    return op.where(op.greater(dropped, 0.0), op.zeros_like(x), x)
+
+
+# -- reductions -----------------------------------------------------------------
+
+
+def _reduce(fn: Callable) -> Callable:
+    def run(cx: Any, a: Args) -> Any:
+        if a.dtype is not None:
+            raise cx.unsupported(f"with dtype={a.dtype}")
+        axis = None if a.dim is None or a.dim == [] else _axes(a.dim, a.self.type.ndim)
+        return fn(a.self, axis=axis, keepdims=bool(a.keepdim))
+
+    return run
+
+
+OPS["sum"] = _reduce(op.sum)
+OPS["mean"] = _reduce(op.mean)
+
+
+@aten("amax", "amin")
+def _amax(cx: Any, a: Args) -> Any:
+    fn = op.max if cx.node.target._overloadpacket.__name__ == "amax" else op.min
+    return fn(a.self, axis=_axes(a.dim, a.self.type.ndim) or None, keepdims=bool(a.keepdim))

@@ -1,0 +1,563 @@
+"""aj.from_torch: torch modules imported through torch.export compute what
+torch computes, forward and backward (float64, rtol 1e-7), at every batch
+size when the batch is symbolic; unsupported ops are named with their
+source line; weights move both ways with from_torch_state/to_torch_state."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn, F = torch.nn, torch.nn.functional
+
+import adjoint as aj  # noqa: E402
+from adjoint.frontend.torch_names import param_name  # noqa: E402
+
+RTOL, ATOL = 1e-7, 1e-10
+BATCH = torch.export.Dim("batch")
+
+
+class Weighted(nn.Module):
+    """(inner(x) * w).sum() with fixed random w: a scalar whose gradient
+    reaches every element of inner's output; w is broadcast over the batch."""
+
+    def __init__(self, inner, out_shape, seed=1):
+        super().__init__()
+        self.inner = inner
+        g = torch.Generator().manual_seed(seed)
+        self.register_buffer("w", torch.randn(tuple(out_shape), generator=g, dtype=torch.float64), persistent=False)
+
+    def forward(self, x, y=None):
+        return (self.inner(x) if y is None else self.inner(x, y)).mul(self.w).sum()
+
+
+def as_float64(module, inputs):
+    module = module.double().eval()
+    return module, tuple(t.double() if t.is_floating_point() else t for t in inputs)
+
+
+_BUILT = {}  # id(mod) -> (mod, executable): the fixtures' modules are built once
+
+
+def run_adjoint(mod, module, inputs, func="main"):
+    if id(mod) not in _BUILT or _BUILT[id(mod)][0] is not mod:
+        _BUILT[id(mod)] = (mod, aj.build(mod))
+    exe = _BUILT[id(mod)][1]
+    return exe[func](*[t.numpy() for t in inputs], *aj.from_torch_state(module, mod).values())
+
+
+def assert_forward(module, mod, inputs):
+    out = run_adjoint(mod, module, inputs)
+    with torch.no_grad():
+        ref = module(*inputs)
+    outs, refs = (out, ref) if isinstance(ref, tuple) else ((out,), (ref,))
+    assert len(outs) == len(refs)
+    for o, r in zip(outs, refs):
+        np.testing.assert_allclose(o, r.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def torch_gradients(module, inputs):
+    """The loss, the gradients of the float inputs (in order) and {param name:
+    gradient} of every parameter, by torch.autograd."""
+    leaves = [t.clone().requires_grad_(t.is_floating_point()) for t in inputs]
+    module.zero_grad()
+    loss = module(*leaves)
+    loss.backward()
+    by_input = [t.grad for t in leaves if t.is_floating_point()]
+    return loss.item(), by_input, {param_name(n): p.grad for n, p in module.named_parameters()}
+
+
+def differentiate(weighted, inputs, dynamic_shapes=None):
+    """weighted imported, with main_adjoint giving the gradients of its float
+    inputs and its parameters (not of buffers such as BatchNorm's statistics),
+    and the names of those params in order."""
+    mod = aj.from_torch(weighted, inputs, dynamic_shapes=dynamic_shapes)
+    fn = mod["main"]
+    wanted = [p.name_hint for p in fn.params[:fn.attrs["num_input"]] if p.type.dtype.startswith("float")]
+    wanted += [param_name(n) for n, _ in weighted.named_parameters()]
+    return aj.transform.Gradient(require_grads=wanted)(mod), wanted
+
+
+def assert_gradients(weighted, differentiated, inputs):
+    """main_adjoint against torch.autograd, input and parameter by parameter."""
+    grad_mod, wanted = differentiated
+    loss, grads = run_adjoint(grad_mod, weighted, inputs, "main_adjoint")
+    ref_loss, by_input, by_param = torch_gradients(weighted, inputs)
+    np.testing.assert_allclose(loss, ref_loss, rtol=RTOL)
+    ref = [*by_input, *(by_param[w] for w in wanted[len(by_input):])]
+    assert len(grads) == len(ref)
+    for name, grad, expected in zip(wanted, grads, ref):
+        np.testing.assert_allclose(grad, expected.numpy(), rtol=RTOL, atol=ATOL, err_msg=name)
+
+
+def positional_names(mod, n):
+    return [p.name_hint for p in mod["main"].params[:n]]
+
+
+# -- the four models ----------------------------------------------------------------
+
+
+class MLP(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(6, 16), nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+
+
+class CNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2)
+        self.pool, self.avg = nn.MaxPool2d(2), nn.AvgPool2d(2, stride=1)
+        self.flatten, self.fc = nn.Flatten(), nn.Linear(6 * 1 * 1, 5)
+
+    def forward(self, x):
+        x = self.pool(torch.relu(self.conv1(x)))
+        return self.fc(self.flatten(self.avg(F.silu(self.conv2(x)))))
+
+
+class GPTBlock(nn.Module):
+    """Pre-norm decoder block: causal self-attention (sdpa with is_causal, and
+    a tril-mask buffer with masked_fill), a GELU (tanh) MLP, residuals."""
+
+    def __init__(self, d=8, heads=2, max_len=16):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.register_buffer("causal", torch.tril(torch.ones(max_len, max_len)).bool())
+
+    def forward(self, x):
+        B, T, C = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(C, dim=2)
+        q, k, v = (t.view(B, T, self.heads, C // self.heads).transpose(1, 2) for t in (q, k, v))
+        by_sdpa = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        scores = (q @ k.transpose(-2, -1)) / (C // self.heads) ** 0.5
+        by_hand = scores.masked_fill(~self.causal[:T, :T], float("-inf")).softmax(-1) @ v
+        y = ((by_sdpa + by_hand) / 2).transpose(1, 2).contiguous().view(B, T, C)
+        x = x + self.proj(y)
+        return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh"))
+
+
+def encoder(batch_first):
+    torch.manual_seed(3)
+    return nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=batch_first)
+
+
+MODELS = {  # name: (module, example input shape, batch axis)
+    "mlp": (MLP, (3, 6), 0),
+    "cnn": (CNN, (2, 3, 8, 8), 0),
+    "encoder": (lambda: encoder(True), (2, 5, 8), 0),
+    "encoder_seq_first": (lambda: encoder(False), (5, 2, 8), 1),
+    "gpt_block": (GPTBlock, (2, 5, 8), 0),
+}
+
+
+def resized(shape, axis, batch):
+    return tuple(batch if i == axis else s for i, s in enumerate(shape))
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def model(request):
+    """The model, its weighted scalar, and both imported with a symbolic batch."""
+    make, shape, axis = MODELS[request.param]
+    torch.manual_seed(0)
+    module, (x,) = as_float64(make(), (torch.randn(*shape),))
+    dynamic = ({axis: BATCH},)
+    mod = aj.from_torch(module, (x,), dynamic_shapes=dynamic)
+    out_shape = module(x).shape
+    weighted = Weighted(module, resized(out_shape, axis, 1)).eval()
+    return module, mod, weighted, differentiate(weighted, (x,), dynamic), shape, axis
+
+
+def test_model_imports_with_a_symbolic_batch(model):
+    module, mod, _, _, shape, axis = model
+    fn = mod["main"]
+    assert fn.attrs["num_input"] == 1
+    assert fn.params[0].type.shape[axis] == "batch"
+    weights = [p.name_hint for p in fn.params[1:]]
+    assert weights == [param_name(n) for n, _ in module.named_parameters()] + (
+        ["causal"] if isinstance(module, GPTBlock) else [])
+
+
+@pytest.mark.parametrize("batch", [2, 3])
+def test_model_forward_equals_torch(model, batch):
+    module, mod, _, _, shape, axis = model
+    torch.manual_seed(batch)
+    assert_forward(module, mod, (torch.randn(*resized(shape, axis, batch), dtype=torch.float64),))
+
+
+@pytest.mark.parametrize("batch", [2, 3])
+def test_model_gradients_equal_torch_autograd(model, batch):
+    _, _, weighted, grad_mod, shape, axis = model
+    torch.manual_seed(10 + batch)
+    assert_gradients(weighted, grad_mod, (torch.randn(*resized(shape, axis, batch), dtype=torch.float64),))
+
+
+# -- one small module per op family ---------------------------------------------------
+
+
+class Fn(nn.Module):
+    """A module computing fn(x[, y]) with a Linear in front, so parameters get gradients too."""
+
+    def __init__(self, fn, features=6):
+        super().__init__()
+        self.fn, self.lin = fn, nn.Linear(features, features)
+
+    def forward(self, x, y=None):
+        x = self.lin(x) if x.is_floating_point() and x.shape[-1] == self.lin.in_features else x
+        return self.fn(x) if y is None else self.fn(x, y)
+
+
+def randn(*shape):
+    return torch.randn(*shape, dtype=torch.float64)
+
+
+def randint(high, *shape):
+    return torch.randint(0, high, shape)
+
+
+def causal_scores(x):
+    q = x.view(2, 3, 2, 3).transpose(1, 2)
+    return F.scaled_dot_product_attention(q, q * 0.5, q + 1.0, is_causal=True)
+
+
+class MHA(nn.Module):
+    def __init__(self, batch_first=True, need_weights=False):
+        super().__init__()
+        self.mha, self.need_weights = nn.MultiheadAttention(6, 2, batch_first=batch_first), need_weights
+
+    def forward(self, x):
+        out, weights = self.mha(x, x * 2.0, x, need_weights=self.need_weights)
+        return out if weights is None else out + weights.sum()
+
+
+torch.manual_seed(0)
+OP_CASES = {  # name: (module, inputs)
+    "relu": (Fn(torch.relu), (randn(4, 6),)),
+    "gelu": (Fn(F.gelu), (randn(4, 6),)),
+    "gelu_tanh": (Fn(lambda x: F.gelu(x, approximate="tanh")), (randn(4, 6),)),
+    "silu_tanh_sigmoid": (Fn(lambda x: F.silu(x) + torch.tanh(x) * torch.sigmoid(x)), (randn(4, 6),)),
+    "exp_log_sqrt_abs": (Fn(lambda x: torch.exp(x) + torch.log(x.abs() + 1) + torch.sqrt(x * x + 1)), (randn(4, 6),)),
+    "softmax_log_softmax": (Fn(lambda x: F.softmax(x, 0) + F.log_softmax(x, -1)), (randn(4, 6),)),
+    "layer_norm": (nn.Sequential(nn.Linear(6, 6), nn.LayerNorm(6)), (randn(2, 3, 6),)),
+    "layer_norm_2d_no_affine": (Fn(lambda x: F.layer_norm(x, (3, 6), eps=1e-3)), (randn(2, 3, 6),)),
+    "batch_norm_eval": (nn.Sequential(nn.Conv2d(2, 3, 1), nn.BatchNorm2d(3)), (randn(2, 2, 3, 3),)),
+    "dropout_eval": (nn.Sequential(nn.Linear(6, 6), nn.Dropout(0.5)), (randn(4, 6),)),
+    "embedding": (nn.Sequential(nn.Embedding(10, 6), nn.Linear(6, 3)), (randint(10, 2, 5),)),
+    "conv2d_stride_dilation_no_bias": (nn.Conv2d(2, 4, 3, stride=2, padding=2, dilation=2, bias=False),
+                                       (randn(2, 2, 7, 7),)),
+    "conv2d_groups_same": (nn.Conv2d(4, 4, 3, padding="same", groups=2), (randn(1, 4, 5, 5),)),
+    "max_pool2d": (nn.MaxPool2d(3, stride=2, padding=1), (randn(2, 3, 7, 7),)),
+    "avg_pool2d": (nn.AvgPool2d(3, stride=2, padding=1), (randn(2, 3, 7, 7),)),
+    "avg_pool2d_no_pad_count": (nn.AvgPool2d(2, padding=1, count_include_pad=False), (randn(1, 2, 5, 5),)),
+    "adaptive_avg_pool2d": (nn.Sequential(nn.Conv2d(2, 3, 1), nn.AdaptiveAvgPool2d(1), nn.Flatten()),
+                            (randn(2, 2, 4, 4),)),
+    "flatten_unflatten": (Fn(lambda x: x.flatten(1).unflatten(1, (2, 12))), (randn(2, 4, 6),)),
+    "matmul_bmm_mm": (Fn(lambda x, y: (x @ y).bmm(y.transpose(1, 2)) + torch.mm(x[0], y[0]).sum()),
+                      (randn(3, 4, 6), randn(3, 6, 4))),
+    "addmm": (Fn(lambda x, y: torch.addmm(y, x, x.t(), beta=0.5, alpha=2.0)), (randn(4, 6), randn(4, 4))),
+    "transpose_permute_view": (Fn(lambda x: x.transpose(0, 2).permute(1, 0, 2).reshape(6, -1).view(2, 3, 8)),
+                               (randn(2, 4, 6),)),
+    "squeeze_unsqueeze_expand": (Fn(lambda x: x.unsqueeze(1).expand(-1, 3, -1).squeeze(0).unsqueeze(-1)),
+                                 (randn(1, 6),)),
+    "arithmetic": (Fn(lambda x, y: torch.add(x, y, alpha=2.0) - torch.sub(y, x, alpha=0.5) * 3.0
+                   + 1.0 / (x * x + 1) - (2.0 - y) / 4 + x ** 3 + y ** 2), (randn(4, 6), randn(6))),
+    "mean_sum": (Fn(lambda x: x.mean((0, 2), keepdim=True) + x.sum(1).sum(-1)[:, None, None] + x.mean()),
+                 (randn(2, 3, 6),)),
+    "amax_amin": (Fn(lambda x: x.amax(-1) - x.amin(0).sum()), (randn(4, 6),)),
+    "split_chunk_select_slice": (Fn(lambda x: x.split(2, 1)[1] * x.chunk(3, 1)[2] + x[:, 1:3] - x[1, ::3][None]),
+                                 (randn(4, 6),)),
+    "negative_select_slice": (Fn(lambda x: x[-1] * x[:, -3:-1].sum() + x[:, ::4][:2, :1] + x[-2:, 5:]),
+                              (randn(4, 6),)),
+    "unbind_stack_free": (Fn(lambda x: x.unbind(0)[1] + x.unbind(0)[3]), (randn(4, 6),)),
+    "masked_fill_tril_triu_where": (Fn(lambda x: x.tril(1).masked_fill(x.triu() > 0.5, -2.0)
+                                       + torch.where(x > 0, x, x * 0.1)), (randn(6, 6),)),
+    "creation": (Fn(lambda x: x + torch.ones(6, dtype=x.dtype) * 2 + torch.arange(6, dtype=x.dtype)
+                    + torch.full((4, 6), 0.5, dtype=x.dtype) + torch.zeros_like(x)), (randn(4, 6),)),
+    "cross_entropy": (Fn(lambda x, t: F.cross_entropy(x, t) + F.cross_entropy(x, t, reduction="sum")
+                         + F.cross_entropy(x, t, ignore_index=1)), (randn(5, 6), randint(6, 5))),
+    "cross_entropy_none_3d": (Fn(lambda x, t: F.cross_entropy(x.transpose(1, 2), t, reduction="none")),
+                              (randn(2, 3, 6), randint(6, 2, 3))),
+    "nll_loss": (Fn(lambda x, t: F.nll_loss(F.log_softmax(x, -1), t)), (randn(5, 6), randint(6, 5))),
+    "sdpa_causal": (Fn(causal_scores), (randn(2, 3, 6),)),
+    "sdpa_masks": (Fn(lambda x, m: F.scaled_dot_product_attention(x, x, x, attn_mask=m)
+                      + F.scaled_dot_product_attention(x, x * 2, x, attn_mask=m > 0, scale=0.3)),
+                   (randn(2, 4, 6), randn(4, 4))),
+    "sdpa_fully_masked_rows": (Fn(lambda x, m: F.scaled_dot_product_attention(x, x, x, attn_mask=m)),
+                               (randn(2, 4, 6), torch.tensor([[1.0, -np.inf], [-np.inf, -np.inf]]).repeat(2, 2))),
+    "multihead_attention": (MHA(), (randn(2, 4, 6),)),
+    "multihead_attention_weights_seq_first": (MHA(batch_first=False, need_weights=True), (randn(4, 2, 6),)),
+}
+
+
+@pytest.fixture(scope="module", params=list(OP_CASES))
+def op_case(request):
+    torch.manual_seed(0)
+    module, inputs = as_float64(*OP_CASES[request.param])
+    mod = aj.from_torch(module, inputs)
+    with torch.no_grad():
+        out_shape = module(*inputs).shape
+    weighted = Weighted(module, out_shape).eval()
+    return module, mod, weighted, differentiate(weighted, inputs), inputs
+
+
+def test_op_forward_equals_torch(op_case):
+    module, mod, _, _, inputs = op_case
+    assert_forward(module, mod, inputs)
+
+
+def test_op_gradients_equal_torch_autograd(op_case):
+    _, _, weighted, grad_mod, inputs = op_case
+    assert_gradients(weighted, grad_mod, inputs)
+
+
+# -- errors ---------------------------------------------------------------------------
+
+
+class Cumprod(nn.Module):
+    def forward(self, x):
+        return torch.cumprod(x, 0)  # the line the error names
+
+
+def test_unsupported_op_names_the_op_and_the_source_line():
+    import inspect
+
+    line = inspect.getsourcelines(Cumprod.forward)[1] + 1
+    with pytest.raises(aj.UnsupportedOpError) as info:
+        aj.from_torch(Cumprod(), (torch.randn(3),))
+    message = str(info.value)
+    assert "aten.cumprod.default" in message
+    assert f"test_from_torch.py:{line}: return torch.cumprod(x, 0)" in message
+
+
+def test_dropout_in_training_mode_is_an_error():
+    with pytest.raises(aj.UnsupportedOpError, match=r"aten.dropout.default' in training mode \(p=0.5\)"):
+        aj.from_torch(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)).train(), (torch.randn(1, 2),))
+
+
+def test_in_place_op_is_an_error():
+    with pytest.raises(aj.UnsupportedOpError, match=r"op 'aten.add_.Tensor' changes a tensor in place .*"
+                                                     r"batchnorm.py:\d+: self.num_batches_tracked.add_\(1\)"):
+        aj.from_torch(nn.BatchNorm1d(3).train(), (torch.randn(4, 3),))
+
+
+def test_embedding_padding_idx_is_an_error():
+    with pytest.raises(aj.UnsupportedOpError, match="padding_idx=0"):
+        aj.from_torch(nn.Embedding(5, 2, padding_idx=0), (torch.tensor([1, 0]),))
+
+
+def test_a_module_torch_cannot_export_is_an_aj_error():
+    class DataDependent(nn.Module):
+        def forward(self, x):
+            return x * 2 if x.sum() > 0 else x
+
+    with pytest.raises(aj.Error, match="torch.export could not export DataDependent"):
+        aj.from_torch(DataDependent(), (torch.randn(3),))
+
+
+def test_example_inputs_must_be_tensors():
+    with pytest.raises(aj.Error, match="example_inputs must be a tensor or a tuple of tensors"):
+        aj.from_torch(nn.Linear(2, 2), [np.zeros((1, 2))])
+
+
+def test_unsupported_dtype_is_an_error():
+    with pytest.raises(aj.Error, match="dtype torch.float16"):
+        aj.from_torch(nn.Linear(2, 2).half(), (torch.randn(1, 2).half(),))
+
+
+# -- names, constants, options ---------------------------------------------------------
+
+
+class Named(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(3, 3), nn.Linear(3, 3)])
+        self.register_buffer("scale", torch.full((3,), 2.0))
+        self.register_buffer("shift", torch.full((3,), 0.5), persistent=False)
+        self.register_buffer("unused", torch.zeros(3))
+
+    def forward(self, weight):  # an input named like a parameter would be
+        return self.layers[1](self.layers[0](weight)) * self.scale + self.shift
+
+
+def test_params_are_inputs_then_parameters_then_used_persistent_buffers():
+    mod = aj.from_torch(Named(), (torch.randn(2, 3),), func_name="forward")
+    fn = mod["forward"]
+    assert fn.attrs["num_input"] == 1
+    assert [p.name_hint for p in fn.params] == ["weight", "layers_0_weight", "layers_0_bias", "layers_1_weight",
+                                                "layers_1_bias", "scale"]
+    assert aj.parse(mod.script()).script() == mod.script()
+
+
+def test_input_named_like_a_weight_is_renamed():
+    class Clash(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.x = nn.Parameter(torch.ones(2))
+
+        def forward(self, x):
+            return x * self.x
+
+    assert [p.name_hint for p in aj.from_torch(Clash(), (torch.randn(2),))["main"].params] == ["x_1", "x"]
+
+
+def test_tuple_output_and_several_inputs():
+    class Two(nn.Module):
+        def forward(self, a, b):
+            return a + b, a * b
+
+    module, inputs = as_float64(Two(), (torch.randn(2, 3), torch.randn(3)))
+    mod = aj.from_torch(module, inputs)
+    assert mod["main"].attrs["num_input"] == 2
+    assert_forward(module, mod, inputs)
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(8, 24)
+
+    def forward(self, x):
+        q, k, v = (t.unflatten(-1, (2, 4)).transpose(1, 2) for t in self.qkv(x).chunk(3, -1))
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).flatten(2)
+
+
+def test_symbolic_dims_keep_torch_dim_names():
+    module = CausalSelfAttention().double().eval()
+    seq = torch.export.Dim("seq", min=2, max=64)
+    mod = aj.from_torch(module, (randn(2, 5, 8),), dynamic_shapes={"x": {0: BATCH, 1: seq}})
+    assert mod["main"].params[0].type.shape == ("batch", "seq", 8)
+    assert mod["main"].ret.type.shape == ("batch", "seq", 8)
+    for batch, length in [(1, 3), (3, 7)]:
+        assert_forward(module, mod, (randn(batch, length, 8),))
+
+
+# -- weights both ways -------------------------------------------------------------------
+
+
+def test_from_torch_state_gives_weights_in_param_order_and_dtype():
+    module = Named()
+    mod = aj.from_torch(module.double(), (randn(2, 3),))
+    params = aj.from_torch_state(module.float().state_dict(), mod)  # float32 tensors into float64 params
+    assert list(params) == [p.name_hint for p in mod["main"].params[1:]]
+    assert all(a.dtype == np.float64 for a in params.values())
+    np.testing.assert_array_equal(params["layers_1_bias"], module.layers[1].bias.detach().numpy())
+
+
+def test_to_torch_state_moves_weights_back():
+    module, (x,) = as_float64(MLP(), (torch.randn(3, 6),))
+    mod = aj.from_torch(module, (x,))
+    params = {name: value + 1.0 for name, value in aj.from_torch_state(module, mod).items()}
+    other = MLP().double()
+    other.load_state_dict(aj.to_torch_state(params, other))
+    np.testing.assert_array_equal(other.fc2.weight.detach().numpy(), params["fc2_weight"])
+    assert other.fc2.weight.dtype == torch.float64
+    assert_forward(other, mod, (x,))  # runs mod with the weights taken back from `other`
+
+
+def test_state_errors_name_the_param():
+    module = MLP()
+    mod = aj.from_torch(module, (torch.randn(3, 6),))
+    state = module.state_dict()
+    del state["fc2.bias"]
+    with pytest.raises(aj.Error, match="no entry of the state dict becomes param 'fc2_bias'"):
+        aj.from_torch_state(state, mod)
+    state["fc2.bias"] = torch.zeros(7)
+    with pytest.raises(aj.Error, match=r"param 'fc2_bias' has shape \(4,\), torch's 'fc2.bias' has \(7,\)"):
+        aj.from_torch_state(state, mod)
+    with pytest.raises(aj.Error, match="param 'nope' matches no entry"):
+        aj.to_torch_state({"nope": np.zeros(2)}, module)
+    with pytest.raises(aj.Error, match=r"param 'fc1_bias' has shape \(2,\)"):
+        aj.to_torch_state({"fc1_bias": np.zeros(2)}, module)
+
+
+# -- torch stays optional ------------------------------------------------------------------
+
+
+def run_python(code):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+
+
+def test_importing_adjoint_does_not_import_torch():
+    result = run_python("import sys, adjoint; print('torch' in sys.modules)")
+    assert result.stdout.strip() == "False", result.stderr
+
+
+def test_from_torch_without_torch_is_an_error_with_an_install_hint():
+    result = run_python("import sys; sys.modules['torch'] = None\n"
+                        "import adjoint as aj\n"
+                        "try:\n    aj.from_torch(None, ())\n"
+                        "except aj.Error as e:\n    print(e)")
+    assert "needs PyTorch, which is not installed: pip install 'adjoint[torch]'" in result.stdout, result.stderr
+
+
+def test_readme_from_pytorch_block_runs():
+    """README.md's From PyTorch example (fenced ```py, so test_readme.py, which
+    runs without torch too, leaves it to this file)."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = text[text.index("## From PyTorch"):text.index("## Errors")]
+    (block,) = re.findall(r"```py\n(.*?)```", section, re.S)
+    exec(compile(block, "README.md", "exec"), {})
+
+
+def test_slice_with_a_dynamic_bound_is_an_error():
+    class Prefix(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("table", torch.randn(16, 4))
+
+        def forward(self, x):
+            return x + self.table[: x.shape[0]]
+
+    n = torch.export.Dim("n", max=16)
+    with pytest.raises(aj.UnsupportedOpError, match=r"aten.slice.Tensor' with dynamic bounds .*"
+                                                    r"return x \+ self.table\[: x.shape\[0\]\]"):
+        aj.from_torch(Prefix(), (torch.randn(5, 4),), dynamic_shapes=({0: n},))
+
+
+GOLDEN_LINEAR_GELU = """
+@function(num_input=1)
+def main(input: Tensor(("batch", 3), "float32"), p_0_weight: Tensor((2, 3), "float32"), p_0_bias: Tensor((2,), "float32")) -> Tensor(("batch", 2), "float32"):
+    lv: Tensor((3, 2), "float32") = permute_dims(p_0_weight)
+    lv_1: Tensor(("batch", 2), "float32") = matmul(input, lv)
+    lv_2: Tensor(("batch", 2), "float32") = add(lv_1, p_0_bias)
+    lv_3: Tensor(("batch", 2), "float32") = multiply(lv_2, lv_2)
+    lv_4: Tensor(("batch", 2), "float32") = multiply(lv_3, lv_2)
+    lv_5: Tensor(("batch", 2), "float32") = multiply(lv_4, const(0.044715, "float32"))
+    lv_6: Tensor(("batch", 2), "float32") = add(lv_2, lv_5)
+    lv_7: Tensor(("batch", 2), "float32") = multiply(lv_6, const(0.7978846, "float32"))
+    lv_8: Tensor(("batch", 2), "float32") = tanh(lv_7)
+    lv_9: Tensor(("batch", 2), "float32") = add(lv_8, const(1.0, "float32"))
+    lv_10: Tensor(("batch", 2), "float32") = multiply(lv_2, const(0.5, "float32"))
+    lv_11: Tensor(("batch", 2), "float32") = multiply(lv_10, lv_9)
+    return lv_11
+"""
+
+
+def test_golden_linear_gelu_tanh_dropout():
+    """nn.Linear is matmul(x, permute_dims(w)) + b (the form CombineParallelMatmul
+    matches); GELU (tanh) is torch's formula; Dropout in eval mode is nothing."""
+    module = nn.Sequential(nn.Linear(3, 2), nn.GELU(approximate="tanh"), nn.Dropout(0.1)).eval()
+    mod = aj.from_torch(module, (torch.randn(4, 3),), dynamic_shapes=({0: BATCH},))
+    aj.assert_structural_equal(mod, aj.parse(GOLDEN_LINEAR_GELU))
+    assert mod.script().strip() == GOLDEN_LINEAR_GELU.strip()
+
+
+def test_indexing_along_a_symbolic_batch():
+    """x[1] on the symbolic axis (a take), slices of the static one (strided_slice)."""
+    module = Fn(lambda x: x[1] + x[:, 1:4].sum(1, keepdim=True) + x[:, -1:]).double().eval()
+    mod = aj.from_torch(module, (randn(3, 6),), dynamic_shapes=({0: BATCH},))
+    ops = {b.value.op for b in mod["main"].bindings if isinstance(b.value, aj.Call)}
+    assert {"take", "strided_slice"} <= ops
+    for batch in (2, 5):
+        assert_forward(module, mod, (randn(batch, 6),))
