@@ -7,7 +7,8 @@ import importlib
 import sys
 
 SUITES = {"ir": "adjoint.bench.ir", "exec": "adjoint.bench.exec", "passes": "adjoint.bench.passes",
-          "patterns": "adjoint.bench.patterns", "compile": "adjoint.bench.compile"}
+          "patterns": "adjoint.bench.patterns", "compile": "adjoint.bench.compile",
+          "gradcheck": "adjoint.bench.gradcheck"}
 
 
 def main(argv: list[str] | None = None) -> int:
