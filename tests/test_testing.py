@@ -205,8 +205,9 @@ def test_pytest_shows_only_the_callers_frame(tmp_path):
         "def test_gradients_full():\n"
         "    aj.testing.check_gradients(mod, 'main', [np.ones(3, np.float32)], rtol=1e-12, atol=1e-14)\n"
     )
+    # no short summary (-rN): under a CI variable pytest prints it untruncated, repeating each message
     env = {**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(test)],
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-rN", "-p", "no:cacheprovider", str(test)],
                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120).stdout
     assert "2 failed" in out and out.count("GradientCheckError: gradient check failed") == 2, out
     assert "test_fails.py:8: GradientCheckError" in out and "test_fails.py:10: GradientCheckError" in out, out
