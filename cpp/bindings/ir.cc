@@ -91,6 +91,7 @@ py::dict op_schema(const OpDef& op) {
   d["differentiable"] = op.differentiable;
   d["has_vjp"] = static_cast<bool>(op.vjp);
   d["has_kernel"] = static_cast<bool>(op.kernel);
+  d["doc"] = op.doc;
   return d;
 }
 

@@ -34,9 +34,10 @@ def _doc(schema: dict) -> str:
     attrs = ", ".join(
         f"{a['name']}: {a['kind']}" + ("" if a["required"] else f" = {a['default']!r}") for a in schema["attrs"]
     )
+    reference = inspect.cleandoc(schema["doc"]) or f"The '{schema['family']}' op '{schema['name']}'."
     return (
         f"{schema['name']}({', '.join(schema['args'])}{', ' if attrs else ''}{attrs}) -> Var\n\n"
-        f"The '{schema['family']}' op '{schema['name']}'; emits a binding into the active FunctionBuilder."
+        f"{reference}\n\nEmits a binding into the FunctionBuilder of its var arguments."
     )
 
 

@@ -131,6 +131,10 @@ struct OpDef {
   // A view op's offset into its input per run (strided_slice); null: the
   // output is always the whole input (offset 0).
   ViewOffset view_offset = nullptr;
+  // The op's reference text (Markdown): semantics with the NumPy/PyTorch
+  // equivalent, then "Type:", "VJP:", "FLOPs:" and "Dtypes:" paragraphs. It
+  // is the docstring of aj.op.<name> and its entry in docs/ops.md.
+  std::string doc;
 
   int attr_index(const std::string& attr_name) const;  // -1 when absent
 
@@ -140,6 +144,7 @@ struct OpDef {
   OpDef& add_attr(std::string n, AttrKind k, AttrValue def) { attrs.push_back({std::move(n), k, std::move(def)}); return *this; }
   OpDef& set_type_rule(TypeRule r) { infer_type = r; return *this; }
   OpDef& set_flops(FlopRule r) { flops = r; return *this; }
+  OpDef& set_doc(std::string text) { doc = std::move(text); return *this; }
   OpDef& set_differentiable(bool d) { differentiable = d; return *this; }
   OpDef& set_kernel(Kernel k) { kernel = std::move(k); return *this; }
   OpDef& set_inplace_ok(bool ok) { inplace_ok = ok; return *this; }
