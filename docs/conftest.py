@@ -1,0 +1,20 @@
+"""Runs every ```python block of the Markdown pages under docs/ as a test
+(Sybil): the blocks of one page share a namespace, in page order. A page's
+blocks that need torch sit between `<!-- skip: start if(not HAS_TORCH, ...) -->`
+and `<!-- skip: end -->`, so they skip cleanly without it."""
+
+import importlib.util
+
+from sybil import Sybil
+from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
+
+
+def _setup(namespace: dict) -> None:
+    namespace["HAS_TORCH"] = importlib.util.find_spec("torch") is not None
+
+
+pytest_collect_file = Sybil(
+    parsers=[PythonCodeBlockParser(), SkipParser()],
+    patterns=["*.md"],
+    setup=_setup,
+).pytest()
