@@ -1,9 +1,12 @@
 """The op reference: every op of the registry has its reference text
 (OpDef::doc) in the shared shape (semantics naming NumPy and PyTorch, then
 Type, VJP, FLOPs and Dtypes), explains each of its attrs, says "none" for
-the VJP exactly when it has no gradient, is its aj.op docstring, and
+the VJP exactly when it has no gradient, is its aj.op docstring (and the
+stub's, op.pyi), and
 docs/ops.md is what adjoint.opdocs renders from it."""
 
+import ast
+import inspect
 import re
 from pathlib import Path
 
@@ -133,3 +136,11 @@ def test_the_ops_marked_as_tuple_results_build_tuples():
     assert _opref.TUPLE_RESULT_OPS == {"split"}
     assert str(aj.op.split(x, 2, axis=1).type).startswith("Tuple(")
     assert str(aj.op.exp(x).type).startswith("Tensor(")
+
+
+def test_the_type_stub_carries_each_aj_op_docstring():
+    stub = ast.parse((Path(aj.__file__).with_name("op.pyi")).read_text())
+    docs = {f.name: ast.get_docstring(f) for f in stub.body if isinstance(f, ast.FunctionDef)}
+    assert docs.keys() == set(NAMES)
+    for name in NAMES:
+        assert docs[name] == inspect.cleandoc(getattr(aj.op, name).__doc__), name
