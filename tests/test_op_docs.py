@@ -2,8 +2,7 @@
 (OpDef::doc) in the shared shape (semantics naming NumPy and PyTorch, then
 Type, VJP, FLOPs and Dtypes), explains each of its attrs, says "none" for
 the VJP exactly when it has no gradient, is its aj.op docstring (and the
-stub's, op.pyi), and
-docs/ops.md is what adjoint.opdocs renders from it."""
+stub's, op.pyi), and docs/ops.md is what adjoint.opdocs renders from it."""
 
 import ast
 import inspect
