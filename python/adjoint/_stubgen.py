@@ -1,12 +1,15 @@
 """Writes the type stub of ``adjoint.op`` from the op registry's schemas:
 ``python -m adjoint._stubgen > python/adjoint/op.pyi``. A test keeps the
-checked-in stub equal to this output."""
+checked-in stub equal to this output. Each function carries its op's
+docstring (the op reference entry), since editors read the stub, not the
+docstrings aj.op sets at import."""
 
 from __future__ import annotations
 
 import sys
 
 from . import _core
+from ._opref import docstring
 
 _KIND_TYPES = {
     "an int": "int",
@@ -35,7 +38,15 @@ def _signature(schema: dict) -> str:
         parts.append(f"{attr['name']}: {t}" + ("" if attr["required"] else f" = {attr['default']!r}"))
     parts.append("*")
     parts.append('name: str = ""')
-    return f"def {schema['name']}({', '.join(parts)}) -> Var: ..."
+    return f"def {schema['name']}({', '.join(parts)}) -> Var:\n{_docstring_body(schema)}"
+
+
+def _docstring_body(schema: dict) -> str:
+    """The op's docstring as a function body: a triple-quoted string, indented."""
+    text = docstring(schema).replace("\\", "\\\\").replace('"""', '\\"""')
+    lines = [f"    {line}" if line else "" for line in text.splitlines()]
+    lines[0] = '    """' + lines[0].lstrip()
+    return "\n".join(lines) + '\n    """\n'
 
 
 def generate() -> str:

@@ -7,7 +7,8 @@ arguments against the schema of ``sum`` and emits a binding into the
 for an op without any, such as ``zeros``). Every op also takes ``name=`` for
 the var's name hint.
 Tensor arguments may be exprs, NumPy arrays or Python numbers (numbers take
-the dtype of the op's first expr argument).
+the dtype of the op's first expr argument). Each function's docstring is the
+op's entry in the op reference (docs/ops.md, see adjoint.opdocs).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import inspect
 from typing import Any, Callable
 
 from . import _core
+from ._opref import docstring
 from .builder import _first_expr, abandon_builder_for, as_expr, builder_for, current_builder
 from .errors import Error, TypeInferenceError
 
@@ -28,17 +30,6 @@ def _signature(schema: dict) -> inspect.Signature:
         params.append(P(attr["name"], P.POSITIONAL_OR_KEYWORD, default=default))
     params.append(P("name", P.KEYWORD_ONLY, default=""))
     return inspect.Signature(params)
-
-
-def _doc(schema: dict) -> str:
-    attrs = ", ".join(
-        f"{a['name']}: {a['kind']}" + ("" if a["required"] else f" = {a['default']!r}") for a in schema["attrs"]
-    )
-    reference = inspect.cleandoc(schema["doc"]) or f"The '{schema['family']}' op '{schema['name']}'."
-    return (
-        f"{schema['name']}({', '.join(schema['args'])}{', ' if attrs else ''}{attrs}) -> Var\n\n"
-        f"{reference}\n\nEmits a binding into the FunctionBuilder of its var arguments."
-    )
 
 
 def _make_op(op_name: str) -> Callable[..., Any]:
@@ -75,7 +66,7 @@ def _make_op(op_name: str) -> Callable[..., Any]:
 
     op_fn.__name__ = op_fn.__qualname__ = op_name
     op_fn.__signature__ = sig  # type: ignore[attr-defined]
-    op_fn.__doc__ = _doc(schema)
+    op_fn.__doc__ = docstring(schema)
     op_fn.__module__ = __name__
     return op_fn
 

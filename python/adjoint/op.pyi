@@ -10,76 +10,945 @@ TensorLike = Expr | np.ndarray | float | int | bool
 ShapeLike = Sequence[int | str]
 DTypeLike = str | type | np.dtype[Any]
 
-def add(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def subtract(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def multiply(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def divide(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def floor_divide(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def floor_mod(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def power(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def maximum(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def minimum(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def equal(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def not_equal(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def less(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def less_equal(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def greater(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def greater_equal(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def negative(x: TensorLike, *, name: str = "") -> Var: ...
-def exp(x: TensorLike, *, name: str = "") -> Var: ...
-def log(x: TensorLike, *, name: str = "") -> Var: ...
-def sqrt(x: TensorLike, *, name: str = "") -> Var: ...
-def rsqrt(x: TensorLike, *, name: str = "") -> Var: ...
-def sin(x: TensorLike, *, name: str = "") -> Var: ...
-def cos(x: TensorLike, *, name: str = "") -> Var: ...
-def tanh(x: TensorLike, *, name: str = "") -> Var: ...
-def sigmoid(x: TensorLike, *, name: str = "") -> Var: ...
-def relu(x: TensorLike, *, name: str = "") -> Var: ...
-def gelu(x: TensorLike, *, name: str = "") -> Var: ...
-def silu(x: TensorLike, *, name: str = "") -> Var: ...
-def abs(x: TensorLike, *, name: str = "") -> Var: ...
-def square(x: TensorLike, *, name: str = "") -> Var: ...
-def erf(x: TensorLike, *, name: str = "") -> Var: ...
-def astype(x: TensorLike, dtype: DTypeLike, *, name: str = "") -> Var: ...
-def matmul(x1: TensorLike, x2: TensorLike, out_dtype: DTypeLike | None = None, *, name: str = "") -> Var: ...
-def permute_dims(x: TensorLike, axes: int | Sequence[int] | None = None, *, name: str = "") -> Var: ...
-def reshape(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var: ...
-def broadcast_to(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var: ...
-def collapse_sum_to(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var: ...
-def expand_dims(x: TensorLike, axis: int | Sequence[int], *, name: str = "") -> Var: ...
-def squeeze(x: TensorLike, axis: int | Sequence[int] | None = None, *, name: str = "") -> Var: ...
-def concat(tensors: Sequence[TensorLike], axis: int = 0, *, name: str = "") -> Var: ...
-def split(x: TensorLike, indices_or_sections: Any, axis: int = 0, *, name: str = "") -> Var: ...
-def take(x: TensorLike, indices: TensorLike, axis: int = 0, *, name: str = "") -> Var: ...
-def index_add(x: TensorLike, indices: TensorLike, source: TensorLike, axis: int = 0, *, name: str = "") -> Var: ...
-def where(condition: TensorLike, x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var: ...
-def cumsum(x: TensorLike, axis: int = -1, *, name: str = "") -> Var: ...
-def triu(x: TensorLike, k: int = 0, *, name: str = "") -> Var: ...
-def strided_slice(x: TensorLike, axes: int | Sequence[int], begin: int | Sequence[int], end: int | Sequence[int], strides: int | Sequence[int] | None = None, *, name: str = "") -> Var: ...
-def strided_slice_backward(dy: TensorLike, shape: ShapeLike, axes: int | Sequence[int], begin: int | Sequence[int], end: int | Sequence[int], strides: int | Sequence[int] | None = None, *, name: str = "") -> Var: ...
-def sum(x: TensorLike, axis: int | Sequence[int] | None = None, keepdims: bool = False, *, name: str = "") -> Var: ...
-def mean(x: TensorLike, axis: int | Sequence[int] | None = None, keepdims: bool = False, *, name: str = "") -> Var: ...
-def max(x: TensorLike, axis: int | Sequence[int] | None = None, keepdims: bool = False, *, name: str = "") -> Var: ...
-def min(x: TensorLike, axis: int | Sequence[int] | None = None, keepdims: bool = False, *, name: str = "") -> Var: ...
-def variance(x: TensorLike, axis: int | Sequence[int] | None = None, keepdims: bool = False, *, name: str = "") -> Var: ...
-def zeros(shape: ShapeLike, dtype: DTypeLike, *, name: str = "") -> Var: ...
-def ones(shape: ShapeLike, dtype: DTypeLike, *, name: str = "") -> Var: ...
-def full(shape: ShapeLike, fill_value: float, dtype: DTypeLike, *, name: str = "") -> Var: ...
-def zeros_like(x: TensorLike, dtype: DTypeLike | None = None, *, name: str = "") -> Var: ...
-def ones_like(x: TensorLike, dtype: DTypeLike | None = None, *, name: str = "") -> Var: ...
-def full_like(x: TensorLike, fill_value: float, dtype: DTypeLike | None = None, *, name: str = "") -> Var: ...
-def softmax(x: TensorLike, axis: int = -1, *, name: str = "") -> Var: ...
-def log_softmax(x: TensorLike, axis: int = -1, *, name: str = "") -> Var: ...
-def layer_norm(x: TensorLike, gamma: TensorLike, beta: TensorLike, axes: int | Sequence[int] = [-1], epsilon: float = 1e-05, *, name: str = "") -> Var: ...
-def cross_entropy_with_logits(logits: TensorLike, labels: TensorLike, *, name: str = "") -> Var: ...
-def nll_loss(predictions: TensorLike, targets: TensorLike, reduction: str = 'mean', ignore_index: int = -100, *, name: str = "") -> Var: ...
-def nll_loss_backward(output_grad: TensorLike, predictions: TensorLike, targets: TensorLike, reduction: str = 'mean', ignore_index: int = -100, *, name: str = "") -> Var: ...
-def conv2d(data: TensorLike, weight: TensorLike, strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], groups: int = 1, *, name: str = "") -> Var: ...
-def conv2d_backward_data(output_grad: TensorLike, weight: TensorLike, data_shape: ShapeLike, strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], groups: int = 1, *, name: str = "") -> Var: ...
-def conv2d_backward_weight(output_grad: TensorLike, data: TensorLike, weight_shape: ShapeLike, strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], groups: int = 1, *, name: str = "") -> Var: ...
-def max_pool2d(x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, *, name: str = "") -> Var: ...
-def max_pool2d_backward(output_grad: TensorLike, x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, *, name: str = "") -> Var: ...
-def avg_pool2d(x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, count_include_pad: bool = False, *, name: str = "") -> Var: ...
-def avg_pool2d_backward(output_grad: TensorLike, x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, count_include_pad: bool = False, *, name: str = "") -> Var: ...
+def add(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """add(x1, x2) -> Tensor
+
+    Elementwise sum, `x1 + x2`, with broadcasting. NumPy: `np.add(x1, x2)`. PyTorch: `torch.add(x1, x2)`.
+    Integers wrap on overflow; on bool it is a logical or (as NumPy's).
+
+    Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: `grad_x1 = collapse_sum_to(grad, shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(grad, shape=<x2's shape>)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def subtract(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """subtract(x1, x2) -> Tensor
+
+    Elementwise difference, `x1 - x2`, with broadcasting. NumPy: `np.subtract(x1, x2)`. PyTorch: `torch.sub(x1, x2)`.
+    Integers wrap on overflow; on bool it is a logical xor (NumPy and PyTorch refuse bool).
+
+    Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: `grad_x1 = collapse_sum_to(grad, shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(negative(grad), shape=<x2's shape>)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def multiply(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """multiply(x1, x2) -> Tensor
+
+    Elementwise product, `x1 * x2`, with broadcasting. NumPy: `np.multiply(x1, x2)`. PyTorch: `torch.mul(x1, x2)`.
+    Integers wrap on overflow; on bool it is a logical and (as NumPy's).
+
+    Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: `grad_x1 = collapse_sum_to(multiply(grad, x2), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(multiply(grad, x1), shape=<x2's shape>)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def divide(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """divide(x1, x2) -> Tensor
+
+    Elementwise true division, `x1 / x2`, with broadcasting. NumPy: `np.divide(x1, x2)`. PyTorch: `torch.div(x1, x2)` (which divides ints to the default float dtype, float32, where this gives float64).
+    Ints and bools are divided in float64, as NumPy does; division by zero gives inf, -inf or NaN.
+
+    Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape; a float dtype is kept, int32, int64 and bool give float64. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: with `q = divide(grad, x2)`: `grad_x1 = collapse_sum_to(q, shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(negative(multiply(q, y)), shape=<x2's shape>)`, where `y = divide(x1, x2)` is the op's result (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`). Int and bool operands get no gradient.
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool (the result is float32 or float64).
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def floor_divide(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """floor_divide(x1, x2) -> Tensor
+
+    Elementwise floor division, `x1 // x2` rounded toward negative infinity, with broadcasting. NumPy: `np.floor_divide(x1, x2)`. PyTorch: `torch.floor_divide(x1, x2)`.
+    On ints, `x // 0 = 0` and the smallest int divided by -1 wraps to itself (NumPy's results); on floats it is Python's floor division (as NumPy's), and `x // 0` is `x / 0` (inf, -inf or NaN).
+
+    Type: as `add`, and the operands must be numeric: a bool `x1` is a TypeInferenceError (NumPy would compute in int8). The result has the broadcast shape and the operands' dtype.
+    VJP: `grad_x1 = zeros_like(x1)`, `grad_x2 = zeros_like(x2)`: the op is piecewise constant.
+    FLOPs: one per output element.
+    Dtypes: float32, float64, int32, int64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def floor_mod(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """floor_mod(x1, x2) -> Tensor
+
+    Elementwise remainder of floor division, with the sign of the divisor `x2`, with broadcasting. NumPy: `np.remainder(x1, x2)`. PyTorch: `torch.remainder(x1, x2)`.
+    On ints `x % 0 = 0` (NumPy's result); on floats `x % 0` is NaN.
+
+    Type: as `add`, and the operands must be numeric: a bool `x1` is a TypeInferenceError. The result has the broadcast shape and the operands' dtype.
+    VJP: `grad_x1 = collapse_sum_to(grad, shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(negative(multiply(grad, floor_divide(x1, x2))), shape=<x2's shape>)`, from `x1 % x2 = x1 - x2 * (x1 // x2)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`).
+    FLOPs: one per output element.
+    Dtypes: float32, float64, int32, int64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def power(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """power(x1, x2) -> Tensor
+
+    Elementwise power, `x1 ** x2`, with broadcasting. NumPy: `np.power(x1, x2)`. PyTorch: `torch.pow(x1, x2)`.
+    Floats use the C library's `pow`. Ints are exact by repeated squaring and wrap on overflow; a negative exponent gives 0, except that base 1 gives 1 and base -1 gives 1 or -1 by the exponent's parity (NumPy raises an error instead). On bool, `power(a, b)` is `a or not b`.
+
+    Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: `grad_x1 = collapse_sum_to(multiply(multiply(grad, x2), power(x1, subtract(x2, 1))), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(multiply(multiply(grad, y), log(x1)), shape=<x2's shape>)`, where `y = power(x1, x2)` is the op's result (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`). `grad_x2` is NaN where `x1 <= 0` (PyTorch gives 0 where `x1 = 0`).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def maximum(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """maximum(x1, x2) -> Tensor
+
+    Elementwise maximum of `x1` and `x2`, with broadcasting. NumPy: `np.maximum(x1, x2)`. PyTorch: `torch.maximum(x1, x2)`.
+    A NaN in either operand gives NaN (as both of those). On bool it is a logical or.
+
+    Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: with `lost = less(x1, x2)` (where `x2` was chosen): `grad_x1 = collapse_sum_to(where(lost, zeros_like(grad), grad), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(where(lost, grad, zeros_like(grad)), shape=<x2's shape>)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`). A tie sends the whole gradient to `x1` (PyTorch splits it in halves).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def minimum(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """minimum(x1, x2) -> Tensor
+
+    Elementwise minimum of `x1` and `x2`, with broadcasting. NumPy: `np.minimum(x1, x2)`. PyTorch: `torch.minimum(x1, x2)`.
+    A NaN in either operand gives NaN (as both of those). On bool it is a logical and.
+
+    Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: with `lost = greater(x1, x2)` (where `x2` was chosen): `grad_x1 = collapse_sum_to(where(lost, zeros_like(grad), grad), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(where(lost, grad, zeros_like(grad)), shape=<x2's shape>)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`). A tie sends the whole gradient to `x1` (PyTorch splits it in halves).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def equal(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """equal(x1, x2) -> Tensor
+
+    Elementwise comparison `x1 == x2`, with broadcasting. NumPy: `np.equal(x1, x2)`. PyTorch: `torch.eq(x1, x2)`.
+    A comparison with NaN is false.
+
+    Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def not_equal(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """not_equal(x1, x2) -> Tensor
+
+    Elementwise comparison `x1 != x2`, with broadcasting. NumPy: `np.not_equal(x1, x2)`. PyTorch: `torch.ne(x1, x2)`.
+    A comparison with NaN is true.
+
+    Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def less(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """less(x1, x2) -> Tensor
+
+    Elementwise comparison `x1 < x2`, with broadcasting. NumPy: `np.less(x1, x2)`. PyTorch: `torch.lt(x1, x2)`.
+    A comparison with NaN is false.
+
+    Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def less_equal(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """less_equal(x1, x2) -> Tensor
+
+    Elementwise comparison `x1 <= x2`, with broadcasting. NumPy: `np.less_equal(x1, x2)`. PyTorch: `torch.le(x1, x2)`.
+    A comparison with NaN is false.
+
+    Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def greater(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """greater(x1, x2) -> Tensor
+
+    Elementwise comparison `x1 > x2`, with broadcasting. NumPy: `np.greater(x1, x2)`. PyTorch: `torch.gt(x1, x2)`.
+    A comparison with NaN is false.
+
+    Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def greater_equal(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """greater_equal(x1, x2) -> Tensor
+
+    Elementwise comparison `x1 >= x2`, with broadcasting. NumPy: `np.greater_equal(x1, x2)`. PyTorch: `torch.ge(x1, x2)`.
+    A comparison with NaN is false.
+
+    Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+    VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def negative(x: TensorLike, *, name: str = "") -> Var:
+    """negative(x) -> Tensor
+
+    Elementwise negation, `-x`. NumPy: `np.negative(x)`. PyTorch: `torch.neg(x)`.
+    Integers wrap: the negative of the smallest int32 or int64 is itself, as in NumPy.
+
+    Type: `x` must be a numeric tensor (not bool); the result has its shape and dtype. A bool `x` is a TypeInferenceError (NumPy refuses it too).
+    VJP: `grad_x = negative(grad)`.
+    FLOPs: one per output element.
+    Dtypes: float32, float64, int32, int64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def exp(x: TensorLike, *, name: str = "") -> Var:
+    """exp(x) -> Tensor
+
+    Elementwise exponential, e to the power `x`. NumPy: `np.exp(x)`. PyTorch: `torch.exp(x)`.
+    float32 uses a branch-free approximation that vectorizes (relative error below 5e-7; `exp(-inf) = 0`, `exp(inf) = inf`, NaN stays NaN); float64 calls the C library's `exp`.
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError (cast it with `astype` first).
+    VJP: `grad_x = multiply(grad, y)`, where `y = exp(x)` is the op's result.
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def log(x: TensorLike, *, name: str = "") -> Var:
+    """log(x) -> Tensor
+
+    Elementwise natural logarithm. NumPy: `np.log(x)`. PyTorch: `torch.log(x)`.
+    `log(0) = -inf`; a negative `x` gives NaN.
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+    VJP: `grad_x = divide(grad, x)`.
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def sqrt(x: TensorLike, *, name: str = "") -> Var:
+    """sqrt(x) -> Tensor
+
+    Elementwise square root. NumPy: `np.sqrt(x)`. PyTorch: `torch.sqrt(x)`.
+    A negative `x` gives NaN.
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+    VJP: `grad_x = divide(grad, multiply(y, 2))`, where `y = sqrt(x)` is the op's result.
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def rsqrt(x: TensorLike, *, name: str = "") -> Var:
+    """rsqrt(x) -> Tensor
+
+    Elementwise reciprocal square root, `1 / sqrt(x)`. NumPy: `1 / np.sqrt(x)`. PyTorch: `torch.rsqrt(x)`.
+    `rsqrt(0) = inf`; a negative `x` gives NaN.
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+    VJP: `grad_x = divide(multiply(grad, y), multiply(x, -2))`, where `y = rsqrt(x)` is the op's result (that is, `-grad * x ** -1.5 / 2`).
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def sin(x: TensorLike, *, name: str = "") -> Var:
+    """sin(x) -> Tensor
+
+    Elementwise sine (radians). NumPy: `np.sin(x)`. PyTorch: `torch.sin(x)`.
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+    VJP: `grad_x = multiply(grad, cos(x))`.
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def cos(x: TensorLike, *, name: str = "") -> Var:
+    """cos(x) -> Tensor
+
+    Elementwise cosine (radians). NumPy: `np.cos(x)`. PyTorch: `torch.cos(x)`.
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+    VJP: `grad_x = multiply(grad, negative(sin(x)))`.
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def tanh(x: TensorLike, *, name: str = "") -> Var:
+    """tanh(x) -> Tensor
+
+    Elementwise hyperbolic tangent. NumPy: `np.tanh(x)`. PyTorch: `torch.tanh(x)`.
+    float32 computes `1 - 2 / (exp(2|x|) + 1)` with the sign of `x`, and its odd Taylor polynomial below `|x| = 0.3` where that form cancels (relative error below 5e-7); float64 calls the C library's `tanh`.
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+    VJP: `grad_x = multiply(grad, subtract(1, square(y)))`, where `y = tanh(x)` is the op's result.
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def sigmoid(x: TensorLike, *, name: str = "") -> Var:
+    """sigmoid(x) -> Tensor
+
+    Elementwise logistic function, `1 / (1 + exp(-x))`. NumPy: none (SciPy's `scipy.special.expit(x)`). PyTorch: `torch.sigmoid(x)`.
+    It is computed from `exp(-|x|)`, so it neither overflows nor loses the small tail for large `|x|`.
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+    VJP: `grad_x = multiply(grad, multiply(y, subtract(1, y)))`, where `y = sigmoid(x)` is the op's result.
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def relu(x: TensorLike, *, name: str = "") -> Var:
+    """relu(x) -> Tensor
+
+    Elementwise rectified linear unit, `x` where `x >= 0`, else 0. NumPy: `np.maximum(x, 0)`. PyTorch: `torch.relu(x)`.
+    NaN stays NaN (as both of those give). Integer tensors are accepted too.
+
+    Type: `x` must be a numeric tensor (not bool); the result has its shape and dtype. A bool `x` is a TypeInferenceError.
+    VJP: `grad_x = where(greater(x, 0), grad, zeros_like(grad))`: the gradient at `x = 0` (and at NaN) is 0, PyTorch's choice too.
+    FLOPs: one per output element.
+    Dtypes: float32, float64, int32, int64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def gelu(x: TensorLike, *, name: str = "") -> Var:
+    """gelu(x) -> Tensor
+
+    Elementwise Gaussian error linear unit in its exact form, `x * Phi(x)` with `Phi(x) = (1 + erf(x / sqrt(2))) / 2` the standard normal CDF. NumPy: none. PyTorch: `torch.nn.functional.gelu(x)` (its default `approximate="none"`; there is no tanh approximation here).
+    `Phi` keeps its tail to full relative precision for negative `x`, and `gelu(-inf) = 0` (its limit, where `x * Phi(x)` would be NaN). float32 uses a fitted approximation of `Phi` (relative error below 5e-7); float64 calls the C library's `erfc`.
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+    VJP: `grad_x = multiply(grad, add(cdf, multiply(x, pdf)))` with `cdf = multiply(add(erf(multiply(x, 0.7071067811865476)), 1), 0.5)` and `pdf = multiply(exp(multiply(square(x), -0.5)), 0.3989422804014327)` (the normal CDF and density at `x`).
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def silu(x: TensorLike, *, name: str = "") -> Var:
+    """silu(x) -> Tensor
+
+    Elementwise sigmoid linear unit (swish), `x * sigmoid(x)`. NumPy: none (`x / (1 + np.exp(-x))`). PyTorch: `torch.nn.functional.silu(x)`.
+    `silu(-inf) = 0` (its limit, where `x * sigmoid(x)` would be NaN).
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+    VJP: `grad_x = multiply(grad, multiply(s, add(1, multiply(x, subtract(1, s)))))` with `s = sigmoid(x)`.
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def abs(x: TensorLike, *, name: str = "") -> Var:
+    """abs(x) -> Tensor
+
+    Elementwise absolute value. NumPy: `np.abs(x)`. PyTorch: `torch.abs(x)`.
+    `abs(-0.0) = 0.0`; integers wrap: the absolute value of the smallest int32 or int64 is itself, as in NumPy.
+
+    Type: `x` must be a numeric tensor (not bool); the result has its shape and dtype. A bool `x` is a TypeInferenceError.
+    VJP: `grad_x = where(less(x, 0), negative(grad), grad)`: at `x = 0` the gradient passes unchanged (PyTorch gives 0 there).
+    FLOPs: one per output element.
+    Dtypes: float32, float64, int32, int64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def square(x: TensorLike, *, name: str = "") -> Var:
+    """square(x) -> Tensor
+
+    Elementwise square, `x * x`. NumPy: `np.square(x)`. PyTorch: `torch.square(x)`.
+    Integers wrap on overflow.
+
+    Type: `x` must be a numeric tensor (not bool); the result has its shape and dtype. A bool `x` is a TypeInferenceError.
+    VJP: `grad_x = multiply(grad, multiply(x, 2))`.
+    FLOPs: one per output element.
+    Dtypes: float32, float64, int32, int64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def erf(x: TensorLike, *, name: str = "") -> Var:
+    """erf(x) -> Tensor
+
+    Elementwise Gauss error function. NumPy: none (SciPy's `scipy.special.erf(x)`). PyTorch: `torch.erf(x)`.
+    It is here for the gradient of `gelu`; both dtypes call the C library's `erf`.
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+    VJP: `grad_x = multiply(grad, multiply(exp(negative(square(x))), 1.1283791670955126))` (the constant is `2 / sqrt(pi)`).
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def astype(x: TensorLike, dtype: DTypeLike, *, name: str = "") -> Var:
+    """astype(x, dtype) -> Tensor
+
+    Elementwise conversion of `x` to the dtype `dtype` (a dtype name such as `"float32"`, or a NumPy dtype). NumPy: `x.astype(dtype)`. PyTorch: `x.to(dtype)`.
+    Float to int truncates toward zero, saturates out of range (infinities included) and maps NaN to 0, where NumPy's result is platform-dependent and PyTorch's undefined; any dtype to bool is `!= 0` (NaN is true); int64 to int32 wraps; bool is 0 or 1.
+
+    Type: `x` may be any tensor; the result has its shape and the dtype `dtype`.
+    VJP: `grad_x = astype(grad, dtype=<x's dtype>)` when `x` is float; an int or bool `x` gets no gradient, and a non-float result carries none.
+    FLOPs: one per output element.
+    Dtypes: all: float32, float64, int32, int64, bool, both for `x` and for `dtype`.
+
+    Attrs:
+        dtype: a dtype
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def matmul(x1: TensorLike, x2: TensorLike, out_dtype: DTypeLike | None = None, *, name: str = "") -> Var:
+    """matmul(x1, x2, out_dtype=None) -> Tensor
+
+    Matrix product with NumPy's rules: `(..., m, k) @ (..., k, n) -> (..., m, n)`, the batch dims `...` broadcast; a 1-D `x1` is a row `(1, k)` and a 1-D `x2` a column `(k, 1)`, whose unit dim is dropped from the result (two 1-D operands give their dot product, a scalar). NumPy: `np.matmul(x1, x2)`. PyTorch: `torch.matmul(x1, x2)`.
+    `out_dtype` is the result's dtype; `None`, the default, keeps the operands' dtype. Float operands whose result keeps their dtype run through OpenBLAS (sgemm, dgemm); otherwise each element is accumulated in float64 (float operands) or int64 (int and bool operands) and converted to the result's dtype as `astype` converts, so ints wrap and a bool product is true where some `x1[i, p] and x2[p, j]` is. TVM Relax's `matmul` has the same `out_dtype` attr.
+
+    Type: `x1` and `x2` must have the same dtype and rank at least 1; the contraction dims (`x1`'s last, `x2`'s second to last, or its only) must be equal, symbolic dims as polynomials; the batch dims broadcast as NumPy's. The result is `(broadcast batch, m, n)`, without `m` for a 1-D `x1` and without `n` for a 1-D `x2`, of dtype `out_dtype` or the operands'. A scalar operand, differing dtypes or contraction dims, and batch dims that do not broadcast are TypeInferenceErrors.
+    VJP: `grad_x1 = collapse_sum_to(matmul(grad, permute_dims(x2, axes=<last two swapped>)), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(matmul(permute_dims(x1, axes=<last two swapped>), grad), shape=<x2's shape>)`, each `collapse_sum_to` left out where the shape already is the operand's. A 1-D operand is first made a matrix with `expand_dims` (and `grad` given the matching unit dims), and its gradient reshaped back; when `out_dtype` differs from the operands' dtype, `grad` is first cast to it with `astype`. Int and bool operands get no gradient.
+    FLOPs: `2 * (result elements) * k`, with `k` the contraction dim (`2*m*k*n` for `(m, k) @ (k, n)`, `2*k` for a dot product).
+    Dtypes: all: float32, float64, int32, int64, bool, the same for both operands; `out_dtype` any of them.
+
+    Attrs:
+        out_dtype: a dtype or None, default None
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def permute_dims(x: TensorLike, axes: int | Sequence[int] | None = None, *, name: str = "") -> Var:
+    """permute_dims(x, axes=None) -> Tensor
+
+    Attrs:
+        axes: None or a list of ints, default None
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def reshape(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var:
+    """reshape(x, shape) -> Tensor
+
+    Attrs:
+        shape: a shape (a tuple of dims, one may be -1)
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def broadcast_to(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var:
+    """broadcast_to(x, shape) -> Tensor
+
+    Attrs:
+        shape: a shape (a tuple of dims)
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def collapse_sum_to(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var:
+    """collapse_sum_to(x, shape) -> Tensor
+
+    Attrs:
+        shape: a shape (a tuple of dims)
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def expand_dims(x: TensorLike, axis: int | Sequence[int], *, name: str = "") -> Var:
+    """expand_dims(x, axis) -> Tensor
+
+    Attrs:
+        axis: a list of ints
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def squeeze(x: TensorLike, axis: int | Sequence[int] | None = None, *, name: str = "") -> Var:
+    """squeeze(x, axis=None) -> Tensor
+
+    Attrs:
+        axis: None or a list of ints, default None
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def concat(tensors: Sequence[TensorLike], axis: int = 0, *, name: str = "") -> Var:
+    """concat(tensors, axis=0) -> Tensor
+
+    Attrs:
+        axis: an int, default 0
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def split(x: TensorLike, indices_or_sections: Any, axis: int = 0, *, name: str = "") -> Var:
+    """split(x, indices_or_sections, axis=0) -> Tuple[Tensor, ...]
+
+    Attrs:
+        indices_or_sections: an int or a list of ints (or dims)
+        axis: an int, default 0
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def take(x: TensorLike, indices: TensorLike, axis: int = 0, *, name: str = "") -> Var:
+    """take(x, indices, axis=0) -> Tensor
+
+    Attrs:
+        axis: an int, default 0
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def index_add(x: TensorLike, indices: TensorLike, source: TensorLike, axis: int = 0, *, name: str = "") -> Var:
+    """index_add(x, indices, source, axis=0) -> Tensor
+
+    Attrs:
+        axis: an int, default 0
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def where(condition: TensorLike, x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
+    """where(condition, x1, x2) -> Tensor
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def cumsum(x: TensorLike, axis: int = -1, *, name: str = "") -> Var:
+    """cumsum(x, axis=-1) -> Tensor
+
+    Attrs:
+        axis: an int, default -1
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def triu(x: TensorLike, k: int = 0, *, name: str = "") -> Var:
+    """triu(x, k=0) -> Tensor
+
+    Attrs:
+        k: an int, default 0
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def strided_slice(x: TensorLike, axes: int | Sequence[int], begin: int | Sequence[int], end: int | Sequence[int], strides: int | Sequence[int] | None = None, *, name: str = "") -> Var:
+    """strided_slice(x, axes, begin, end, strides=None) -> Tensor
+
+    Attrs:
+        axes: a list of ints
+        begin: a list of ints
+        end: a list of ints
+        strides: None or a list of ints, default None
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def strided_slice_backward(dy: TensorLike, shape: ShapeLike, axes: int | Sequence[int], begin: int | Sequence[int], end: int | Sequence[int], strides: int | Sequence[int] | None = None, *, name: str = "") -> Var:
+    """strided_slice_backward(dy, shape, axes, begin, end, strides=None) -> Tensor
+
+    Attrs:
+        shape: a shape (a tuple of dims)
+        axes: a list of ints
+        begin: a list of ints
+        end: a list of ints
+        strides: None or a list of ints, default None
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def sum(x: TensorLike, axis: int | Sequence[int] | None = None, keepdims: bool = False, *, name: str = "") -> Var:
+    """sum(x, axis=None, keepdims=False) -> Tensor
+
+    Sum of the elements of `x` over the axes `axis`. NumPy: `np.sum(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.sum(x, dim=axis, keepdim=keepdims)`.
+    `axis` lists the axes to reduce (negative axes count from the end; a single int is one axis; `None`, the default, reduces all axes, and an empty list none); `keepdims=True` keeps each reduced axis as a dim of size 1, so that the result broadcasts against `x`.
+    Unlike NumPy and PyTorch, the result keeps `x`'s dtype: int32 sums stay int32 and wrap, and the sum of a bool tensor is a logical or. Float sums are pairwise (float32 accumulates in float32, as NumPy); the sum of nothing is 0.
+
+    Type: `x` may be any tensor; each axis must be in `[-ndim, ndim)` and appear once (else a TypeInferenceError). The result has `x`'s shape without the reduced axes (with them as 1 when `keepdims`), symbolic dims carried over, and `x`'s dtype.
+    VJP: `grad_x = broadcast_to(unreduce(grad), shape=<x's shape>)`, where `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
+    FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Attrs:
+        axis: None or a list of ints, default None
+        keepdims: a bool, default False
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def mean(x: TensorLike, axis: int | Sequence[int] | None = None, keepdims: bool = False, *, name: str = "") -> Var:
+    """mean(x, axis=None, keepdims=False) -> Tensor
+
+    Arithmetic mean of the elements of `x` over the axes `axis`. NumPy: `np.mean(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.mean(x, dim=axis, keepdim=keepdims)`.
+    `axis` lists the axes to reduce (negative axes count from the end; a single int is one axis; `None`, the default, reduces all axes, and an empty list none); `keepdims=True` keeps each reduced axis as a dim of size 1, so that the result broadcasts against `x`.
+    The kernel sums as `sum` does, then divides by the count; the mean of nothing is NaN. Unlike `np.mean`, an int `x` is refused (cast it with `astype`).
+
+    Type: `x` must be float32 or float64; each axis must be in `[-ndim, ndim)` and appear once (else a TypeInferenceError). The result has `x`'s shape without the reduced axes (with them as 1 when `keepdims`), symbolic dims carried over, and `x`'s dtype.
+    VJP: `grad_x = broadcast_to(unreduce(multiply(grad, 1 / n)), shape=<x's shape>)`, where `n` is the number of elements reduced into each result element, a constant, or `sum(ones(shape=<reduced dims>))` at run time when those dims are symbolic, and `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
+    FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
+    Dtypes: float32, float64.
+
+    Attrs:
+        axis: None or a list of ints, default None
+        keepdims: a bool, default False
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def max(x: TensorLike, axis: int | Sequence[int] | None = None, keepdims: bool = False, *, name: str = "") -> Var:
+    """max(x, axis=None, keepdims=False) -> Tensor
+
+    Maximum of the elements of `x` over the axes `axis`. NumPy: `np.max(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.amax(x, dim=axis, keepdim=keepdims)`.
+    `axis` lists the axes to reduce (negative axes count from the end; a single int is one axis; `None`, the default, reduces all axes, and an empty list none); `keepdims=True` keeps each reduced axis as a dim of size 1, so that the result broadcasts against `x`.
+    A NaN among the reduced elements gives NaN. Reducing zero elements has no identity: it is an ExecutionError at run time (NumPy raises too).
+
+    Type: `x` must be numeric (not bool); each axis must be in `[-ndim, ndim)` and appear once (else a TypeInferenceError). The result has `x`'s shape without the reduced axes (with them as 1 when `keepdims`), symbolic dims carried over, and `x`'s dtype.
+    VJP: the gradient is split evenly among the elements equal to the maximum, as `torch.amax`'s: with `mask = astype(equal(x, unreduce(y)), dtype=<x's dtype>)`, where `y` is the op's result, `grad_x = multiply(mask, divide(unreduce(grad), sum(mask, axis=axis, keepdims=True)))`, where `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
+    FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
+    Dtypes: float32, float64, int32, int64.
+
+    Attrs:
+        axis: None or a list of ints, default None
+        keepdims: a bool, default False
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def min(x: TensorLike, axis: int | Sequence[int] | None = None, keepdims: bool = False, *, name: str = "") -> Var:
+    """min(x, axis=None, keepdims=False) -> Tensor
+
+    Minimum of the elements of `x` over the axes `axis`. NumPy: `np.min(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.amin(x, dim=axis, keepdim=keepdims)`.
+    `axis` lists the axes to reduce (negative axes count from the end; a single int is one axis; `None`, the default, reduces all axes, and an empty list none); `keepdims=True` keeps each reduced axis as a dim of size 1, so that the result broadcasts against `x`.
+    A NaN among the reduced elements gives NaN. Reducing zero elements has no identity: it is an ExecutionError at run time (NumPy raises too).
+
+    Type: `x` must be numeric (not bool); each axis must be in `[-ndim, ndim)` and appear once (else a TypeInferenceError). The result has `x`'s shape without the reduced axes (with them as 1 when `keepdims`), symbolic dims carried over, and `x`'s dtype.
+    VJP: the gradient is split evenly among the elements equal to the minimum, as `torch.amin`'s: with `mask = astype(equal(x, unreduce(y)), dtype=<x's dtype>)`, where `y` is the op's result, `grad_x = multiply(mask, divide(unreduce(grad), sum(mask, axis=axis, keepdims=True)))`, where `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
+    FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
+    Dtypes: float32, float64, int32, int64.
+
+    Attrs:
+        axis: None or a list of ints, default None
+        keepdims: a bool, default False
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def variance(x: TensorLike, axis: int | Sequence[int] | None = None, keepdims: bool = False, *, name: str = "") -> Var:
+    """variance(x, axis=None, keepdims=False) -> Tensor
+
+    Population variance (divided by the count, `ddof=0`) of the elements of `x` over the axes `axis`. NumPy: `np.var(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.var(x, dim=axis, correction=0, keepdim=keepdims)` (PyTorch's default divides by the count minus one).
+    `axis` lists the axes to reduce (negative axes count from the end; a single int is one axis; `None`, the default, reduces all axes, and an empty list none); `keepdims=True` keeps each reduced axis as a dim of size 1, so that the result broadcasts against `x`.
+    The kernel takes two passes: the mean, then the mean squared deviation from it. The variance of nothing is NaN.
+
+    Type: `x` must be float32 or float64; each axis must be in `[-ndim, ndim)` and appear once (else a TypeInferenceError). The result has `x`'s shape without the reduced axes (with them as 1 when `keepdims`), symbolic dims carried over, and `x`'s dtype.
+    VJP: `grad_x = multiply(subtract(x, mean(x, axis=axis, keepdims=True)), unreduce(multiply(grad, 2 / n)))`, where `n` is the number of elements reduced into each result element, a constant, or `sum(ones(shape=<reduced dims>))` at run time when those dims are symbolic, and `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
+    FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
+    Dtypes: float32, float64.
+
+    Attrs:
+        axis: None or a list of ints, default None
+        keepdims: a bool, default False
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def zeros(shape: ShapeLike, dtype: DTypeLike, *, name: str = "") -> Var:
+    """zeros(shape, dtype) -> Tensor
+
+    A tensor of zeros of the shape `shape` and the dtype `dtype`. NumPy: `np.zeros(shape, dtype)`. PyTorch: `torch.zeros(shape, dtype=dtype)`.
+    It takes no tensor argument: `aj.op.zeros(...)` emits into the innermost active `FunctionBuilder`.
+
+    Type: `shape` is the result's shape: ints from 0 up or symbolic dims (a negative dim is a TypeInferenceError); `dtype` its dtype. The result is `Tensor(shape, dtype)`.
+    VJP: none (not differentiable: the result is a constant).
+    FLOPs: zero (a fill is data movement).
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Attrs:
+        shape: a shape (a tuple of dims)
+        dtype: a dtype
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def ones(shape: ShapeLike, dtype: DTypeLike, *, name: str = "") -> Var:
+    """ones(shape, dtype) -> Tensor
+
+    A tensor of ones of the shape `shape` and the dtype `dtype` (true for bool). NumPy: `np.ones(shape, dtype)`. PyTorch: `torch.ones(shape, dtype=dtype)`.
+    It takes no tensor argument: `aj.op.ones(...)` emits into the innermost active `FunctionBuilder`.
+
+    Type: `shape` is the result's shape: ints from 0 up or symbolic dims (a negative dim is a TypeInferenceError); `dtype` its dtype. The result is `Tensor(shape, dtype)`.
+    VJP: none (not differentiable: the result is a constant).
+    FLOPs: zero (a fill is data movement).
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Attrs:
+        shape: a shape (a tuple of dims)
+        dtype: a dtype
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def full(shape: ShapeLike, fill_value: float, dtype: DTypeLike, *, name: str = "") -> Var:
+    """full(shape, fill_value, dtype) -> Tensor
+
+    A tensor of the shape `shape` and the dtype `dtype` with every element `fill_value`. NumPy: `np.full(shape, fill_value, dtype)`. PyTorch: `torch.full(shape, fill_value, dtype=dtype)`.
+    `fill_value` is a float attr: an int dtype takes it truncated toward zero (NumPy's cast), and it must then be in the dtype's range, so NaN and infinities are refused; bool takes `fill_value != 0`. Values past `2**53` are not exact, since the attr is a float64. It takes no tensor argument: `aj.op.full(...)` emits into the innermost active `FunctionBuilder`. TVM Relax's `full` takes `fill_value` as a tensor argument; here it is an attr, known when the program is built.
+
+    Type: `shape` is the result's shape: ints from 0 up or symbolic dims (a negative dim is a TypeInferenceError); `dtype` its dtype. The result is `Tensor(shape, dtype)`. A `fill_value` out of an int dtype's range is a TypeInferenceError.
+    VJP: none (not differentiable: the result is a constant).
+    FLOPs: zero (a fill is data movement).
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Attrs:
+        shape: a shape (a tuple of dims)
+        fill_value: a float
+        dtype: a dtype
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def zeros_like(x: TensorLike, dtype: DTypeLike | None = None, *, name: str = "") -> Var:
+    """zeros_like(x, dtype=None) -> Tensor
+
+    A tensor of zeros of `x`'s shape, of the dtype `dtype` (`None`, the default: `x`'s dtype). NumPy: `np.zeros_like(x, dtype=dtype)`. PyTorch: `torch.zeros_like(x, dtype=dtype)`.
+    The kernel never reads `x`'s elements.
+
+    Type: `x` may be any tensor; the result has its shape, symbolic dims included, and the dtype `dtype` or `x`'s.
+    VJP: none (not differentiable: the result does not depend on the values of `x`, so `x` gets no gradient through it).
+    FLOPs: zero (a fill is data movement).
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Attrs:
+        dtype: a dtype or None, default None
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def ones_like(x: TensorLike, dtype: DTypeLike | None = None, *, name: str = "") -> Var:
+    """ones_like(x, dtype=None) -> Tensor
+
+    A tensor of ones of `x`'s shape, of the dtype `dtype` (`None`, the default: `x`'s dtype). NumPy: `np.ones_like(x, dtype=dtype)`. PyTorch: `torch.ones_like(x, dtype=dtype)`.
+    The kernel never reads `x`'s elements.
+
+    Type: `x` may be any tensor; the result has its shape, symbolic dims included, and the dtype `dtype` or `x`'s.
+    VJP: none (not differentiable: the result does not depend on the values of `x`, so `x` gets no gradient through it).
+    FLOPs: zero (a fill is data movement).
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Attrs:
+        dtype: a dtype or None, default None
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def full_like(x: TensorLike, fill_value: float, dtype: DTypeLike | None = None, *, name: str = "") -> Var:
+    """full_like(x, fill_value, dtype=None) -> Tensor
+
+    A tensor of `x`'s shape with every element `fill_value`, of the dtype `dtype` (`None`, the default: `x`'s dtype). NumPy: `np.full_like(x, fill_value, dtype=dtype)`. PyTorch: `torch.full_like(x, fill_value, dtype=dtype)`.
+    `fill_value` is a float attr: an int dtype takes it truncated toward zero (NumPy's cast), and it must then be in the dtype's range, so NaN and infinities are refused; bool takes `fill_value != 0`. Values past `2**53` are not exact, since the attr is a float64. The kernel never reads `x`'s elements. TVM Relax's `full_like` takes `fill_value` as a tensor argument; here it is an attr.
+
+    Type: `x` may be any tensor; the result has its shape, symbolic dims included, and the dtype `dtype` or `x`'s. A `fill_value` out of an int dtype's range is a TypeInferenceError.
+    VJP: none (not differentiable: the result does not depend on the values of `x`, so `x` gets no gradient through it).
+    FLOPs: zero (a fill is data movement).
+    Dtypes: all: float32, float64, int32, int64, bool.
+
+    Attrs:
+        fill_value: a float
+        dtype: a dtype or None, default None
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def softmax(x: TensorLike, axis: int = -1, *, name: str = "") -> Var:
+    """softmax(x, axis=-1) -> Tensor
+
+    Attrs:
+        axis: an int, default -1
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def log_softmax(x: TensorLike, axis: int = -1, *, name: str = "") -> Var:
+    """log_softmax(x, axis=-1) -> Tensor
+
+    Attrs:
+        axis: an int, default -1
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def layer_norm(x: TensorLike, gamma: TensorLike, beta: TensorLike, axes: int | Sequence[int] = [-1], epsilon: float = 1e-05, *, name: str = "") -> Var:
+    """layer_norm(x, gamma, beta, axes=[-1], epsilon=1e-05) -> Tensor
+
+    Attrs:
+        axes: a list of ints, default [-1]
+        epsilon: a float, default 1e-05
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def cross_entropy_with_logits(logits: TensorLike, labels: TensorLike, *, name: str = "") -> Var:
+    """cross_entropy_with_logits(logits, labels) -> Tensor
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def nll_loss(predictions: TensorLike, targets: TensorLike, reduction: str = 'mean', ignore_index: int = -100, *, name: str = "") -> Var:
+    """nll_loss(predictions, targets, reduction="mean", ignore_index=-100) -> Tensor
+
+    Attrs:
+        reduction: a string, default "mean"
+        ignore_index: an int, default -100
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def nll_loss_backward(output_grad: TensorLike, predictions: TensorLike, targets: TensorLike, reduction: str = 'mean', ignore_index: int = -100, *, name: str = "") -> Var:
+    """nll_loss_backward(output_grad, predictions, targets, reduction="mean", ignore_index=-100) -> Tensor
+
+    Attrs:
+        reduction: a string, default "mean"
+        ignore_index: an int, default -100
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def conv2d(data: TensorLike, weight: TensorLike, strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], groups: int = 1, *, name: str = "") -> Var:
+    """conv2d(data, weight, strides=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1) -> Tensor
+
+    Attrs:
+        strides: a list of ints, default [1, 1]
+        padding: a list of ints, default [0, 0]
+        dilation: a list of ints, default [1, 1]
+        groups: an int, default 1
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def conv2d_backward_data(output_grad: TensorLike, weight: TensorLike, data_shape: ShapeLike, strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], groups: int = 1, *, name: str = "") -> Var:
+    """conv2d_backward_data(output_grad, weight, data_shape, strides=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1) -> Tensor
+
+    Attrs:
+        data_shape: a shape (a tuple of dims)
+        strides: a list of ints, default [1, 1]
+        padding: a list of ints, default [0, 0]
+        dilation: a list of ints, default [1, 1]
+        groups: an int, default 1
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def conv2d_backward_weight(output_grad: TensorLike, data: TensorLike, weight_shape: ShapeLike, strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], groups: int = 1, *, name: str = "") -> Var:
+    """conv2d_backward_weight(output_grad, data, weight_shape, strides=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1) -> Tensor
+
+    Attrs:
+        weight_shape: a shape (a tuple of dims)
+        strides: a list of ints, default [1, 1]
+        padding: a list of ints, default [0, 0]
+        dilation: a list of ints, default [1, 1]
+        groups: an int, default 1
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def max_pool2d(x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, *, name: str = "") -> Var:
+    """max_pool2d(x, pool_size, strides=[1, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=False) -> Tensor
+
+    Attrs:
+        pool_size: a list of ints
+        strides: a list of ints, default [1, 1]
+        padding: a list of ints, default [0, 0]
+        dilation: a list of ints, default [1, 1]
+        ceil_mode: a bool, default False
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def max_pool2d_backward(output_grad: TensorLike, x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, *, name: str = "") -> Var:
+    """max_pool2d_backward(output_grad, x, pool_size, strides=[1, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=False) -> Tensor
+
+    Attrs:
+        pool_size: a list of ints
+        strides: a list of ints, default [1, 1]
+        padding: a list of ints, default [0, 0]
+        dilation: a list of ints, default [1, 1]
+        ceil_mode: a bool, default False
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def avg_pool2d(x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, count_include_pad: bool = False, *, name: str = "") -> Var:
+    """avg_pool2d(x, pool_size, strides=[1, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=False, count_include_pad=False) -> Tensor
+
+    Attrs:
+        pool_size: a list of ints
+        strides: a list of ints, default [1, 1]
+        padding: a list of ints, default [0, 0]
+        dilation: a list of ints, default [1, 1]
+        ceil_mode: a bool, default False
+        count_include_pad: a bool, default False
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
+def avg_pool2d_backward(output_grad: TensorLike, x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, count_include_pad: bool = False, *, name: str = "") -> Var:
+    """avg_pool2d_backward(output_grad, x, pool_size, strides=[1, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=False, count_include_pad=False) -> Tensor
+
+    Attrs:
+        pool_size: a list of ints
+        strides: a list of ints, default [1, 1]
+        padding: a list of ints, default [0, 0]
+        dilation: a list of ints, default [1, 1]
+        ceil_mode: a bool, default False
+        count_include_pad: a bool, default False
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
 
 __all__: list[str] = ['add', 'subtract', 'multiply', 'divide', 'floor_divide', 'floor_mod', 'power', 'maximum', 'minimum', 'equal', 'not_equal', 'less', 'less_equal', 'greater', 'greater_equal', 'negative', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu', 'abs', 'square', 'erf', 'astype', 'matmul', 'permute_dims', 'reshape', 'broadcast_to', 'collapse_sum_to', 'expand_dims', 'squeeze', 'concat', 'split', 'take', 'index_add', 'where', 'cumsum', 'triu', 'strided_slice', 'strided_slice_backward', 'sum', 'mean', 'max', 'min', 'variance', 'zeros', 'ones', 'full', 'zeros_like', 'ones_like', 'full_like', 'softmax', 'log_softmax', 'layer_norm', 'cross_entropy_with_logits', 'nll_loss', 'nll_loss_backward', 'conv2d', 'conv2d_backward_data', 'conv2d_backward_weight', 'max_pool2d', 'max_pool2d_backward', 'avg_pool2d', 'avg_pool2d_backward']

@@ -272,28 +272,157 @@ void register_binary_ops(OpRegistry& reg) {
     TypeRule type;
     Kernel kernel;
     VJPRule vjp;
+    const char* doc;  // the op's reference text (OpDef::doc)
   };
   const Arithmetic arithmetic[] = {
-      {ops::add, arithmetic_type, arithmetic_kernel<Add>, add_vjp},
-      {ops::subtract, arithmetic_type, arithmetic_kernel<Subtract>, subtract_vjp},
-      {ops::multiply, arithmetic_type, arithmetic_kernel<Multiply>, multiply_vjp},
-      {ops::divide, divide_type, divide_kernel, divide_vjp},
-      {ops::floor_divide, numeric_arithmetic_type, arithmetic_kernel<FloorDivide>, floor_divide_vjp},
-      {ops::floor_mod, numeric_arithmetic_type, arithmetic_kernel<FloorMod>, floor_mod_vjp},
-      {ops::power, arithmetic_type, arithmetic_kernel<Power>, power_vjp},
-      {ops::maximum, arithmetic_type, arithmetic_kernel<Maximum>, select_vjp(ops::less)},
-      {ops::minimum, arithmetic_type, arithmetic_kernel<Minimum>, select_vjp(ops::greater)},
+      {ops::add, arithmetic_type, arithmetic_kernel<Add>, add_vjp, R"doc(
+Elementwise sum, `x1 + x2`, with broadcasting. NumPy: `np.add(x1, x2)`. PyTorch: `torch.add(x1, x2)`.
+Integers wrap on overflow; on bool it is a logical or (as NumPy's).
+
+Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: `grad_x1 = collapse_sum_to(grad, shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(grad, shape=<x2's shape>)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc"},
+      {ops::subtract, arithmetic_type, arithmetic_kernel<Subtract>, subtract_vjp, R"doc(
+Elementwise difference, `x1 - x2`, with broadcasting. NumPy: `np.subtract(x1, x2)`. PyTorch: `torch.sub(x1, x2)`.
+Integers wrap on overflow; on bool it is a logical xor (NumPy and PyTorch refuse bool).
+
+Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: `grad_x1 = collapse_sum_to(grad, shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(negative(grad), shape=<x2's shape>)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc"},
+      {ops::multiply, arithmetic_type, arithmetic_kernel<Multiply>, multiply_vjp, R"doc(
+Elementwise product, `x1 * x2`, with broadcasting. NumPy: `np.multiply(x1, x2)`. PyTorch: `torch.mul(x1, x2)`.
+Integers wrap on overflow; on bool it is a logical and (as NumPy's).
+
+Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: `grad_x1 = collapse_sum_to(multiply(grad, x2), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(multiply(grad, x1), shape=<x2's shape>)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc"},
+      {ops::divide, divide_type, divide_kernel, divide_vjp, R"doc(
+Elementwise true division, `x1 / x2`, with broadcasting. NumPy: `np.divide(x1, x2)`. PyTorch: `torch.div(x1, x2)` (which divides ints to the default float dtype, float32, where this gives float64).
+Ints and bools are divided in float64, as NumPy does; division by zero gives inf, -inf or NaN.
+
+Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape; a float dtype is kept, int32, int64 and bool give float64. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: with `q = divide(grad, x2)`: `grad_x1 = collapse_sum_to(q, shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(negative(multiply(q, y)), shape=<x2's shape>)`, where `y = divide(x1, x2)` is the op's result (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`). Int and bool operands get no gradient.
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool (the result is float32 or float64).
+)doc"},
+      {ops::floor_divide, numeric_arithmetic_type, arithmetic_kernel<FloorDivide>, floor_divide_vjp, R"doc(
+Elementwise floor division, `x1 // x2` rounded toward negative infinity, with broadcasting. NumPy: `np.floor_divide(x1, x2)`. PyTorch: `torch.floor_divide(x1, x2)`.
+On ints, `x // 0 = 0` and the smallest int divided by -1 wraps to itself (NumPy's results); on floats it is Python's floor division (as NumPy's), and `x // 0` is `x / 0` (inf, -inf or NaN).
+
+Type: as `add`, and the operands must be numeric: a bool `x1` is a TypeInferenceError (NumPy would compute in int8). The result has the broadcast shape and the operands' dtype.
+VJP: `grad_x1 = zeros_like(x1)`, `grad_x2 = zeros_like(x2)`: the op is piecewise constant.
+FLOPs: one per output element.
+Dtypes: float32, float64, int32, int64.
+)doc"},
+      {ops::floor_mod, numeric_arithmetic_type, arithmetic_kernel<FloorMod>, floor_mod_vjp, R"doc(
+Elementwise remainder of floor division, with the sign of the divisor `x2`, with broadcasting. NumPy: `np.remainder(x1, x2)`. PyTorch: `torch.remainder(x1, x2)`.
+On ints `x % 0 = 0` (NumPy's result); on floats `x % 0` is NaN.
+
+Type: as `add`, and the operands must be numeric: a bool `x1` is a TypeInferenceError. The result has the broadcast shape and the operands' dtype.
+VJP: `grad_x1 = collapse_sum_to(grad, shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(negative(multiply(grad, floor_divide(x1, x2))), shape=<x2's shape>)`, from `x1 % x2 = x1 - x2 * (x1 // x2)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`).
+FLOPs: one per output element.
+Dtypes: float32, float64, int32, int64.
+)doc"},
+      {ops::power, arithmetic_type, arithmetic_kernel<Power>, power_vjp, R"doc(
+Elementwise power, `x1 ** x2`, with broadcasting. NumPy: `np.power(x1, x2)`. PyTorch: `torch.pow(x1, x2)`.
+Floats use the C library's `pow`. Ints are exact by repeated squaring and wrap on overflow; a negative exponent gives 0, except that base 1 gives 1 and base -1 gives 1 or -1 by the exponent's parity (NumPy raises an error instead). On bool, `power(a, b)` is `a or not b`.
+
+Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: `grad_x1 = collapse_sum_to(multiply(multiply(grad, x2), power(x1, subtract(x2, 1))), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(multiply(multiply(grad, y), log(x1)), shape=<x2's shape>)`, where `y = power(x1, x2)` is the op's result (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`). `grad_x2` is NaN where `x1 <= 0` (PyTorch gives 0 where `x1 = 0`).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc"},
+      {ops::maximum, arithmetic_type, arithmetic_kernel<Maximum>, select_vjp(ops::less), R"doc(
+Elementwise maximum of `x1` and `x2`, with broadcasting. NumPy: `np.maximum(x1, x2)`. PyTorch: `torch.maximum(x1, x2)`.
+A NaN in either operand gives NaN (as both of those). On bool it is a logical or.
+
+Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: with `lost = less(x1, x2)` (where `x2` was chosen): `grad_x1 = collapse_sum_to(where(lost, zeros_like(grad), grad), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(where(lost, grad, zeros_like(grad)), shape=<x2's shape>)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`). A tie sends the whole gradient to `x1` (PyTorch splits it in halves).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc"},
+      {ops::minimum, arithmetic_type, arithmetic_kernel<Minimum>, select_vjp(ops::greater), R"doc(
+Elementwise minimum of `x1` and `x2`, with broadcasting. NumPy: `np.minimum(x1, x2)`. PyTorch: `torch.minimum(x1, x2)`.
+A NaN in either operand gives NaN (as both of those). On bool it is a logical and.
+
+Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: with `lost = greater(x1, x2)` (where `x2` was chosen): `grad_x1 = collapse_sum_to(where(lost, zeros_like(grad), grad), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(where(lost, grad, zeros_like(grad)), shape=<x2's shape>)` (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`). A tie sends the whole gradient to `x1` (PyTorch splits it in halves).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc"},
   };
-  for (const auto& [op, type, kernel, vjp] : arithmetic)
-    reg.define(op).set_args({"x1", "x2"}).set_type_rule(type)
+  for (const auto& [op, type, kernel, vjp, doc] : arithmetic)
+    reg.define(op).set_args({"x1", "x2"}).set_type_rule(type).set_doc(doc)
         .set_flops(elementwise_flops).set_kernel(kernel).set_vjp(vjp).set_inplace_ok(true);
-  const std::pair<OpHandle, Kernel> comparisons[] = {
-      {ops::equal, comparison_kernel<Equal>}, {ops::not_equal, comparison_kernel<NotEqual>},
-      {ops::less, comparison_kernel<Less>}, {ops::less_equal, comparison_kernel<LessEqual>},
-      {ops::greater, comparison_kernel<Greater>}, {ops::greater_equal, comparison_kernel<GreaterEqual>},
+  struct Comparison {
+    OpHandle op;
+    Kernel kernel;
+    const char* doc;
   };
-  for (const auto& [op, kernel] : comparisons)
-    reg.define(op).set_args({"x1", "x2"}).set_type_rule(comparison_type)
+  const Comparison comparisons[] = {
+      {ops::equal, comparison_kernel<Equal>, R"doc(
+Elementwise comparison `x1 == x2`, with broadcasting. NumPy: `np.equal(x1, x2)`. PyTorch: `torch.eq(x1, x2)`.
+A comparison with NaN is false.
+
+Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+)doc"},
+      {ops::not_equal, comparison_kernel<NotEqual>, R"doc(
+Elementwise comparison `x1 != x2`, with broadcasting. NumPy: `np.not_equal(x1, x2)`. PyTorch: `torch.ne(x1, x2)`.
+A comparison with NaN is true.
+
+Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+)doc"},
+      {ops::less, comparison_kernel<Less>, R"doc(
+Elementwise comparison `x1 < x2`, with broadcasting. NumPy: `np.less(x1, x2)`. PyTorch: `torch.lt(x1, x2)`.
+A comparison with NaN is false.
+
+Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+)doc"},
+      {ops::less_equal, comparison_kernel<LessEqual>, R"doc(
+Elementwise comparison `x1 <= x2`, with broadcasting. NumPy: `np.less_equal(x1, x2)`. PyTorch: `torch.le(x1, x2)`.
+A comparison with NaN is false.
+
+Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+)doc"},
+      {ops::greater, comparison_kernel<Greater>, R"doc(
+Elementwise comparison `x1 > x2`, with broadcasting. NumPy: `np.greater(x1, x2)`. PyTorch: `torch.gt(x1, x2)`.
+A comparison with NaN is false.
+
+Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+)doc"},
+      {ops::greater_equal, comparison_kernel<GreaterEqual>, R"doc(
+Elementwise comparison `x1 >= x2`, with broadcasting. NumPy: `np.greater_equal(x1, x2)`. PyTorch: `torch.ge(x1, x2)`.
+A comparison with NaN is false.
+
+Type: `x1` and `x2` must have the same dtype (no type promotion); their shapes broadcast as NumPy's, where symbolic dims must be equal as polynomials. The result has the broadcast shape and dtype bool. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
+VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` or `x2` through it).
+FLOPs: one per output element.
+Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
+)doc"},
+  };
+  for (const auto& [op, kernel, doc] : comparisons)
+    reg.define(op).set_args({"x1", "x2"}).set_type_rule(comparison_type).set_doc(doc)
         .set_flops(elementwise_flops).set_differentiable(false).set_kernel(kernel);
 }
 

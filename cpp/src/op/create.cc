@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <utility>
 
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
@@ -69,25 +68,86 @@ void full_kernel(KernelContext& ctx) { fill(ctx.out(), ctx.attr_float("fill_valu
 }  // namespace
 
 void register_create_ops(OpRegistry& reg) {
-  for (auto [op, kernel] : {std::pair{ops::zeros, zeros_kernel}, std::pair{ops::ones, ones_kernel}})
+  struct Filled {
+    OpHandle op;
+    Kernel kernel;
+    const char* doc;  // the op's reference text (OpDef::doc)
+  };
+  const Filled filled[] = {
+      {ops::zeros, zeros_kernel, R"doc(
+A tensor of zeros of the shape `shape` and the dtype `dtype`. NumPy: `np.zeros(shape, dtype)`. PyTorch: `torch.zeros(shape, dtype=dtype)`.
+It takes no tensor argument: `aj.op.zeros(...)` emits into the innermost active `FunctionBuilder`.
+
+Type: `shape` is the result's shape: ints from 0 up or symbolic dims (a negative dim is a TypeInferenceError); `dtype` its dtype. The result is `Tensor(shape, dtype)`.
+VJP: none (not differentiable: the result is a constant).
+FLOPs: zero (a fill is data movement).
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc"},
+      {ops::ones, ones_kernel, R"doc(
+A tensor of ones of the shape `shape` and the dtype `dtype` (true for bool). NumPy: `np.ones(shape, dtype)`. PyTorch: `torch.ones(shape, dtype=dtype)`.
+It takes no tensor argument: `aj.op.ones(...)` emits into the innermost active `FunctionBuilder`.
+
+Type: `shape` is the result's shape: ints from 0 up or symbolic dims (a negative dim is a TypeInferenceError); `dtype` its dtype. The result is `Tensor(shape, dtype)`.
+VJP: none (not differentiable: the result is a constant).
+FLOPs: zero (a fill is data movement).
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc"},
+  };
+  for (const auto& [op, kernel, doc] : filled)
     reg.define(op).set_args({})
         .add_attr("shape", AttrKind::kShape).add_attr("dtype", AttrKind::kDType)
         .set_type_rule(filled_type).set_flops(zero_flops).set_differentiable(false)
-        .set_kernel(kernel);
+        .set_kernel(kernel).set_doc(doc);
   reg.define(ops::full).set_args({})
       .add_attr("shape", AttrKind::kShape).add_attr("fill_value", AttrKind::kFloat)
       .add_attr("dtype", AttrKind::kDType)
       .set_type_rule(full_type).set_flops(zero_flops).set_differentiable(false)
-      .set_kernel(full_kernel);
-  for (auto [op, kernel] : {std::pair{ops::zeros_like, zeros_kernel}, std::pair{ops::ones_like, ones_kernel}})
+      .set_kernel(full_kernel).set_doc(R"doc(
+A tensor of the shape `shape` and the dtype `dtype` with every element `fill_value`. NumPy: `np.full(shape, fill_value, dtype)`. PyTorch: `torch.full(shape, fill_value, dtype=dtype)`.
+`fill_value` is a float attr: an int dtype takes it truncated toward zero (NumPy's cast), and it must then be in the dtype's range, so NaN and infinities are refused; bool takes `fill_value != 0`. Values past `2**53` are not exact, since the attr is a float64. It takes no tensor argument: `aj.op.full(...)` emits into the innermost active `FunctionBuilder`. TVM Relax's `full` takes `fill_value` as a tensor argument; here it is an attr, known when the program is built.
+
+Type: `shape` is the result's shape: ints from 0 up or symbolic dims (a negative dim is a TypeInferenceError); `dtype` its dtype. The result is `Tensor(shape, dtype)`. A `fill_value` out of an int dtype's range is a TypeInferenceError.
+VJP: none (not differentiable: the result is a constant).
+FLOPs: zero (a fill is data movement).
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc");
+  const Filled filled_like[] = {
+      {ops::zeros_like, zeros_kernel, R"doc(
+A tensor of zeros of `x`'s shape, of the dtype `dtype` (`None`, the default: `x`'s dtype). NumPy: `np.zeros_like(x, dtype=dtype)`. PyTorch: `torch.zeros_like(x, dtype=dtype)`.
+The kernel never reads `x`'s elements.
+
+Type: `x` may be any tensor; the result has its shape, symbolic dims included, and the dtype `dtype` or `x`'s.
+VJP: none (not differentiable: the result does not depend on the values of `x`, so `x` gets no gradient through it).
+FLOPs: zero (a fill is data movement).
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc"},
+      {ops::ones_like, ones_kernel, R"doc(
+A tensor of ones of `x`'s shape, of the dtype `dtype` (`None`, the default: `x`'s dtype). NumPy: `np.ones_like(x, dtype=dtype)`. PyTorch: `torch.ones_like(x, dtype=dtype)`.
+The kernel never reads `x`'s elements.
+
+Type: `x` may be any tensor; the result has its shape, symbolic dims included, and the dtype `dtype` or `x`'s.
+VJP: none (not differentiable: the result does not depend on the values of `x`, so `x` gets no gradient through it).
+FLOPs: zero (a fill is data movement).
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc"},
+  };
+  for (const auto& [op, kernel, doc] : filled_like)
     reg.define(op).set_args({"x"})
         .add_attr("dtype", AttrKind::kOptDType, NoneValue{})
         .set_type_rule(filled_like_type).set_flops(zero_flops).set_differentiable(false)
-        .set_kernel(kernel);
+        .set_kernel(kernel).set_doc(doc);
   reg.define(ops::full_like).set_args({"x"})
       .add_attr("fill_value", AttrKind::kFloat).add_attr("dtype", AttrKind::kOptDType, NoneValue{})
       .set_type_rule(full_like_type).set_flops(zero_flops).set_differentiable(false)
-      .set_kernel(full_kernel);
+      .set_kernel(full_kernel).set_doc(R"doc(
+A tensor of `x`'s shape with every element `fill_value`, of the dtype `dtype` (`None`, the default: `x`'s dtype). NumPy: `np.full_like(x, fill_value, dtype=dtype)`. PyTorch: `torch.full_like(x, fill_value, dtype=dtype)`.
+`fill_value` is a float attr: an int dtype takes it truncated toward zero (NumPy's cast), and it must then be in the dtype's range, so NaN and infinities are refused; bool takes `fill_value != 0`. Values past `2**53` are not exact, since the attr is a float64. The kernel never reads `x`'s elements. TVM Relax's `full_like` takes `fill_value` as a tensor argument; here it is an attr.
+
+Type: `x` may be any tensor; the result has its shape, symbolic dims included, and the dtype `dtype` or `x`'s. A `fill_value` out of an int dtype's range is a TypeInferenceError.
+VJP: none (not differentiable: the result does not depend on the values of `x`, so `x` gets no gradient through it).
+FLOPs: zero (a fill is data movement).
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc");
 }
 
 }  // namespace aj

@@ -223,7 +223,16 @@ std::optional<DType> matmul_out_dtype(const CallNode& call) {
 void register_linalg_ops(OpRegistry& reg) {
   reg.define(ops::matmul).set_args({"x1", "x2"})
       .add_attr("out_dtype", AttrKind::kOptDType, NoneValue{})
-      .set_type_rule(matmul_type).set_flops(matmul_flops).set_kernel(matmul_kernel).set_vjp(matmul_vjp);
+      .set_type_rule(matmul_type).set_flops(matmul_flops).set_kernel(matmul_kernel).set_vjp(matmul_vjp)
+      .set_doc(R"doc(
+Matrix product with NumPy's rules: `(..., m, k) @ (..., k, n) -> (..., m, n)`, the batch dims `...` broadcast; a 1-D `x1` is a row `(1, k)` and a 1-D `x2` a column `(k, 1)`, whose unit dim is dropped from the result (two 1-D operands give their dot product, a scalar). NumPy: `np.matmul(x1, x2)`. PyTorch: `torch.matmul(x1, x2)`.
+`out_dtype` is the result's dtype; `None`, the default, keeps the operands' dtype. Float operands whose result keeps their dtype run through OpenBLAS (sgemm, dgemm); otherwise each element is accumulated in float64 (float operands) or int64 (int and bool operands) and converted to the result's dtype as `astype` converts, so ints wrap and a bool product is true where some `x1[i, p] and x2[p, j]` is. TVM Relax's `matmul` has the same `out_dtype` attr.
+
+Type: `x1` and `x2` must have the same dtype and rank at least 1; the contraction dims (`x1`'s last, `x2`'s second to last, or its only) must be equal, symbolic dims as polynomials; the batch dims broadcast as NumPy's. The result is `(broadcast batch, m, n)`, without `m` for a 1-D `x1` and without `n` for a 1-D `x2`, of dtype `out_dtype` or the operands'. A scalar operand, differing dtypes or contraction dims, and batch dims that do not broadcast are TypeInferenceErrors.
+VJP: `grad_x1 = collapse_sum_to(matmul(grad, permute_dims(x2, axes=<last two swapped>)), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(matmul(permute_dims(x1, axes=<last two swapped>), grad), shape=<x2's shape>)`, each `collapse_sum_to` left out where the shape already is the operand's. A 1-D operand is first made a matrix with `expand_dims` (and `grad` given the matching unit dims), and its gradient reshaped back; when `out_dtype` differs from the operands' dtype, `grad` is first cast to it with `astype`. Int and bool operands get no gradient.
+FLOPs: `2 * (result elements) * k`, with `k` the contraction dim (`2*m*k*n` for `(m, k) @ (k, n)`, `2*k` for a dot product).
+Dtypes: all: float32, float64, int32, int64, bool, the same for both operands; `out_dtype` any of them.
+)doc");
 }
 
 }  // namespace aj

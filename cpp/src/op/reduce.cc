@@ -250,27 +250,72 @@ std::vector<Expr> variance_vjp(VJPContext& ctx) {
 }
 
 void define_reduce(OpRegistry& reg, OpHandle op, TypeRule rule, FlopRule flops, Kernel kernel,
-                   VJPRule vjp) {
+                   VJPRule vjp, const char* doc) {
   reg.define(op).set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
       .add_attr("keepdims", AttrKind::kBool, false)
-      .set_type_rule(rule).set_flops(flops).set_kernel(std::move(kernel)).set_vjp(std::move(vjp));
+      .set_type_rule(rule).set_flops(flops).set_kernel(std::move(kernel)).set_vjp(std::move(vjp)).set_doc(doc);
 }
 
 }  // namespace
 
-// FLOPs per input element, approximately: sum, max, min one (an add or a
-// compare); mean two (the add, plus the final scaling rounded up to one per
-// element); variance three (subtract the mean, square, add).
+// FLOPs: one per input element for every reduction (an add or a compare);
+// the final scaling of mean and variance and variance's second pass are not
+// counted.
 void register_reduce_ops(OpRegistry& reg) {
-  define_reduce(reg, ops::sum, reduce_type, per_input_element_flops<1>, sum_kernel, sum_vjp);
-  define_reduce(reg, ops::mean, float_reduce_type, per_input_element_flops<1>, mean_kernel, mean_vjp);
+  define_reduce(reg, ops::sum, reduce_type, per_input_element_flops<1>, sum_kernel, sum_vjp, R"doc(
+Sum of the elements of `x` over the axes `axis`. NumPy: `np.sum(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.sum(x, dim=axis, keepdim=keepdims)`.
+`axis` lists the axes to reduce (negative axes count from the end; a single int is one axis; `None`, the default, reduces all axes, and an empty list none); `keepdims=True` keeps each reduced axis as a dim of size 1, so that the result broadcasts against `x`.
+Unlike NumPy and PyTorch, the result keeps `x`'s dtype: int32 sums stay int32 and wrap, and the sum of a bool tensor is a logical or. Float sums are pairwise (float32 accumulates in float32, as NumPy); the sum of nothing is 0.
+
+Type: `x` may be any tensor; each axis must be in `[-ndim, ndim)` and appear once (else a TypeInferenceError). The result has `x`'s shape without the reduced axes (with them as 1 when `keepdims`), symbolic dims carried over, and `x`'s dtype.
+VJP: `grad_x = broadcast_to(unreduce(grad), shape=<x's shape>)`, where `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
+FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
+Dtypes: all: float32, float64, int32, int64, bool.
+)doc");
+  define_reduce(reg, ops::mean, float_reduce_type, per_input_element_flops<1>, mean_kernel, mean_vjp, R"doc(
+Arithmetic mean of the elements of `x` over the axes `axis`. NumPy: `np.mean(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.mean(x, dim=axis, keepdim=keepdims)`.
+`axis` lists the axes to reduce (negative axes count from the end; a single int is one axis; `None`, the default, reduces all axes, and an empty list none); `keepdims=True` keeps each reduced axis as a dim of size 1, so that the result broadcasts against `x`.
+The kernel sums as `sum` does, then divides by the count; the mean of nothing is NaN. Unlike `np.mean`, an int `x` is refused (cast it with `astype`).
+
+Type: `x` must be float32 or float64; each axis must be in `[-ndim, ndim)` and appear once (else a TypeInferenceError). The result has `x`'s shape without the reduced axes (with them as 1 when `keepdims`), symbolic dims carried over, and `x`'s dtype.
+VJP: `grad_x = broadcast_to(unreduce(multiply(grad, 1 / n)), shape=<x's shape>)`, where `n` is the number of elements reduced into each result element, a constant, or `sum(ones(shape=<reduced dims>))` at run time when those dims are symbolic, and `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
+FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
+Dtypes: float32, float64.
+)doc");
   define_reduce(reg, ops::max, numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<true>,
-                extremum_vjp);
+                extremum_vjp, R"doc(
+Maximum of the elements of `x` over the axes `axis`. NumPy: `np.max(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.amax(x, dim=axis, keepdim=keepdims)`.
+`axis` lists the axes to reduce (negative axes count from the end; a single int is one axis; `None`, the default, reduces all axes, and an empty list none); `keepdims=True` keeps each reduced axis as a dim of size 1, so that the result broadcasts against `x`.
+A NaN among the reduced elements gives NaN. Reducing zero elements has no identity: it is an ExecutionError at run time (NumPy raises too).
+
+Type: `x` must be numeric (not bool); each axis must be in `[-ndim, ndim)` and appear once (else a TypeInferenceError). The result has `x`'s shape without the reduced axes (with them as 1 when `keepdims`), symbolic dims carried over, and `x`'s dtype.
+VJP: the gradient is split evenly among the elements equal to the maximum, as `torch.amax`'s: with `mask = astype(equal(x, unreduce(y)), dtype=<x's dtype>)`, where `y` is the op's result, `grad_x = multiply(mask, divide(unreduce(grad), sum(mask, axis=axis, keepdims=True)))`, where `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
+FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
+Dtypes: float32, float64, int32, int64.
+)doc");
   define_reduce(reg, ops::min, numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<false>,
-                extremum_vjp);
+                extremum_vjp, R"doc(
+Minimum of the elements of `x` over the axes `axis`. NumPy: `np.min(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.amin(x, dim=axis, keepdim=keepdims)`.
+`axis` lists the axes to reduce (negative axes count from the end; a single int is one axis; `None`, the default, reduces all axes, and an empty list none); `keepdims=True` keeps each reduced axis as a dim of size 1, so that the result broadcasts against `x`.
+A NaN among the reduced elements gives NaN. Reducing zero elements has no identity: it is an ExecutionError at run time (NumPy raises too).
+
+Type: `x` must be numeric (not bool); each axis must be in `[-ndim, ndim)` and appear once (else a TypeInferenceError). The result has `x`'s shape without the reduced axes (with them as 1 when `keepdims`), symbolic dims carried over, and `x`'s dtype.
+VJP: the gradient is split evenly among the elements equal to the minimum, as `torch.amin`'s: with `mask = astype(equal(x, unreduce(y)), dtype=<x's dtype>)`, where `y` is the op's result, `grad_x = multiply(mask, divide(unreduce(grad), sum(mask, axis=axis, keepdims=True)))`, where `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
+FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
+Dtypes: float32, float64, int32, int64.
+)doc");
   define_reduce(reg, ops::variance, float_reduce_type, per_input_element_flops<1>, variance_kernel,
-                variance_vjp);
+                variance_vjp, R"doc(
+Population variance (divided by the count, `ddof=0`) of the elements of `x` over the axes `axis`. NumPy: `np.var(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.var(x, dim=axis, correction=0, keepdim=keepdims)` (PyTorch's default divides by the count minus one).
+`axis` lists the axes to reduce (negative axes count from the end; a single int is one axis; `None`, the default, reduces all axes, and an empty list none); `keepdims=True` keeps each reduced axis as a dim of size 1, so that the result broadcasts against `x`.
+The kernel takes two passes: the mean, then the mean squared deviation from it. The variance of nothing is NaN.
+
+Type: `x` must be float32 or float64; each axis must be in `[-ndim, ndim)` and appear once (else a TypeInferenceError). The result has `x`'s shape without the reduced axes (with them as 1 when `keepdims`), symbolic dims carried over, and `x`'s dtype.
+VJP: `grad_x = multiply(subtract(x, mean(x, axis=axis, keepdims=True)), unreduce(multiply(grad, 2 / n)))`, where `n` is the number of elements reduced into each result element, a constant, or `sum(ones(shape=<reduced dims>))` at run time when those dims are symbolic, and `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
+FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
+Dtypes: float32, float64.
+)doc");
 }
 
 }  // namespace aj
