@@ -9,6 +9,8 @@
 // element size and copy contiguous runs with memcpy; the permute_dims kernel
 // merges dims that stay adjacent and transposes tile by tile when the last
 // axis moves; collapse_sum_to and cumsum accumulate along rows.
+// Each registration ends with the op's reference text (set_doc): its
+// docstring and its entry in docs/ops.md.
 #include <algorithm>
 #include <cstring>
 #include <type_traits>
@@ -1187,57 +1189,195 @@ void register_manipulate_ops(OpRegistry& reg) {
   reg.define(ops::permute_dims).set_args({"x"})
       .add_attr("axes", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(permute_dims_type).set_flops(zero_flops)
-      .set_kernel(permute_dims_kernel).set_vjp(permute_dims_vjp);
+      .set_kernel(permute_dims_kernel).set_vjp(permute_dims_vjp)
+      .set_doc(R"doc(Permutes the axes of x: output axis i is input axis `axes[i]`; axes=None reverses them all. NumPy:
+`np.transpose(x, axes)`. PyTorch: `torch.permute(x, axes)` (for axes=None,
+`x.permute(*reversed(range(x.ndim)))`).
+
+Type: any tensor x; axes None or a permutation of all of x's axes (negative ones count from the end) -> x's dims in that order, x's dtype; an axes list of another length, or with a repeated or out-of-range axis, is a TypeInferenceError.
+VJP: `grad_x = permute_dims(grad, axes=<the inverse permutation of axes>)`; for axes=None, `grad_x = permute_dims(grad)`.
+FLOPs: 0 (moves data only).
+Dtypes: all (float32, float64, int32, int64, bool).)doc");
   reg.define(ops::reshape).set_args({"x"})
       .add_attr("shape", AttrKind::kReshapeShape)
       .set_type_rule(reshape_type).set_flops(zero_flops)
-      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
+      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true)
+      .set_doc(R"doc(The elements of x in row-major order under a new `shape`; one dim of shape may be -1, inferred from
+x's element count. NumPy: `np.reshape(x, shape)`. PyTorch: `torch.reshape(x, shape)`.
+
+Dims may be symbolic: x ("n - 1", 2, 2) reshapes to ("n - 1", -1), the -1 inferred as 4 by
+cancelling the dims both shapes share. A 0 in shape is a dim of size 0 (not "copy this dim"). The
+executor hands x's buffer over instead of copying when x dies at this binding (a view).
+
+Type: any tensor x; shape of constant or symbolic dims, none negative but at most one -1 -> shape, x's dtype; the element counts must be provably equal. A second -1, another negative dim, a -1 whose other dims hold no elements or do not provably divide x's element count, or unequal counts, is a TypeInferenceError.
+VJP: `grad_x = reshape(grad, shape=x.shape)`.
+FLOPs: 0 (moves data only).
+Dtypes: all (float32, float64, int32, int64, bool).)doc");
   reg.define(ops::broadcast_to).set_args({"x"})
       .add_attr("shape", AttrKind::kShape)
       .set_type_rule(broadcast_to_type).set_flops(zero_flops)
-      .set_kernel(broadcast_to_kernel).set_vjp(broadcast_to_vjp);
+      .set_kernel(broadcast_to_kernel).set_vjp(broadcast_to_vjp)
+      .set_doc(R"doc(x broadcast to `shape` by NumPy's rules: x's dims, aligned at the right, each equal to the target's
+or 1, with leading dims added. NumPy: `np.broadcast_to(x, shape)`. PyTorch:
+`torch.broadcast_to(x, shape)`.
+
+The result is a new contiguous array (NumPy and PyTorch return a view with zero strides).
+
+Type: any tensor x; shape -> shape, x's dtype; a rank above shape's, or a dim of x that is neither 1 nor provably equal to the target's, is a TypeInferenceError.
+VJP: `grad_x = collapse_sum_to(grad, shape=x.shape)` (just `grad` when the shapes are equal).
+FLOPs: 0 (moves data only).
+Dtypes: all (float32, float64, int32, int64, bool).)doc");
   reg.define(ops::collapse_sum_to).set_args({"x"})
       .add_attr("shape", AttrKind::kShape)
       .set_type_rule(collapse_sum_to_type).set_flops(per_input_element_flops<1>)
-      .set_kernel(collapse_sum_to_kernel).set_vjp(collapse_sum_to_vjp);
+      .set_kernel(collapse_sum_to_kernel).set_vjp(collapse_sum_to_vjp)
+      .set_doc(R"doc(Sums x down to `shape`, the reverse of broadcast_to: the leading axes x has beyond shape's rank are
+summed away, and so is every axis where shape has 1 and x does not (kept as 1). It is the gradient
+of broadcasting: the VJPs of broadcast_to and of the broadcasting elementwise ops emit it. NumPy:
+none
+(`x.sum(axis=tuple(range(x.ndim - len(shape)))).sum(axis=tuple(i for i, d in enumerate(shape) if d == 1), keepdims=True)`).
+PyTorch: `x.sum_to_size(shape)`.
+
+Floats are summed pairwise (as NumPy's sum), integers wrap on overflow, and bools combine with
+logical or (as NumPy's add on bools).
+
+Type: any tensor x; shape that broadcasts to x's shape -> shape, x's dtype; a shape that does not (provably) broadcast to x's is a TypeInferenceError.
+VJP: `grad_x = broadcast_to(grad, shape=x.shape)`.
+FLOPs: one per element of x.
+Dtypes: all (float32, float64, int32, int64, bool).)doc");
   reg.define(ops::expand_dims).set_args({"x"})
       .add_attr("axis", AttrKind::kIntList)
       .set_type_rule(expand_dims_type).set_flops(zero_flops)
-      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
+      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true)
+      .set_doc(R"doc(Inserts axes of size 1 into x at the positions `axis` lists; the positions index the output (rank
+x.ndim + len(axis)), negative ones counting from its end: x (a, b) with axis=[0, -1] gives (1, a, b,
+1). NumPy: `np.expand_dims(x, axis)`. PyTorch: `torch.unsqueeze(x, *axis)` (one axis at a time).
+
+Like reshape, it takes over x's buffer when x dies at this binding (a view).
+
+Type: any tensor x; axis an int or a list of distinct ints in [-r, r) for the output rank r -> x's dims with a 1 at each listed position, x's dtype; an out-of-range or repeated axis is a TypeInferenceError.
+VJP: `grad_x = reshape(grad, shape=x.shape)`.
+FLOPs: 0 (moves data only).
+Dtypes: all (float32, float64, int32, int64, bool).)doc");
   reg.define(ops::squeeze).set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(squeeze_type).set_flops(zero_flops)
-      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true);
+      .set_kernel(copy_kernel).set_vjp(reshape_back_vjp).set_view(true)
+      .set_doc(R"doc(Removes axes of size 1 from x: those `axis` lists, or for axis=None every axis whose dim is the
+constant 1. NumPy: `np.squeeze(x, axis)`. PyTorch: `torch.squeeze(x, axis)` (which leaves a listed
+axis that is not 1 in place, where ours fails).
+
+Only constant 1 dims squeeze: axis=None keeps a symbolic dim even when it is 1 at run time. Like
+reshape, it takes over x's buffer when x dies at this binding (a view).
+
+Type: any tensor x; axis None or a list of distinct axes in [-x.ndim, x.ndim) -> x without the dropped dims, x's dtype; listing an axis whose dim is not the constant 1 is a TypeInferenceError.
+VJP: `grad_x = reshape(grad, shape=x.shape)`.
+FLOPs: 0 (moves data only).
+Dtypes: all (float32, float64, int32, int64, bool).)doc");
   reg.define(ops::concat).set_args({"tensors"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(concat_type).set_flops(zero_flops)
-      .set_kernel(concat_kernel).set_vjp(concat_vjp);
+      .set_kernel(concat_kernel).set_vjp(concat_vjp)
+      .set_doc(R"doc(Joins a tuple of tensors along an existing `axis` (default 0). NumPy:
+`np.concatenate(tensors, axis)`. PyTorch: `torch.cat(tensors, axis)`.
+
+`tensors` is one tuple-typed argument: from Python, a list or tuple of exprs, or a var of tuple
+type.
+
+Type: a non-empty tuple of tensors of one dtype and one rank >= 1, their dims equal except along axis (in [-rank, rank)) -> those dims with the axis dims added up (symbolically when symbolic), the fields' dtype; a field that is not a tensor, a rank-0 field, or a differing dtype, rank or other dim is a TypeInferenceError.
+VJP: `grad_tensors = split(grad, indices_or_sections=<the running totals of the fields' axis dims>, axis)`, one piece per field.
+FLOPs: 0 (moves data only).
+Dtypes: all (float32, float64, int32, int64, bool).)doc");
   reg.define(ops::split).set_args({"x"})
       .add_attr("indices_or_sections", AttrKind::kIntOrIntList)
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(split_type).set_flops(zero_flops)
-      .set_kernel(split_kernel).set_vjp(split_vjp);
+      .set_kernel(split_kernel).set_vjp(split_vjp)
+      .set_doc(R"doc(Splits x along `axis` (default 0) into a tuple of tensors: `indices_or_sections` an int k gives k
+equal parts; a list of indices [i, j, ...] gives the parts [0, i), [i, j), ..., [last, end) of the
+axis. NumPy: `np.split(x, indices_or_sections, axis)`. PyTorch:
+`torch.tensor_split(x, indices_or_sections, axis)` (which also splits unevenly for an int, where
+ours fails).
+
+Indices may be symbolic dims, such as ["n", "n + 3"]. Unlike NumPy, indices must be non-negative,
+non-decreasing and at most the axis length (NumPy clamps them and gives empty parts).
+
+Type: x of rank >= 1; axis in range -> a tuple of tensors of x's dtype with x's dims but along axis. An int k must be positive, and k > 1 needs a constant axis length divisible by k; a negative, decreasing or past-the-end index is a TypeInferenceError.
+VJP: `grad_x = concat(grad, axis)`, grad being the tuple of the parts' adjoints.
+FLOPs: 0 (moves data only).
+Dtypes: all (float32, float64, int32, int64, bool).)doc");
   reg.define(ops::take).set_args({"x", "indices"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(take_type).set_flops(zero_flops)
-      .set_kernel(take_kernel).set_vjp(take_vjp);
+      .set_kernel(take_kernel).set_vjp(take_vjp)
+      .set_doc(R"doc(Gathers the entries of x along `axis` (default 0) at integer `indices` of any shape: out[a..., j...,
+b...] = x[a..., indices[j...], b...], negative indices counting from the end. NumPy:
+`np.take(x, indices, axis)`. PyTorch: `torch.index_select(x, axis, indices)` (for 1-D indices, none
+negative).
+
+An index outside [-len, len) along the axis is an ExecutionError at run time naming the index, the
+axis and x's shape, raised before anything is read (as NumPy's default mode="raise"); there is no
+clip or wrap mode.
+
+Type: x of rank >= 1, any dtype; indices int32 or int64 of any shape; axis in range -> x.shape[:axis] + indices.shape + x.shape[axis + 1:], x's dtype.
+VJP: `grad_x = index_add(zeros_like(x), indices, grad, axis)`; indices get none.
+FLOPs: 0 (moves data only).
+Dtypes: all for x (float32, float64, int32, int64, bool); int32, int64 for indices.)doc");
   // index_add does one add per source element.
   reg.define(ops::index_add).set_args({"x", "indices", "source"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(index_add_type).set_flops(index_add_flops)
-      .set_kernel(index_add_kernel).set_vjp(index_add_vjp);
+      .set_kernel(index_add_kernel).set_vjp(index_add_vjp)
+      .set_doc(R"doc(x with `source` added at `indices` along `axis` (default 0): out = x, then out[a..., indices[j...],
+b...] += source[a..., j..., b...] for every j, repeated indices accumulating. It is take's
+transpose; take's VJP emits it. NumPy:
+`out = x.copy(); np.add.at(out, (slice(None),) * axis + (indices,), source)`, leaving the result in
+`out`. PyTorch: `torch.index_add(x, axis, indices, source)` (for 1-D indices).
+
+Indices count from the end when negative; one outside [-len, len) is an ExecutionError at run time,
+as in take.
+
+Type: x numeric; indices int32 or int64 of any shape; source of x's dtype with the shape take(x, indices, axis) has, x.shape[:axis] + indices.shape + x.shape[axis + 1:] -> x's type; anything else is a TypeInferenceError.
+VJP: `grad_x = grad`, `grad_source = take(grad, indices, axis)`; indices get none.
+FLOPs: one per element of source.
+Dtypes: float32, float64, int32, int64 for x and source (not bool); int32, int64 for indices.)doc");
   reg.define(ops::where).set_args({"condition", "x1", "x2"})
       .set_type_rule(where_type).set_flops(zero_flops)
-      .set_kernel(where_kernel).set_vjp(where_vjp);
+      .set_kernel(where_kernel).set_vjp(where_vjp)
+      .set_doc(R"doc(Elementwise choice: x1 where `condition` is true, x2 where it is false, the three broadcast together
+by NumPy's rules. NumPy: `np.where(condition, x1, x2)`. PyTorch: `torch.where(condition, x1, x2)`.
+
+Type: condition bool; x1 and x2 of one dtype (no promotion, unlike NumPy) -> the broadcast shape of all three, x1's dtype; shapes that do not provably broadcast are a TypeInferenceError.
+VJP: condition gets none; `grad_x1 = collapse_sum_to(where(condition, grad, zeros_like(grad)), shape=x1.shape)`, `grad_x2 = collapse_sum_to(where(condition, zeros_like(grad), grad), shape=x2.shape)` (no collapse_sum_to where the shapes are equal).
+FLOPs: 0 (moves data only).
+Dtypes: bool for condition; all for x1 and x2 (float32, float64, int32, int64, bool).)doc");
   // cumsum does one add per element.
   reg.define(ops::cumsum).set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(cumsum_type).set_flops(elementwise_flops)
-      .set_kernel(cumsum_kernel).set_vjp(cumsum_vjp);
+      .set_kernel(cumsum_kernel).set_vjp(cumsum_vjp)
+      .set_doc(R"doc(Running sum along `axis` (default -1): out[..., i, ...] = x[..., 0, ...] + ... + x[..., i, ...].
+NumPy: `np.cumsum(x, axis)`. PyTorch: `torch.cumsum(x, axis)`.
+
+The result keeps x's dtype: int32 stays int32 and wraps on overflow (NumPy accumulates int32 in
+int64 and returns int64). The sums run in order along the axis.
+
+Type: x numeric; axis in [-x.ndim, x.ndim) -> x's type; bool x or an out-of-range axis is a TypeInferenceError.
+VJP: `grad_x = subtract(add(sum(grad, axis=[axis], keepdims=True), grad), cumsum(grad, axis))`, the reversed running sum of grad.
+FLOPs: one per element.
+Dtypes: float32, float64, int32, int64.)doc");
   reg.define(ops::triu).set_args({"x"})
       .add_attr("k", AttrKind::kInt, int64_t{0})
       .set_type_rule(triu_type).set_flops(zero_flops)
-      .set_kernel(triu_kernel).set_vjp(triu_vjp);
+      .set_kernel(triu_kernel).set_vjp(triu_vjp)
+      .set_doc(R"doc(The upper triangle of each matrix in x's last two axes: entry (i, j) is kept when j >= i + k and
+zeroed (false for bool) otherwise; k > 0 moves the diagonal up, k < 0 down. NumPy: `np.triu(x, k)`.
+PyTorch: `torch.triu(x, k)`.
+
+Type: x of rank >= 2 -> x's type; a lower rank is a TypeInferenceError.
+VJP: `grad_x = triu(grad, k)`.
+FLOPs: 0 (moves data only).
+Dtypes: all (float32, float64, int32, int64, bool).)doc");
   // strided_slice moves data only; it reads x in place when the slice is one
   // contiguous block of x and x dies there (the executor's views).
   reg.define(ops::strided_slice).set_args({"x"})
@@ -1245,13 +1385,50 @@ void register_manipulate_ops(OpRegistry& reg) {
       .add_attr("end", AttrKind::kIntList).add_attr("strides", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(strided_slice_type).set_flops(zero_flops)
       .set_kernel(strided_slice_kernel).set_vjp(strided_slice_vjp)
-      .set_view_offset(strided_slice_view_offset);
+      .set_view_offset(strided_slice_view_offset)
+      .set_doc(R"doc(Python slicing along listed axes: axis `axes[i]` becomes x[begin[i]:end[i]:strides[i]] along it, and
+the other axes stay whole; strides=None means step 1 everywhere. NumPy:
+`x[(slice(None),) * axes[0] + (slice(begin[0], end[0], strides and strides[0]),)]` for one axis (one
+such slice per listed axis). PyTorch:
+`x[(slice(None),) * axes[0] + (slice(begin[0], end[0], strides and strides[0]),)]` likewise, for
+positive strides only (PyTorch has no negative slice steps; flip with `torch.flip`).
+
+Bounds follow Python's `slice.indices`: a negative bound counts from the end, then bounds are
+clamped to [0, len] for a positive stride and to [-1, len - 1] for a negative one, so an empty or
+out-of-range slice is an axis of length 0, never an error, and x[100:-100:-3] of 10 elements is [9,
+6, 3, 0]. A negative stride walks backwards. Bounds may be any int64; 2**63 - 1 means "to the end"
+(for a negative stride, -(2**63 - 1) means "through index 0").
+
+On a symbolic axis n the slice's length must be a polynomial: stride 1 or -1 with bounds taken to be
+in range (x[1:-1] has n - 2 elements), or any stride when the distance from begin to end is constant
+(x[-6:-1:2] has 3); the kernel then fails (ExecutionError) when a run's n puts a bound out of range.
+When the slice is one contiguous block of x and x dies at this binding, the output is x's buffer at
+an offset (a view).
+
+Type: any tensor x; axes distinct and in range; begin, end and strides (when given) one entry per listed axis; no zero stride -> x's shape with each listed axis sliced, x's dtype. A length mismatch, a zero stride, a repeated or out-of-range axis, or a symbolic length that is not a polynomial is a TypeInferenceError.
+VJP: `grad_x = strided_slice_backward(grad, shape=x.shape, axes, begin, end, strides)`.
+FLOPs: 0 (moves data only).
+Dtypes: all (float32, float64, int32, int64, bool).)doc");
   reg.define(ops::strided_slice_backward).set_args({"dy"})
       .add_attr("shape", AttrKind::kShape)
       .add_attr("axes", AttrKind::kIntList).add_attr("begin", AttrKind::kIntList)
       .add_attr("end", AttrKind::kIntList).add_attr("strides", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(strided_slice_backward_type).set_flops(zero_flops)
-      .set_kernel(strided_slice_backward_kernel).set_vjp(strided_slice_backward_vjp);
+      .set_kernel(strided_slice_backward_kernel).set_vjp(strided_slice_backward_vjp)
+      .set_doc(R"doc(The gradient of strided_slice, which strided_slice's VJP emits: zeros of `shape` with `dy` written
+into the elements strided_slice(<an array of shape>, axes, begin, end, strides) reads. The slice's
+elements are distinct, so nothing accumulates. NumPy:
+`out = np.zeros(shape, dy.dtype); out[(slice(None),) * axes[0] + (slice(begin[0], end[0], strides and strides[0]),)] = dy`
+for one axis, leaving the result in `out`. PyTorch: none (aten's `slice_backward` for one axis and a
+positive step).
+
+The attrs `axes`, `begin`, `end` and `strides` are strided_slice's, with the same clamping and
+symbolic-dim rules, applied to `shape`.
+
+Type: dy any tensor; shape; the slice attrs checked against shape as in strided_slice -> shape, dy's dtype; dy's shape must equal the slice's (else a TypeInferenceError).
+VJP: `grad_dy = strided_slice(grad, axes, begin, end, strides)`.
+FLOPs: 0 (moves data only).
+Dtypes: all (float32, float64, int32, int64, bool).)doc");
 }
 
 }  // namespace aj

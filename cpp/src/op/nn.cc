@@ -19,6 +19,10 @@
 //
 // VJPs recompute what they need (layer_norm's mean and 1/std, the losses'
 // log_softmax) rather than keep forward intermediates.
+//
+// Each registration ends with the op's reference text (set_doc): its
+// docstring and its entry in docs/ops.md, with the conv/pool layouts, what
+// the losses' labels must be and how they differ from TVM's.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -1186,63 +1190,252 @@ void register_nn_ops(OpRegistry& reg) {
   reg.define(ops::softmax).set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(softmax_type).set_flops(per_input_element_flops<5>)
-      .set_kernel(softmax_kernel<false>).set_vjp(softmax_vjp);
+      .set_kernel(softmax_kernel<false>).set_vjp(softmax_vjp)
+      .set_doc(R"doc(exp(x) normalized to sum to 1 along `axis` (default -1), computed as exp(x - max) / sum(exp(x -
+max)) so that large inputs do not overflow. NumPy: none
+(`m = x.max(axis, keepdims=True); e = np.exp(x - m); e / e.sum(axis, keepdims=True)`, or
+`scipy.special.softmax(x, axis)`). PyTorch: `torch.softmax(x, axis)`.
+
+A NaN makes its whole slice NaN. float32 uses a vectorized exp accurate to 2 ulp that flushes
+results below FLT_MIN (x - max < -87.34) to 0.
+
+Type: x float; axis in [-x.ndim, x.ndim) -> x's type.
+VJP: `grad_x = multiply(y, subtract(grad, sum(multiply(grad, y), axis=[axis], keepdims=True)))`, y the result.
+FLOPs: 5 per element (max, subtract, exp, sum, divide).
+Dtypes: float32, float64.)doc");
   reg.define(ops::log_softmax).set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(softmax_type).set_flops(per_input_element_flops<5>)
-      .set_kernel(softmax_kernel<true>).set_vjp(log_softmax_vjp);
+      .set_kernel(softmax_kernel<true>).set_vjp(log_softmax_vjp)
+      .set_doc(R"doc(log(softmax(x)) along `axis` (default -1), computed as (x - max) - log(sum(exp(x - max))) without
+forming softmax. NumPy: none
+(`m = x.max(axis, keepdims=True); x - m - np.log(np.exp(x - m).sum(axis, keepdims=True))`, or
+`scipy.special.log_softmax(x, axis)`). PyTorch: `torch.log_softmax(x, axis)`.
+
+Type: x float; axis in [-x.ndim, x.ndim) -> x's type.
+VJP: `grad_x = subtract(grad, multiply(exp(y), sum(grad, axis=[axis], keepdims=True)))`, y the result.
+FLOPs: 5 per element (max, subtract, exp, sum, subtract the log-sum).
+Dtypes: float32, float64.)doc");
   reg.define(ops::layer_norm).set_args({"x", "gamma", "beta"})
       .add_attr("axes", AttrKind::kIntList, std::vector<int64_t>{-1})
       .add_attr("epsilon", AttrKind::kFloat, 1e-5)
       .set_type_rule(layer_norm_type).set_flops(per_input_element_flops<7>)
-      .set_kernel(layer_norm_kernel).set_vjp(layer_norm_vjp);
+      .set_kernel(layer_norm_kernel).set_vjp(layer_norm_vjp)
+      .set_doc(R"doc(Normalizes x over `axes` (default [-1]) to zero mean and unit variance, then scales by `gamma` and
+shifts by `beta`: (x - mean) / sqrt(var + epsilon) * gamma + beta, with the mean and the biased
+variance (divided by the count, not count - 1) taken over all the listed axes together. NumPy: none
+(`m = x.mean(axes, keepdims=True); (x - m) / np.sqrt(x.var(axes, keepdims=True) + epsilon) * gamma + beta`
+when axes are x's trailing axes in order). PyTorch:
+`torch.nn.functional.layer_norm(x, x.shape[-len(axes):], gamma, beta, epsilon)` (axes the trailing
+ones in order).
+
+gamma and beta have the shape of x's dims at `axes`, in the order listed: axes=[2, 0] of x (a, b, c)
+takes gamma and beta of shape (c, a). `epsilon` (default 1e-5) is added to the variance. There are
+no center/scale switches as in TVM's layer_norm: pass ones and zeros.
+
+Type: x float; gamma and beta of x's dtype with shape [x.shape[a] for a in axes]; axes non-empty, distinct and in range; epsilon >= 0 -> x's type; anything else is a TypeInferenceError.
+VJP: with means over axes (keepdims), rstd = rsqrt(variance(x) + epsilon), xhat = (x - mean(x)) * rstd recomputed and gg = grad * gamma: `grad_x = rstd * (gg - mean(gg) - xhat * mean(gg * xhat))`, `grad_gamma = sum(grad * xhat)` and `grad_beta = sum(grad)` over the other axes, permuted into gamma's dim order.
+FLOPs: 7 per element of x (mean, center, square, sum, normalize, scale, shift).
+Dtypes: float32, float64.)doc");
   reg.define(ops::cross_entropy_with_logits).set_args({"logits", "labels"})
       .set_type_rule(cross_entropy_type).set_flops(per_input_element_flops<7>)
-      .set_kernel(cross_entropy_kernel).set_vjp(cross_entropy_vjp);
+      .set_kernel(cross_entropy_kernel).set_vjp(cross_entropy_vjp)
+      .set_doc(R"doc(The softmax cross entropy of unnormalized scores `logits` against a target distribution `labels`:
+for (N, C) inputs, the mean over the N rows of -sum(labels * log_softmax(logits, -1), -1); for (C,)
+inputs, that sum. NumPy: none
+(`m = logits.max(-1, keepdims=True); -(labels * (logits - m - np.log(np.exp(logits - m).sum(-1, keepdims=True)))).sum(-1).mean()`).
+PyTorch: `torch.nn.functional.cross_entropy(logits, labels)` (with probability targets,
+reduction="mean", no label smoothing).
+
+`labels` is a float tensor of the logits' shape and dtype, one row per example: a one-hot row or any
+distribution over the C classes (soft labels); rows are not checked to sum to 1, and the loss is
+linear in labels. Class indices are not accepted: one-hot them, or use
+`nll_loss(log_softmax(logits), targets)`, which takes int class indices.
+
+TVM Relax's `relax.op.nn.cross_entropy_with_logits(predictions, labels)` has the same name but
+applies no softmax: it computes -sum(predictions * labels) / N (N the first dim when the rank is 2
+or more, the plain negated sum at rank 1), so its predictions must already be log-probabilities.
+Ours takes raw logits and applies log_softmax over the last axis itself: ours(logits, labels) equals
+TVM's(log_softmax(logits, -1), labels). Ours also accepts rank 1 or 2 only.
+
+Type: logits float of rank 1 or 2; labels of logits' shape and dtype -> a scalar () of that dtype; another rank, shape or dtype is a TypeInferenceError.
+VJP: with s = grad / N for (N, C) inputs (s = grad for (C,)) and p = log_softmax(logits, -1): `grad_logits = s * (exp(p) * sum(labels, axis=[-1], keepdims=True) - labels)`, `grad_labels = -s * p`.
+FLOPs: 7 per element of logits (log_softmax, then multiply and sum).
+Dtypes: float32, float64.)doc");
   reg.define(ops::nll_loss).set_args({"predictions", "targets"})
       .add_attr("reduction", AttrKind::kString, std::string(nll_reduction_name(NllReduction::kMean)))
       .add_attr("ignore_index", AttrKind::kInt, int64_t{-100})
       .set_type_rule(nll_loss_type).set_flops(nll_loss_flops).set_kernel(nll_loss_kernel)
-      .set_vjp(nll_loss_vjp);
+      .set_vjp(nll_loss_vjp)
+      .set_doc(R"doc(Negative log likelihood of class-index targets: per row r, -predictions[r, targets[r]], or 0 where
+targets[r] is `ignore_index` (default -100); then `reduction` "mean" (the default: the sum over the
+rows not ignored divided by their count), "sum", or "none" (the per-row losses). NumPy: none
+(`keep = targets != ignore_index; np.where(keep, -np.take_along_axis(predictions, np.where(keep, targets, 0)[..., None], -1)[..., 0], 0.0)`
+are the per-row losses). PyTorch:
+`torch.nn.functional.nll_loss(predictions, targets, reduction=reduction, ignore_index=ignore_index)`.
+
+`predictions` are log-probabilities, (N, C) or unbatched (C,), usually log_softmax(logits):
+nll_loss(log_softmax(z, -1), t) is PyTorch's cross_entropy(z, t). `targets` are class indices of
+dtype int32 or int64 (PyTorch takes int64 only), shape (N,), or () for unbatched predictions. A
+target that is neither in [0, C) nor ignore_index is an ExecutionError at run time. With every
+target ignored, "mean" gives NaN (0 / 0), as in PyTorch. Sums are accumulated in float64.
+
+TVM Relax's `relax.op.nn.nll_loss` also takes class weights and extra spatial dims (N, C, d1, ...);
+ours has neither: every class weighs 1.
+
+Type: predictions float (N, C) or (C,); targets int32 or int64 of shape (N,) or () to match; reduction "mean", "sum" or "none" -> () for mean and sum, targets' shape for none, predictions' dtype. Another shape, dtype or reduction is a TypeInferenceError.
+VJP: `grad_predictions = nll_loss_backward(grad, predictions, targets, reduction, ignore_index)`; targets get none.
+FLOPs: 2 per target (the negated gather and the accumulation).
+Dtypes: float32, float64 for predictions; int32, int64 for targets.)doc");
   // nll_loss_backward(output_grad, predictions, targets, reduction, ignore_index): d predictions
   reg.define(ops::nll_loss_backward).set_args({"output_grad", "predictions", "targets"})
       .add_attr("reduction", AttrKind::kString, std::string(nll_reduction_name(NllReduction::kMean)))
       .add_attr("ignore_index", AttrKind::kInt, int64_t{-100})
       .set_type_rule(nll_loss_backward_type).set_flops(nll_loss_backward_flops)
-      .set_kernel(nll_loss_backward_kernel).set_vjp(nll_loss_backward_vjp);
+      .set_kernel(nll_loss_backward_kernel).set_vjp(nll_loss_backward_vjp)
+      .set_doc(R"doc(The gradient of nll_loss with respect to its predictions, which nll_loss's VJP emits: zeros of
+predictions' shape, except -output_grad[r] (reduction "none") or -output_grad (reduction "sum"; for
+"mean", divided by the number of targets not ignored) at (r, targets[r]) of each row whose target is
+not `ignore_index`. It reads only the shape of `predictions`. NumPy: none. PyTorch: none (aten's
+`nll_loss_backward` without weights).
+
+`reduction` and `ignore_index` are nll_loss's, and targets are checked as there (ExecutionError when
+out of range).
+
+Type: predictions float (N, C) or (C,); targets int32 or int64 of shape (N,) or (); output_grad of predictions' dtype with the shape nll_loss's result has for these attrs -> predictions' type; anything else is a TypeInferenceError.
+VJP: linear in output_grad: `grad_output_grad = nll_loss(grad, targets, reduction, ignore_index)`; predictions and targets get none.
+FLOPs: one per target.
+Dtypes: float32, float64 for output_grad and predictions (one dtype); int32, int64 for targets.)doc");
   add_window_attrs(reg.define(ops::conv2d).set_args({"data", "weight"}))
       .add_attr("groups", AttrKind::kInt, int64_t{1})
       .set_type_rule(conv2d_type).set_flops(conv2d_flops).set_kernel(conv2d_kernel)
-      .set_vjp(conv2d_vjp);
+      .set_vjp(conv2d_vjp)
+      .set_doc(R"doc(2-D convolution (a cross-correlation, the kernel not flipped, as in deep-learning frameworks) of
+`data` in NCHW layout with `weight` in OIHW layout, without bias: out[n, o, y, x] = sum over c, i, j
+of padded_data[n, g * C/groups + c, y * stride_h + i * dilation_h, x * stride_w + j * dilation_w] *
+weight[o, c, i, j], with g = o // (O / groups) and zero padding. NumPy: none. PyTorch:
+`torch.nn.functional.conv2d(data, weight, stride=strides, padding=padding, dilation=dilation, groups=groups)`
+(for 1 or 2 padding ints).
+
+Layouts: data (N, C, H, W); weight (O, C / groups, KH, KW); output (N, O, OH, OW) with OH = floor((H
++ pad_top + pad_bottom - dilation_h * (KH - 1) - 1) / stride_h) + 1, and OW likewise. `strides` and
+`dilation` hold 1 int (both axes) or 2 (h, w), positive; `padding` holds 1 int (all sides), 2 (h, w:
+top = bottom = h, left = right = w) or 4 (top, left, bottom, right, as TVM's), non-negative.
+`groups` (default 1) splits the C input and O output channels into groups convolved separately
+(groups = C is a depthwise convolution).
+
+Type: data and weight float of one dtype and rank 4; C = weight's dim 1 * groups; O divisible by groups -> (N, O, OH, OW), data's dtype. Symbolic N, H and W are allowed when the division by the stride is exact (always for stride 1). A channel mismatch, an ill-formed attr or an output dim <= 0 is a TypeInferenceError.
+VJP: `grad_data = conv2d_backward_data(grad, weight, data_shape=data.shape, strides, padding, dilation, groups)`, `grad_weight = conv2d_backward_weight(grad, data, weight_shape=weight.shape, strides, padding, dilation, groups)`.
+FLOPs: 2*N*O*OH*OW*(C/groups)*KH*KW (a multiply-add per weight tap and output element).
+Dtypes: float32, float64.)doc");
   // conv2d_backward_data(output_grad, weight, data_shape, strides, padding, dilation, groups): d data
   add_window_attrs(reg.define(ops::conv2d_backward_data).set_args({"output_grad", "weight"})
                        .add_attr("data_shape", AttrKind::kShape))
       .add_attr("groups", AttrKind::kInt, int64_t{1})
       .set_type_rule(conv2d_backward_data_type).set_flops(conv2d_backward_data_flops)
-      .set_kernel(conv2d_backward_data_kernel).set_vjp(conv2d_backward_data_vjp);
+      .set_kernel(conv2d_backward_data_kernel).set_vjp(conv2d_backward_data_vjp)
+      .set_doc(R"doc(The gradient of conv2d with respect to its data, which conv2d's VJP emits: given `output_grad` (N,
+O, OH, OW) and `weight` (O, C / groups, KH, KW), the transposed convolution of output_grad, an array
+of shape `data_shape` (N, C, H, W). NumPy: none. PyTorch:
+`torch.nn.grad.conv2d_input(data_shape, weight, output_grad, strides, padding, dilation, groups)`.
+
+`data_shape` fixes the result's size, which the output alone does not (with stride > 1, several
+input sizes give one output size); `strides`, `padding`, `dilation` and `groups` are the forward
+conv2d's, in the same forms.
+
+Type: output_grad and weight float of one dtype and rank 4; data_shape of 4 dims; output_grad's shape must be conv2d's output shape for data_shape, weight and these attrs -> data_shape, output_grad's dtype; anything else is a TypeInferenceError.
+VJP: bilinear: `grad_output_grad = conv2d(grad, weight, strides, padding, dilation, groups)`, `grad_weight = conv2d_backward_weight(output_grad, grad, weight_shape=weight.shape, strides, padding, dilation, groups)`.
+FLOPs: 2*N*O*OH*OW*(C/groups)*KH*KW, as conv2d.
+Dtypes: float32, float64.)doc");
   // conv2d_backward_weight(output_grad, data, weight_shape, strides, padding, dilation, groups): d weight
   add_window_attrs(reg.define(ops::conv2d_backward_weight).set_args({"output_grad", "data"})
                        .add_attr("weight_shape", AttrKind::kShape))
       .add_attr("groups", AttrKind::kInt, int64_t{1})
       .set_type_rule(conv2d_backward_weight_type).set_flops(conv2d_backward_weight_flops)
-      .set_kernel(conv2d_backward_weight_kernel).set_vjp(conv2d_backward_weight_vjp);
+      .set_kernel(conv2d_backward_weight_kernel).set_vjp(conv2d_backward_weight_vjp)
+      .set_doc(R"doc(The gradient of conv2d with respect to its weight, which conv2d's VJP emits: given `output_grad` (N,
+O, OH, OW) and `data` (N, C, H, W), the correlation of data with output_grad summed over the batch,
+an array of shape `weight_shape` (O, C / groups, KH, KW). NumPy: none. PyTorch:
+`torch.nn.grad.conv2d_weight(data, weight_shape, output_grad, strides, padding, dilation, groups)`.
+
+`weight_shape` gives the kernel size; `strides`, `padding`, `dilation` and `groups` are the forward
+conv2d's, in the same forms.
+
+Type: output_grad and data float of one dtype and rank 4; weight_shape of 4 dims; output_grad's shape must be conv2d's output shape for data, weight_shape and these attrs -> weight_shape, output_grad's dtype; anything else is a TypeInferenceError.
+VJP: bilinear: `grad_output_grad = conv2d(data, grad, strides, padding, dilation, groups)`, `grad_data = conv2d_backward_data(output_grad, grad, data_shape=data.shape, strides, padding, dilation, groups)`.
+FLOPs: 2*N*O*OH*OW*(C/groups)*KH*KW, as conv2d.
+Dtypes: float32, float64.)doc");
   add_window_attrs(reg.define(ops::max_pool2d).set_args({"x"})
                        .add_attr("pool_size", AttrKind::kIntList))
       .add_attr("ceil_mode", AttrKind::kBool, false)
       .set_type_rule(max_pool2d_type).set_flops(pool2d_flops).set_kernel(max_pool2d_kernel)
-      .set_vjp(max_pool2d_vjp);
+      .set_vjp(max_pool2d_vjp)
+      .set_doc(R"doc(The maximum of each window of x. NumPy: none. PyTorch:
+`torch.nn.functional.max_pool2d(x, pool_size, strides, padding, dilation, ceil_mode=ceil_mode)`.
+
+Layout NCHW: x (N, C, H, W) -> (N, C, OH, OW), each channel pooled separately. `pool_size` (KH, KW)
+is 1 int (both axes) or 2 (h, w), positive; `strides` and `dilation` hold 1 int (both axes) or 2 (h,
+w), positive; `padding` holds 1 int (all sides), 2 (h, w: top = bottom = h, left = right = w) or 4
+(top, left, bottom, right, as TVM's), non-negative, of any size (PyTorch limits padding to half the
+window). `strides` defaults to [1, 1], not to pool_size as in PyTorch: pass strides=pool_size for
+non-overlapping windows. Window (y, x) covers rows y * stride_h - pad_top + i * dilation_h for i <
+KH, and columns likewise. OH = floor((H + pad_top + pad_bottom - dilation_h * (KH - 1) - 1) /
+stride_h) + 1, OW likewise; with `ceil_mode` (default false), ceil instead of floor, less a last
+window that would start in the bottom or right padding (as PyTorch). Padding never wins: it acts as
+-inf (the dtype's lowest value for integers), so a window wholly in the padding gives -inf. A NaN in
+a window gives NaN.
+
+Type: x of rank 4, any numeric dtype -> (N, C, OH, OW), x's dtype. Symbolic H and W are allowed when the division by the stride is exact (always for stride 1). An ill-formed attr or an output dim <= 0 is a TypeInferenceError.
+VJP: `grad_x = max_pool2d_backward(grad, x, pool_size, strides, padding, dilation, ceil_mode)`.
+FLOPs: N*C*OH*OW*KH*KW (a compare per window tap).
+Dtypes: float32, float64, int32, int64 (the gradient needs a float).)doc");
   // max_pool2d_backward(output_grad, x, pool_size, strides, padding, dilation, ceil_mode): d x
   add_window_attrs(reg.define(ops::max_pool2d_backward).set_args({"output_grad", "x"})
                        .add_attr("pool_size", AttrKind::kIntList))
       .add_attr("ceil_mode", AttrKind::kBool, false)
       .set_type_rule(pool2d_backward_type).set_flops(pool2d_backward_flops)
-      .set_kernel(max_pool2d_backward_kernel).set_differentiable(false);
+      .set_kernel(max_pool2d_backward_kernel).set_differentiable(false)
+      .set_doc(R"doc(The gradient of max_pool2d with respect to x, which max_pool2d's VJP emits: zeros of x's shape, each
+`output_grad` element added at its window's first maximal tap in row-major order (the first NaN, if
+the window holds one), so ties send the whole gradient to one tap, as PyTorch does. A window wholly
+in the padding passes nothing. NumPy: none. PyTorch: none (aten's
+`max_pool2d_with_indices_backward`, given max_pool2d's indices).
+
+`pool_size`, `strides`, `padding`, `dilation` and `ceil_mode` are the forward max_pool2d's, in the
+same forms.
+
+Type: x float of rank 4; output_grad of x's dtype with max_pool2d's output shape for x and these attrs -> x's type; anything else is a TypeInferenceError.
+VJP: none: the op is marked not differentiable, so Gradient sends no gradient through it (a second derivative through max_pool2d lacks this term).
+FLOPs: N*C*OH*OW*KH*KW (over output_grad's elements).
+Dtypes: float32, float64.)doc");
   add_window_attrs(reg.define(ops::avg_pool2d).set_args({"x"})
                        .add_attr("pool_size", AttrKind::kIntList))
       .add_attr("ceil_mode", AttrKind::kBool, false)
       .add_attr("count_include_pad", AttrKind::kBool, false)
       .set_type_rule(avg_pool2d_type).set_flops(pool2d_flops).set_kernel(avg_pool2d_kernel)
-      .set_vjp(avg_pool2d_vjp);
+      .set_vjp(avg_pool2d_vjp)
+      .set_doc(R"doc(The mean of each window of x. NumPy: none. PyTorch:
+`torch.nn.functional.avg_pool2d(x, pool_size, strides, padding, ceil_mode, count_include_pad)`
+(PyTorch's has no dilation).
+
+Layout NCHW: x (N, C, H, W) -> (N, C, OH, OW), each channel pooled separately. `pool_size` (KH, KW)
+is 1 int (both axes) or 2 (h, w), positive; `strides` and `dilation` hold 1 int (both axes) or 2 (h,
+w), positive; `padding` holds 1 int (all sides), 2 (h, w: top = bottom = h, left = right = w) or 4
+(top, left, bottom, right, as TVM's), non-negative, of any size (PyTorch limits padding to half the
+window). `strides` defaults to [1, 1], not to pool_size as in PyTorch: pass strides=pool_size for
+non-overlapping windows. Window (y, x) covers rows y * stride_h - pad_top + i * dilation_h for i <
+KH, and columns likewise. OH = floor((H + pad_top + pad_bottom - dilation_h * (KH - 1) - 1) /
+stride_h) + 1, OW likewise; with `ceil_mode` (default false), ceil instead of floor, less a last
+window that would start in the bottom or right padding (as PyTorch). The divisor is the number of
+the window's taps inside x when `count_include_pad` is false (the default, where PyTorch's default
+is true), or the taps inside the padded x when it is true (taps past the padding, which ceil_mode
+can add, never count, as in PyTorch). A window wholly in the padding with count_include_pad false
+gives NaN (0 / 0).
+
+Type: x float of rank 4 -> (N, C, OH, OW), x's dtype. Symbolic H and W are allowed when the division by the stride is exact (always for stride 1). An ill-formed attr or an output dim <= 0 is a TypeInferenceError.
+VJP: `grad_x = avg_pool2d_backward(grad, x, pool_size, strides, padding, dilation, ceil_mode, count_include_pad)`.
+FLOPs: N*C*OH*OW*KH*KW (an add per window tap).
+Dtypes: float32, float64.)doc");
   // avg_pool2d_backward(output_grad, x, pool_size, strides, padding, dilation, ceil_mode,
   // count_include_pad): d x
   add_window_attrs(reg.define(ops::avg_pool2d_backward).set_args({"output_grad", "x"})
@@ -1250,7 +1443,18 @@ void register_nn_ops(OpRegistry& reg) {
       .add_attr("ceil_mode", AttrKind::kBool, false)
       .add_attr("count_include_pad", AttrKind::kBool, false)
       .set_type_rule(pool2d_backward_type).set_flops(pool2d_backward_flops)
-      .set_kernel(avg_pool2d_backward_kernel).set_vjp(avg_pool2d_backward_vjp);
+      .set_kernel(avg_pool2d_backward_kernel).set_vjp(avg_pool2d_backward_vjp)
+      .set_doc(R"doc(The gradient of avg_pool2d with respect to x, which avg_pool2d's VJP emits: zeros of x's shape, each
+`output_grad` element divided by its window's divisor and added at each of the window's taps inside
+x. It reads only the shape of `x`. NumPy: none. PyTorch: none (aten's `avg_pool2d_backward`).
+
+`pool_size`, `strides`, `padding`, `dilation`, `ceil_mode` and `count_include_pad` are the forward
+avg_pool2d's, in the same forms.
+
+Type: x float of rank 4; output_grad of x's dtype with avg_pool2d's output shape for x and these attrs -> x's type; anything else is a TypeInferenceError.
+VJP: linear in output_grad: `grad_output_grad = avg_pool2d(grad, pool_size, strides, padding, dilation, ceil_mode, count_include_pad)`; x gets none.
+FLOPs: N*C*OH*OW*KH*KW (over output_grad's elements).
+Dtypes: float32, float64.)doc");
 }
 
 }  // namespace aj
