@@ -465,6 +465,15 @@ def matmul(x1: TensorLike, x2: TensorLike, out_dtype: DTypeLike | None = None, *
 def permute_dims(x: TensorLike, axes: int | Sequence[int] | None = None, *, name: str = "") -> Var:
     """permute_dims(x, axes=None) -> Tensor
 
+    Permutes the axes of x: output axis i is input axis `axes[i]`; axes=None reverses them all. NumPy:
+    `np.transpose(x, axes)`. PyTorch: `torch.permute(x, axes)` (for axes=None,
+    `x.permute(*reversed(range(x.ndim)))`).
+
+    Type: any tensor x; axes None or a permutation of all of x's axes (negative ones count from the end) -> x's dims in that order, x's dtype; an axes list of another length, or with a repeated or out-of-range axis, is a TypeInferenceError.
+    VJP: `grad_x = permute_dims(grad, axes=<the inverse permutation of axes>)`; for axes=None, `grad_x = permute_dims(grad)`.
+    FLOPs: 0 (moves data only).
+    Dtypes: all (float32, float64, int32, int64, bool).
+
     Attrs:
         axes: None or a list of ints, default None
 
@@ -473,6 +482,18 @@ def permute_dims(x: TensorLike, axes: int | Sequence[int] | None = None, *, name
 
 def reshape(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var:
     """reshape(x, shape) -> Tensor
+
+    The elements of x in row-major order under a new `shape`; one dim of shape may be -1, inferred from
+    x's element count. NumPy: `np.reshape(x, shape)`. PyTorch: `torch.reshape(x, shape)`.
+
+    Dims may be symbolic: x ("n - 1", 2, 2) reshapes to ("n - 1", -1), the -1 inferred as 4 by
+    cancelling the dims both shapes share. A 0 in shape is a dim of size 0 (not "copy this dim"). The
+    executor hands x's buffer over instead of copying when x dies at this binding (a view).
+
+    Type: any tensor x; shape of constant or symbolic dims, none negative but at most one -1 -> shape, x's dtype; the element counts must be provably equal. A second -1, another negative dim, a -1 whose other dims hold no elements or do not provably divide x's element count, or unequal counts, is a TypeInferenceError.
+    VJP: `grad_x = reshape(grad, shape=x.shape)`.
+    FLOPs: 0 (moves data only).
+    Dtypes: all (float32, float64, int32, int64, bool).
 
     Attrs:
         shape: a shape (a tuple of dims, one may be -1)
@@ -483,6 +504,17 @@ def reshape(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var:
 def broadcast_to(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var:
     """broadcast_to(x, shape) -> Tensor
 
+    x broadcast to `shape` by NumPy's rules: x's dims, aligned at the right, each equal to the target's
+    or 1, with leading dims added. NumPy: `np.broadcast_to(x, shape)`. PyTorch:
+    `torch.broadcast_to(x, shape)`.
+
+    The result is a new contiguous array (NumPy and PyTorch return a view with zero strides).
+
+    Type: any tensor x; shape -> shape, x's dtype; a rank above shape's, or a dim of x that is neither 1 nor provably equal to the target's, is a TypeInferenceError.
+    VJP: `grad_x = collapse_sum_to(grad, shape=x.shape)` (just `grad` when the shapes are equal).
+    FLOPs: 0 (moves data only).
+    Dtypes: all (float32, float64, int32, int64, bool).
+
     Attrs:
         shape: a shape (a tuple of dims)
 
@@ -491,6 +523,21 @@ def broadcast_to(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var:
 
 def collapse_sum_to(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var:
     """collapse_sum_to(x, shape) -> Tensor
+
+    Sums x down to `shape`, the reverse of broadcast_to: the leading axes x has beyond shape's rank are
+    summed away, and so is every axis where shape has 1 and x does not (kept as 1). It is the gradient
+    of broadcasting: the VJPs of broadcast_to and of the broadcasting elementwise ops emit it. NumPy:
+    none
+    (`x.sum(axis=tuple(range(x.ndim - len(shape)))).sum(axis=tuple(i for i, d in enumerate(shape) if d == 1), keepdims=True)`).
+    PyTorch: `x.sum_to_size(shape)`.
+
+    Floats are summed pairwise (as NumPy's sum), integers wrap on overflow, and bools combine with
+    logical or (as NumPy's add on bools).
+
+    Type: any tensor x; shape that broadcasts to x's shape -> shape, x's dtype; a shape that does not (provably) broadcast to x's is a TypeInferenceError.
+    VJP: `grad_x = broadcast_to(grad, shape=x.shape)`.
+    FLOPs: one per element of x.
+    Dtypes: all (float32, float64, int32, int64, bool).
 
     Attrs:
         shape: a shape (a tuple of dims)
@@ -501,6 +548,17 @@ def collapse_sum_to(x: TensorLike, shape: ShapeLike, *, name: str = "") -> Var:
 def expand_dims(x: TensorLike, axis: int | Sequence[int], *, name: str = "") -> Var:
     """expand_dims(x, axis) -> Tensor
 
+    Inserts axes of size 1 into x at the positions `axis` lists; the positions index the output (rank
+    x.ndim + len(axis)), negative ones counting from its end: x (a, b) with axis=[0, -1] gives (1, a, b,
+    1). NumPy: `np.expand_dims(x, axis)`. PyTorch: `torch.unsqueeze(x, *axis)` (one axis at a time).
+
+    Like reshape, it takes over x's buffer when x dies at this binding (a view).
+
+    Type: any tensor x; axis an int or a list of distinct ints in [-r, r) for the output rank r -> x's dims with a 1 at each listed position, x's dtype; an out-of-range or repeated axis is a TypeInferenceError.
+    VJP: `grad_x = reshape(grad, shape=x.shape)`.
+    FLOPs: 0 (moves data only).
+    Dtypes: all (float32, float64, int32, int64, bool).
+
     Attrs:
         axis: a list of ints
 
@@ -509,6 +567,18 @@ def expand_dims(x: TensorLike, axis: int | Sequence[int], *, name: str = "") -> 
 
 def squeeze(x: TensorLike, axis: int | Sequence[int] | None = None, *, name: str = "") -> Var:
     """squeeze(x, axis=None) -> Tensor
+
+    Removes axes of size 1 from x: those `axis` lists, or for axis=None every axis whose dim is the
+    constant 1. NumPy: `np.squeeze(x, axis)`. PyTorch: `torch.squeeze(x, axis)` (which leaves a listed
+    axis that is not 1 in place, where ours fails).
+
+    Only constant 1 dims squeeze: axis=None keeps a symbolic dim even when it is 1 at run time. Like
+    reshape, it takes over x's buffer when x dies at this binding (a view).
+
+    Type: any tensor x; axis None or a list of distinct axes in [-x.ndim, x.ndim) -> x without the dropped dims, x's dtype; listing an axis whose dim is not the constant 1 is a TypeInferenceError.
+    VJP: `grad_x = reshape(grad, shape=x.shape)`.
+    FLOPs: 0 (moves data only).
+    Dtypes: all (float32, float64, int32, int64, bool).
 
     Attrs:
         axis: None or a list of ints, default None
@@ -519,6 +589,17 @@ def squeeze(x: TensorLike, axis: int | Sequence[int] | None = None, *, name: str
 def concat(tensors: Sequence[TensorLike], axis: int = 0, *, name: str = "") -> Var:
     """concat(tensors, axis=0) -> Tensor
 
+    Joins a tuple of tensors along an existing `axis` (default 0). NumPy:
+    `np.concatenate(tensors, axis)`. PyTorch: `torch.cat(tensors, axis)`.
+
+    `tensors` is one tuple-typed argument: from Python, a list or tuple of exprs, or a var of tuple
+    type.
+
+    Type: a non-empty tuple of tensors of one dtype and one rank >= 1, their dims equal except along axis (in [-rank, rank)) -> those dims with the axis dims added up (symbolically when symbolic), the fields' dtype; a field that is not a tensor, a rank-0 field, or a differing dtype, rank or other dim is a TypeInferenceError.
+    VJP: `grad_tensors = split(grad, indices_or_sections=<the running totals of the fields' axis dims>, axis)`, one piece per field.
+    FLOPs: 0 (moves data only).
+    Dtypes: all (float32, float64, int32, int64, bool).
+
     Attrs:
         axis: an int, default 0
 
@@ -527,6 +608,20 @@ def concat(tensors: Sequence[TensorLike], axis: int = 0, *, name: str = "") -> V
 
 def split(x: TensorLike, indices_or_sections: Any, axis: int = 0, *, name: str = "") -> Var:
     """split(x, indices_or_sections, axis=0) -> Tuple[Tensor, ...]
+
+    Splits x along `axis` (default 0) into a tuple of tensors: `indices_or_sections` an int k gives k
+    equal parts; a list of indices [i, j, ...] gives the parts [0, i), [i, j), ..., [last, end) of the
+    axis. NumPy: `np.split(x, indices_or_sections, axis)`. PyTorch:
+    `torch.tensor_split(x, indices_or_sections, axis)` (which also splits unevenly for an int, where
+    ours fails).
+
+    Indices may be symbolic dims, such as ["n", "n + 3"]. Unlike NumPy, indices must be non-negative,
+    non-decreasing and at most the axis length (NumPy clamps them and gives empty parts).
+
+    Type: x of rank >= 1; axis in range -> a tuple of tensors of x's dtype with x's dims but along axis. An int k must be positive, and k > 1 needs a constant axis length divisible by k; a negative, decreasing or past-the-end index is a TypeInferenceError.
+    VJP: `grad_x = concat(grad, axis)`, grad being the tuple of the parts' adjoints.
+    FLOPs: 0 (moves data only).
+    Dtypes: all (float32, float64, int32, int64, bool).
 
     Attrs:
         indices_or_sections: an int or a list of ints (or dims)
@@ -538,6 +633,20 @@ def split(x: TensorLike, indices_or_sections: Any, axis: int = 0, *, name: str =
 def take(x: TensorLike, indices: TensorLike, axis: int = 0, *, name: str = "") -> Var:
     """take(x, indices, axis=0) -> Tensor
 
+    Gathers the entries of x along `axis` (default 0) at integer `indices` of any shape: out[a..., j...,
+    b...] = x[a..., indices[j...], b...], negative indices counting from the end. NumPy:
+    `np.take(x, indices, axis)`. PyTorch: `torch.index_select(x, axis, indices)` (for 1-D indices, none
+    negative).
+
+    An index outside [-len, len) along the axis is an ExecutionError at run time naming the index, the
+    axis and x's shape, raised before anything is read (as NumPy's default mode="raise"); there is no
+    clip or wrap mode.
+
+    Type: x of rank >= 1, any dtype; indices int32 or int64 of any shape; axis in range -> x.shape[:axis] + indices.shape + x.shape[axis + 1:], x's dtype.
+    VJP: `grad_x = index_add(zeros_like(x), indices, grad, axis)`; indices get none.
+    FLOPs: 0 (moves data only).
+    Dtypes: all for x (float32, float64, int32, int64, bool); int32, int64 for indices.
+
     Attrs:
         axis: an int, default 0
 
@@ -546,6 +655,20 @@ def take(x: TensorLike, indices: TensorLike, axis: int = 0, *, name: str = "") -
 
 def index_add(x: TensorLike, indices: TensorLike, source: TensorLike, axis: int = 0, *, name: str = "") -> Var:
     """index_add(x, indices, source, axis=0) -> Tensor
+
+    x with `source` added at `indices` along `axis` (default 0): out = x, then out[a..., indices[j...],
+    b...] += source[a..., j..., b...] for every j, repeated indices accumulating. It is take's
+    transpose; take's VJP emits it. NumPy:
+    `out = x.copy(); np.add.at(out, (slice(None),) * axis + (indices,), source)`, leaving the result in
+    `out`. PyTorch: `torch.index_add(x, axis, indices, source)` (for 1-D indices).
+
+    Indices count from the end when negative; one outside [-len, len) is an ExecutionError at run time,
+    as in take.
+
+    Type: x numeric; indices int32 or int64 of any shape; source of x's dtype with the shape take(x, indices, axis) has, x.shape[:axis] + indices.shape + x.shape[axis + 1:] -> x's type; anything else is a TypeInferenceError.
+    VJP: `grad_x = grad`, `grad_source = take(grad, indices, axis)`; indices get none.
+    FLOPs: one per element of source.
+    Dtypes: float32, float64, int32, int64 for x and source (not bool); int32, int64 for indices.
 
     Attrs:
         axis: an int, default 0
@@ -556,11 +679,30 @@ def index_add(x: TensorLike, indices: TensorLike, source: TensorLike, axis: int 
 def where(condition: TensorLike, x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
     """where(condition, x1, x2) -> Tensor
 
+    Elementwise choice: x1 where `condition` is true, x2 where it is false, the three broadcast together
+    by NumPy's rules. NumPy: `np.where(condition, x1, x2)`. PyTorch: `torch.where(condition, x1, x2)`.
+
+    Type: condition bool; x1 and x2 of one dtype (no promotion, unlike NumPy) -> the broadcast shape of all three, x1's dtype; shapes that do not provably broadcast are a TypeInferenceError.
+    VJP: condition gets none; `grad_x1 = collapse_sum_to(where(condition, grad, zeros_like(grad)), shape=x1.shape)`, `grad_x2 = collapse_sum_to(where(condition, zeros_like(grad), grad), shape=x2.shape)` (no collapse_sum_to where the shapes are equal).
+    FLOPs: 0 (moves data only).
+    Dtypes: bool for condition; all for x1 and x2 (float32, float64, int32, int64, bool).
+
     Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
     """
 
 def cumsum(x: TensorLike, axis: int = -1, *, name: str = "") -> Var:
     """cumsum(x, axis=-1) -> Tensor
+
+    Running sum along `axis` (default -1): out[..., i, ...] = x[..., 0, ...] + ... + x[..., i, ...].
+    NumPy: `np.cumsum(x, axis)`. PyTorch: `torch.cumsum(x, axis)`.
+
+    The result keeps x's dtype: int32 stays int32 and wraps on overflow (NumPy accumulates int32 in
+    int64 and returns int64). The sums run in order along the axis.
+
+    Type: x numeric; axis in [-x.ndim, x.ndim) -> x's type; bool x or an out-of-range axis is a TypeInferenceError.
+    VJP: `grad_x = subtract(add(sum(grad, axis=[axis], keepdims=True), grad), cumsum(grad, axis))`, the reversed running sum of grad.
+    FLOPs: one per element.
+    Dtypes: float32, float64, int32, int64.
 
     Attrs:
         axis: an int, default -1
@@ -571,6 +713,15 @@ def cumsum(x: TensorLike, axis: int = -1, *, name: str = "") -> Var:
 def triu(x: TensorLike, k: int = 0, *, name: str = "") -> Var:
     """triu(x, k=0) -> Tensor
 
+    The upper triangle of each matrix in x's last two axes: entry (i, j) is kept when j >= i + k and
+    zeroed (false for bool) otherwise; k > 0 moves the diagonal up, k < 0 down. NumPy: `np.triu(x, k)`.
+    PyTorch: `torch.triu(x, k)`.
+
+    Type: x of rank >= 2 -> x's type; a lower rank is a TypeInferenceError.
+    VJP: `grad_x = triu(grad, k)`.
+    FLOPs: 0 (moves data only).
+    Dtypes: all (float32, float64, int32, int64, bool).
+
     Attrs:
         k: an int, default 0
 
@@ -579,6 +730,30 @@ def triu(x: TensorLike, k: int = 0, *, name: str = "") -> Var:
 
 def strided_slice(x: TensorLike, axes: int | Sequence[int], begin: int | Sequence[int], end: int | Sequence[int], strides: int | Sequence[int] | None = None, *, name: str = "") -> Var:
     """strided_slice(x, axes, begin, end, strides=None) -> Tensor
+
+    Python slicing along listed axes: axis `axes[i]` becomes x[begin[i]:end[i]:strides[i]] along it, and
+    the other axes stay whole; strides=None means step 1 everywhere. NumPy:
+    `x[(slice(None),) * axes[0] + (slice(begin[0], end[0], strides and strides[0]),)]` for one axis (one
+    such slice per listed axis). PyTorch:
+    `x[(slice(None),) * axes[0] + (slice(begin[0], end[0], strides and strides[0]),)]` likewise, for
+    positive strides only (PyTorch has no negative slice steps; flip with `torch.flip`).
+
+    Bounds follow Python's `slice.indices`: a negative bound counts from the end, then bounds are
+    clamped to [0, len] for a positive stride and to [-1, len - 1] for a negative one, so an empty or
+    out-of-range slice is an axis of length 0, never an error, and x[100:-100:-3] of 10 elements is [9,
+    6, 3, 0]. A negative stride walks backwards. Bounds may be any int64; 2**63 - 1 means "to the end"
+    (for a negative stride, -(2**63 - 1) means "through index 0").
+
+    On a symbolic axis n the slice's length must be a polynomial: stride 1 or -1 with bounds taken to be
+    in range (x[1:-1] has n - 2 elements), or any stride when the distance from begin to end is constant
+    (x[-6:-1:2] has 3); the kernel then fails (ExecutionError) when a run's n puts a bound out of range.
+    When the slice is one contiguous block of x and x dies at this binding, the output is x's buffer at
+    an offset (a view).
+
+    Type: any tensor x; axes distinct and in range; begin, end and strides (when given) one entry per listed axis; no zero stride -> x's shape with each listed axis sliced, x's dtype. A length mismatch, a zero stride, a repeated or out-of-range axis, or a symbolic length that is not a polynomial is a TypeInferenceError.
+    VJP: `grad_x = strided_slice_backward(grad, shape=x.shape, axes, begin, end, strides)`.
+    FLOPs: 0 (moves data only).
+    Dtypes: all (float32, float64, int32, int64, bool).
 
     Attrs:
         axes: a list of ints
@@ -591,6 +766,21 @@ def strided_slice(x: TensorLike, axes: int | Sequence[int], begin: int | Sequenc
 
 def strided_slice_backward(dy: TensorLike, shape: ShapeLike, axes: int | Sequence[int], begin: int | Sequence[int], end: int | Sequence[int], strides: int | Sequence[int] | None = None, *, name: str = "") -> Var:
     """strided_slice_backward(dy, shape, axes, begin, end, strides=None) -> Tensor
+
+    The gradient of strided_slice, which strided_slice's VJP emits: zeros of `shape` with `dy` written
+    into the elements `strided_slice(z, axes, begin, end, strides)` reads from a tensor `z` of that shape. The slice's
+    elements are distinct, so nothing accumulates. NumPy:
+    `out = np.zeros(shape, dy.dtype); out[(slice(None),) * axes[0] + (slice(begin[0], end[0], strides and strides[0]),)] = dy`
+    for one axis, leaving the result in `out`. PyTorch: none (aten's `slice_backward` for one axis and a
+    positive step).
+
+    The attrs `axes`, `begin`, `end` and `strides` are strided_slice's, with the same clamping and
+    symbolic-dim rules, applied to `shape`.
+
+    Type: dy any tensor; shape; the slice attrs checked against shape as in strided_slice -> shape, dy's dtype; dy's shape must equal the slice's (else a TypeInferenceError).
+    VJP: `grad_dy = strided_slice(grad, axes, begin, end, strides)`.
+    FLOPs: 0 (moves data only).
+    Dtypes: all (float32, float64, int32, int64, bool).
 
     Attrs:
         shape: a shape (a tuple of dims)
@@ -807,6 +997,19 @@ def full_like(x: TensorLike, fill_value: float, dtype: DTypeLike | None = None, 
 def softmax(x: TensorLike, axis: int = -1, *, name: str = "") -> Var:
     """softmax(x, axis=-1) -> Tensor
 
+    exp(x) normalized to sum to 1 along `axis` (default -1), computed as exp(x - max) / sum(exp(x -
+    max)) so that large inputs do not overflow. NumPy: none
+    (`m = x.max(axis, keepdims=True); e = np.exp(x - m); e / e.sum(axis, keepdims=True)`, or
+    `scipy.special.softmax(x, axis)`). PyTorch: `torch.softmax(x, axis)`.
+
+    A NaN makes its whole slice NaN. float32 uses a vectorized exp accurate to 2 ulp that flushes
+    results below FLT_MIN (x - max < -87.34) to 0.
+
+    Type: x float; axis in [-x.ndim, x.ndim) -> x's type.
+    VJP: `grad_x = multiply(y, subtract(grad, sum(multiply(grad, y), axis=[axis], keepdims=True)))`, y the result.
+    FLOPs: 5 per element (max, subtract, exp, sum, divide).
+    Dtypes: float32, float64.
+
     Attrs:
         axis: an int, default -1
 
@@ -816,6 +1019,16 @@ def softmax(x: TensorLike, axis: int = -1, *, name: str = "") -> Var:
 def log_softmax(x: TensorLike, axis: int = -1, *, name: str = "") -> Var:
     """log_softmax(x, axis=-1) -> Tensor
 
+    log(softmax(x)) along `axis` (default -1), computed as (x - max) - log(sum(exp(x - max))) without
+    forming softmax. NumPy: none
+    (`m = x.max(axis, keepdims=True); x - m - np.log(np.exp(x - m).sum(axis, keepdims=True))`, or
+    `scipy.special.log_softmax(x, axis)`). PyTorch: `torch.log_softmax(x, axis)`.
+
+    Type: x float; axis in [-x.ndim, x.ndim) -> x's type.
+    VJP: `grad_x = subtract(grad, multiply(exp(y), sum(grad, axis=[axis], keepdims=True)))`, y the result.
+    FLOPs: 5 per element (max, subtract, exp, sum, subtract the log-sum).
+    Dtypes: float32, float64.
+
     Attrs:
         axis: an int, default -1
 
@@ -824,6 +1037,23 @@ def log_softmax(x: TensorLike, axis: int = -1, *, name: str = "") -> Var:
 
 def layer_norm(x: TensorLike, gamma: TensorLike, beta: TensorLike, axes: int | Sequence[int] = [-1], epsilon: float = 1e-05, *, name: str = "") -> Var:
     """layer_norm(x, gamma, beta, axes=[-1], epsilon=1e-05) -> Tensor
+
+    Normalizes x over `axes` (default [-1]) to zero mean and unit variance, then scales by `gamma` and
+    shifts by `beta`: (x - mean) / sqrt(var + epsilon) * gamma + beta, with the mean and the biased
+    variance (divided by the count, not count - 1) taken over all the listed axes together. NumPy: none
+    (`m = x.mean(axes, keepdims=True); (x - m) / np.sqrt(x.var(axes, keepdims=True) + epsilon) * gamma + beta`
+    when axes are x's trailing axes in order). PyTorch:
+    `torch.nn.functional.layer_norm(x, x.shape[-len(axes):], gamma, beta, epsilon)` (axes the trailing
+    ones in order).
+
+    gamma and beta have the shape of x's dims at `axes`, in the order listed: axes=[2, 0] of x (a, b, c)
+    takes gamma and beta of shape (c, a). `epsilon` (default 1e-5) is added to the variance. There are
+    no center/scale switches as in TVM's layer_norm: pass ones and zeros.
+
+    Type: x float; gamma and beta of x's dtype with shape [x.shape[a] for a in axes]; axes non-empty, distinct and in range; epsilon >= 0 -> x's type; anything else is a TypeInferenceError.
+    VJP: with means over axes (keepdims), rstd = rsqrt(variance(x) + epsilon), xhat = (x - mean(x)) * rstd recomputed and gg = grad * gamma: `grad_x = rstd * (gg - mean(gg) - xhat * mean(gg * xhat))`, `grad_gamma = sum(grad * xhat)` and `grad_beta = sum(grad)` over the other axes, permuted into gamma's dim order.
+    FLOPs: 7 per element of x (mean, center, square, sum, normalize, scale, shift).
+    Dtypes: float32, float64.
 
     Attrs:
         axes: a list of ints, default [-1]
@@ -835,11 +1065,55 @@ def layer_norm(x: TensorLike, gamma: TensorLike, beta: TensorLike, axes: int | S
 def cross_entropy_with_logits(logits: TensorLike, labels: TensorLike, *, name: str = "") -> Var:
     """cross_entropy_with_logits(logits, labels) -> Tensor
 
+    The softmax cross entropy of unnormalized scores `logits` against a target distribution `labels`:
+    for (N, C) inputs, the mean over the N rows of -sum(labels * log_softmax(logits, -1), -1); for (C,)
+    inputs, that sum. NumPy: none
+    (`m = logits.max(-1, keepdims=True); -(labels * (logits - m - np.log(np.exp(logits - m).sum(-1, keepdims=True)))).sum(-1).mean()`).
+    PyTorch: `torch.nn.functional.cross_entropy(logits, labels)` (with probability targets,
+    reduction="mean", no label smoothing).
+
+    `labels` is a float tensor of the logits' shape and dtype, one row per example: a one-hot row or any
+    distribution over the C classes (soft labels); rows are not checked to sum to 1, and the loss is
+    linear in labels. Class indices are not accepted: one-hot them, or use
+    `nll_loss(log_softmax(logits), targets)`, which takes int class indices.
+
+    TVM Relax's `relax.op.nn.cross_entropy_with_logits(predictions, labels)` has the same name but
+    applies no softmax: it computes -sum(predictions * labels) / N (N the first dim when the rank is 2
+    or more, the plain negated sum at rank 1), so its predictions must already be log-probabilities.
+    Ours takes raw logits and applies log_softmax over the last axis itself: ours(logits, labels) equals
+    TVM's(log_softmax(logits, -1), labels). Ours also accepts rank 1 or 2 only.
+
+    Type: logits float of rank 1 or 2; labels of logits' shape and dtype -> a scalar () of that dtype; another rank, shape or dtype is a TypeInferenceError.
+    VJP: with s = grad / N for (N, C) inputs (s = grad for (C,)) and p = log_softmax(logits, -1): `grad_logits = s * (exp(p) * sum(labels, axis=[-1], keepdims=True) - labels)`, `grad_labels = -s * p`.
+    FLOPs: 7 per element of logits (log_softmax, then multiply and sum).
+    Dtypes: float32, float64.
+
     Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
     """
 
 def nll_loss(predictions: TensorLike, targets: TensorLike, reduction: str = 'mean', ignore_index: int = -100, *, name: str = "") -> Var:
     """nll_loss(predictions, targets, reduction="mean", ignore_index=-100) -> Tensor
+
+    Negative log likelihood of class-index targets: per row r, -predictions[r, targets[r]], or 0 where
+    targets[r] is `ignore_index` (default -100); then `reduction` "mean" (the default: the sum over the
+    rows not ignored divided by their count), "sum", or "none" (the per-row losses). NumPy: none
+    (`keep = targets != ignore_index; np.where(keep, -np.take_along_axis(predictions, np.where(keep, targets, 0)[..., None], -1)[..., 0], 0.0)`
+    are the per-row losses). PyTorch:
+    `torch.nn.functional.nll_loss(predictions, targets, reduction=reduction, ignore_index=ignore_index)`.
+
+    `predictions` are log-probabilities, (N, C) or unbatched (C,), usually log_softmax(logits):
+    nll_loss(log_softmax(z, -1), t) is PyTorch's cross_entropy(z, t). `targets` are class indices of
+    dtype int32 or int64 (PyTorch takes int64 only), shape (N,), or () for unbatched predictions. A
+    target that is neither in [0, C) nor ignore_index is an ExecutionError at run time. With every
+    target ignored, "mean" gives NaN (0 / 0), as in PyTorch. Sums are accumulated in float64.
+
+    TVM Relax's `relax.op.nn.nll_loss` also takes class weights and extra spatial dims (N, C, d1, ...);
+    ours has neither: every class weighs 1.
+
+    Type: predictions float (N, C) or (C,); targets int32 or int64 of shape (N,) or () to match; reduction "mean", "sum" or "none" -> () for mean and sum, targets' shape for none, predictions' dtype. Another shape, dtype or reduction is a TypeInferenceError.
+    VJP: `grad_predictions = nll_loss_backward(grad, predictions, targets, reduction, ignore_index)`; targets get none.
+    FLOPs: 2 per target (the negated gather and the accumulation).
+    Dtypes: float32, float64 for predictions; int32, int64 for targets.
 
     Attrs:
         reduction: a string, default "mean"
@@ -851,6 +1125,20 @@ def nll_loss(predictions: TensorLike, targets: TensorLike, reduction: str = 'mea
 def nll_loss_backward(output_grad: TensorLike, predictions: TensorLike, targets: TensorLike, reduction: str = 'mean', ignore_index: int = -100, *, name: str = "") -> Var:
     """nll_loss_backward(output_grad, predictions, targets, reduction="mean", ignore_index=-100) -> Tensor
 
+    The gradient of nll_loss with respect to its predictions, which nll_loss's VJP emits: zeros of
+    predictions' shape, except -output_grad[r] (reduction "none") or -output_grad (reduction "sum"; for
+    "mean", divided by the number of targets not ignored) at (r, targets[r]) of each row whose target is
+    not `ignore_index`. It reads only the shape of `predictions`. NumPy: none. PyTorch: none (aten's
+    `nll_loss_backward` without weights).
+
+    `reduction` and `ignore_index` are nll_loss's, and targets are checked as there (ExecutionError when
+    out of range).
+
+    Type: predictions float (N, C) or (C,); targets int32 or int64 of shape (N,) or (); output_grad of predictions' dtype with the shape nll_loss's result has for these attrs -> predictions' type; anything else is a TypeInferenceError.
+    VJP: linear in output_grad: `grad_output_grad = nll_loss(grad, targets, reduction, ignore_index)`; predictions and targets get none.
+    FLOPs: one per target.
+    Dtypes: float32, float64 for output_grad and predictions (one dtype); int32, int64 for targets.
+
     Attrs:
         reduction: a string, default "mean"
         ignore_index: an int, default -100
@@ -860,6 +1148,25 @@ def nll_loss_backward(output_grad: TensorLike, predictions: TensorLike, targets:
 
 def conv2d(data: TensorLike, weight: TensorLike, strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], groups: int = 1, *, name: str = "") -> Var:
     """conv2d(data, weight, strides=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1) -> Tensor
+
+    2-D convolution (a cross-correlation, the kernel not flipped, as in deep-learning frameworks) of
+    `data` in NCHW layout with `weight` in OIHW layout, without bias: out[n, o, y, x] = sum over c, i, j
+    of padded_data[n, g * C/groups + c, y * stride_h + i * dilation_h, x * stride_w + j * dilation_w] *
+    weight[o, c, i, j], with g = o // (O / groups) and zero padding. NumPy: none. PyTorch:
+    `torch.nn.functional.conv2d(data, weight, stride=strides, padding=padding, dilation=dilation, groups=groups)`
+    (for 1 or 2 padding ints).
+
+    Layouts: data (N, C, H, W); weight (O, C / groups, KH, KW); output (N, O, OH, OW) with OH = floor((H
+    + pad_top + pad_bottom - dilation_h * (KH - 1) - 1) / stride_h) + 1, and OW likewise. `strides` and
+    `dilation` hold 1 int (both axes) or 2 (h, w), positive; `padding` holds 1 int (all sides), 2 (h, w:
+    top = bottom = h, left = right = w) or 4 (top, left, bottom, right, as TVM's), non-negative.
+    `groups` (default 1) splits the C input and O output channels into groups convolved separately
+    (groups = C is a depthwise convolution).
+
+    Type: data and weight float of one dtype and rank 4; C = weight's dim 1 * groups; O divisible by groups -> (N, O, OH, OW), data's dtype. Symbolic N, H and W are allowed when the division by the stride is exact (always for stride 1). A channel mismatch, an ill-formed attr or an output dim <= 0 is a TypeInferenceError.
+    VJP: `grad_data = conv2d_backward_data(grad, weight, data_shape=data.shape, strides, padding, dilation, groups)`, `grad_weight = conv2d_backward_weight(grad, data, weight_shape=weight.shape, strides, padding, dilation, groups)`.
+    FLOPs: 2*N*O*OH*OW*(C/groups)*KH*KW (a multiply-add per weight tap and output element).
+    Dtypes: float32, float64.
 
     Attrs:
         strides: a list of ints, default [1, 1]
@@ -872,6 +1179,20 @@ def conv2d(data: TensorLike, weight: TensorLike, strides: int | Sequence[int] = 
 
 def conv2d_backward_data(output_grad: TensorLike, weight: TensorLike, data_shape: ShapeLike, strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], groups: int = 1, *, name: str = "") -> Var:
     """conv2d_backward_data(output_grad, weight, data_shape, strides=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1) -> Tensor
+
+    The gradient of conv2d with respect to its data, which conv2d's VJP emits: given `output_grad` (N,
+    O, OH, OW) and `weight` (O, C / groups, KH, KW), the transposed convolution of output_grad, an array
+    of shape `data_shape` (N, C, H, W). NumPy: none. PyTorch:
+    `torch.nn.grad.conv2d_input(data_shape, weight, output_grad, strides, padding, dilation, groups)`.
+
+    `data_shape` fixes the result's size, which the output alone does not (with stride > 1, several
+    input sizes give one output size); `strides`, `padding`, `dilation` and `groups` are the forward
+    conv2d's, in the same forms.
+
+    Type: output_grad and weight float of one dtype and rank 4; data_shape of 4 dims; output_grad's shape must be conv2d's output shape for data_shape, weight and these attrs -> data_shape, output_grad's dtype; anything else is a TypeInferenceError.
+    VJP: bilinear: `grad_output_grad = conv2d(grad, weight, strides, padding, dilation, groups)`, `grad_weight = conv2d_backward_weight(output_grad, grad, weight_shape=weight.shape, strides, padding, dilation, groups)`.
+    FLOPs: 2*N*O*OH*OW*(C/groups)*KH*KW, as conv2d.
+    Dtypes: float32, float64.
 
     Attrs:
         data_shape: a shape (a tuple of dims)
@@ -886,6 +1207,19 @@ def conv2d_backward_data(output_grad: TensorLike, weight: TensorLike, data_shape
 def conv2d_backward_weight(output_grad: TensorLike, data: TensorLike, weight_shape: ShapeLike, strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], groups: int = 1, *, name: str = "") -> Var:
     """conv2d_backward_weight(output_grad, data, weight_shape, strides=[1, 1], padding=[0, 0], dilation=[1, 1], groups=1) -> Tensor
 
+    The gradient of conv2d with respect to its weight, which conv2d's VJP emits: given `output_grad` (N,
+    O, OH, OW) and `data` (N, C, H, W), the correlation of data with output_grad summed over the batch,
+    an array of shape `weight_shape` (O, C / groups, KH, KW). NumPy: none. PyTorch:
+    `torch.nn.grad.conv2d_weight(data, weight_shape, output_grad, strides, padding, dilation, groups)`.
+
+    `weight_shape` gives the kernel size; `strides`, `padding`, `dilation` and `groups` are the forward
+    conv2d's, in the same forms.
+
+    Type: output_grad and data float of one dtype and rank 4; weight_shape of 4 dims; output_grad's shape must be conv2d's output shape for data, weight_shape and these attrs -> weight_shape, output_grad's dtype; anything else is a TypeInferenceError.
+    VJP: bilinear: `grad_output_grad = conv2d(data, grad, strides, padding, dilation, groups)`, `grad_data = conv2d_backward_data(output_grad, grad, data_shape=data.shape, strides, padding, dilation, groups)`.
+    FLOPs: 2*N*O*OH*OW*(C/groups)*KH*KW, as conv2d.
+    Dtypes: float32, float64.
+
     Attrs:
         weight_shape: a shape (a tuple of dims)
         strides: a list of ints, default [1, 1]
@@ -898,6 +1232,26 @@ def conv2d_backward_weight(output_grad: TensorLike, data: TensorLike, weight_sha
 
 def max_pool2d(x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, *, name: str = "") -> Var:
     """max_pool2d(x, pool_size, strides=[1, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=False) -> Tensor
+
+    The maximum of each window of x. NumPy: none. PyTorch:
+    `torch.nn.functional.max_pool2d(x, pool_size, strides, padding, dilation, ceil_mode=ceil_mode)`.
+
+    Layout NCHW: x (N, C, H, W) -> (N, C, OH, OW), each channel pooled separately. `pool_size` (KH, KW)
+    is 1 int (both axes) or 2 (h, w), positive; `strides` and `dilation` hold 1 int (both axes) or 2 (h,
+    w), positive; `padding` holds 1 int (all sides), 2 (h, w: top = bottom = h, left = right = w) or 4
+    (top, left, bottom, right, as TVM's), non-negative, of any size (PyTorch limits padding to half the
+    window). `strides` defaults to [1, 1], not to pool_size as in PyTorch: pass strides=pool_size for
+    non-overlapping windows. Window (y, x) covers rows y * stride_h - pad_top + i * dilation_h for i <
+    KH, and columns likewise. OH = floor((H + pad_top + pad_bottom - dilation_h * (KH - 1) - 1) /
+    stride_h) + 1, OW likewise; with `ceil_mode` (default false), ceil instead of floor, less a last
+    window that would start in the bottom or right padding (as PyTorch). Padding never wins: it acts as
+    -inf (the dtype's lowest value for integers), so a window wholly in the padding gives -inf. A NaN in
+    a window gives NaN.
+
+    Type: x of rank 4, any numeric dtype -> (N, C, OH, OW), x's dtype. Symbolic H and W are allowed when the division by the stride is exact (always for stride 1). An ill-formed attr or an output dim <= 0 is a TypeInferenceError.
+    VJP: `grad_x = max_pool2d_backward(grad, x, pool_size, strides, padding, dilation, ceil_mode)`.
+    FLOPs: N*C*OH*OW*KH*KW (a compare per window tap).
+    Dtypes: float32, float64, int32, int64 (the gradient needs a float).
 
     Attrs:
         pool_size: a list of ints
@@ -912,6 +1266,20 @@ def max_pool2d(x: TensorLike, pool_size: int | Sequence[int], strides: int | Seq
 def max_pool2d_backward(output_grad: TensorLike, x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, *, name: str = "") -> Var:
     """max_pool2d_backward(output_grad, x, pool_size, strides=[1, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=False) -> Tensor
 
+    The gradient of max_pool2d with respect to x, which max_pool2d's VJP emits: zeros of x's shape, each
+    `output_grad` element added at its window's first maximal tap in row-major order (the first NaN, if
+    the window holds one), so ties send the whole gradient to one tap, as PyTorch does. A window wholly
+    in the padding passes nothing. NumPy: none. PyTorch: none (aten's
+    `max_pool2d_with_indices_backward`, given max_pool2d's indices).
+
+    `pool_size`, `strides`, `padding`, `dilation` and `ceil_mode` are the forward max_pool2d's, in the
+    same forms.
+
+    Type: x float of rank 4; output_grad of x's dtype with max_pool2d's output shape for x and these attrs -> x's type; anything else is a TypeInferenceError.
+    VJP: none: the op is marked not differentiable, so Gradient sends no gradient through it (a second derivative through max_pool2d lacks this term).
+    FLOPs: N*C*OH*OW*KH*KW (over output_grad's elements).
+    Dtypes: float32, float64.
+
     Attrs:
         pool_size: a list of ints
         strides: a list of ints, default [1, 1]
@@ -924,6 +1292,29 @@ def max_pool2d_backward(output_grad: TensorLike, x: TensorLike, pool_size: int |
 
 def avg_pool2d(x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, count_include_pad: bool = False, *, name: str = "") -> Var:
     """avg_pool2d(x, pool_size, strides=[1, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=False, count_include_pad=False) -> Tensor
+
+    The mean of each window of x. NumPy: none. PyTorch:
+    `torch.nn.functional.avg_pool2d(x, pool_size, strides, padding, ceil_mode, count_include_pad)`
+    (PyTorch's has no dilation).
+
+    Layout NCHW: x (N, C, H, W) -> (N, C, OH, OW), each channel pooled separately. `pool_size` (KH, KW)
+    is 1 int (both axes) or 2 (h, w), positive; `strides` and `dilation` hold 1 int (both axes) or 2 (h,
+    w), positive; `padding` holds 1 int (all sides), 2 (h, w: top = bottom = h, left = right = w) or 4
+    (top, left, bottom, right, as TVM's), non-negative, of any size (PyTorch limits padding to half the
+    window). `strides` defaults to [1, 1], not to pool_size as in PyTorch: pass strides=pool_size for
+    non-overlapping windows. Window (y, x) covers rows y * stride_h - pad_top + i * dilation_h for i <
+    KH, and columns likewise. OH = floor((H + pad_top + pad_bottom - dilation_h * (KH - 1) - 1) /
+    stride_h) + 1, OW likewise; with `ceil_mode` (default false), ceil instead of floor, less a last
+    window that would start in the bottom or right padding (as PyTorch). The divisor is the number of
+    the window's taps inside x when `count_include_pad` is false (the default, where PyTorch's default
+    is true), or the taps inside the padded x when it is true (taps past the padding, which ceil_mode
+    can add, never count, as in PyTorch). A window wholly in the padding with count_include_pad false
+    gives NaN (0 / 0).
+
+    Type: x float of rank 4 -> (N, C, OH, OW), x's dtype. Symbolic H and W are allowed when the division by the stride is exact (always for stride 1). An ill-formed attr or an output dim <= 0 is a TypeInferenceError.
+    VJP: `grad_x = avg_pool2d_backward(grad, x, pool_size, strides, padding, dilation, ceil_mode, count_include_pad)`.
+    FLOPs: N*C*OH*OW*KH*KW (an add per window tap).
+    Dtypes: float32, float64.
 
     Attrs:
         pool_size: a list of ints
@@ -938,6 +1329,18 @@ def avg_pool2d(x: TensorLike, pool_size: int | Sequence[int], strides: int | Seq
 
 def avg_pool2d_backward(output_grad: TensorLike, x: TensorLike, pool_size: int | Sequence[int], strides: int | Sequence[int] = [1, 1], padding: int | Sequence[int] = [0, 0], dilation: int | Sequence[int] = [1, 1], ceil_mode: bool = False, count_include_pad: bool = False, *, name: str = "") -> Var:
     """avg_pool2d_backward(output_grad, x, pool_size, strides=[1, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=False, count_include_pad=False) -> Tensor
+
+    The gradient of avg_pool2d with respect to x, which avg_pool2d's VJP emits: zeros of x's shape, each
+    `output_grad` element divided by its window's divisor and added at each of the window's taps inside
+    x. It reads only the shape of `x`. NumPy: none. PyTorch: none (aten's `avg_pool2d_backward`).
+
+    `pool_size`, `strides`, `padding`, `dilation`, `ceil_mode` and `count_include_pad` are the forward
+    avg_pool2d's, in the same forms.
+
+    Type: x float of rank 4; output_grad of x's dtype with avg_pool2d's output shape for x and these attrs -> x's type; anything else is a TypeInferenceError.
+    VJP: linear in output_grad: `grad_output_grad = avg_pool2d(grad, pool_size, strides, padding, dilation, ceil_mode, count_include_pad)`; x gets none.
+    FLOPs: N*C*OH*OW*KH*KW (over output_grad's elements).
+    Dtypes: float32, float64.
 
     Attrs:
         pool_size: a list of ints

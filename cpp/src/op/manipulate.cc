@@ -1416,7 +1416,7 @@ Dtypes: all (float32, float64, int32, int64, bool).)doc");
       .set_type_rule(strided_slice_backward_type).set_flops(zero_flops)
       .set_kernel(strided_slice_backward_kernel).set_vjp(strided_slice_backward_vjp)
       .set_doc(R"doc(The gradient of strided_slice, which strided_slice's VJP emits: zeros of `shape` with `dy` written
-into the elements strided_slice(<an array of shape>, axes, begin, end, strides) reads. The slice's
+into the elements `strided_slice(z, axes, begin, end, strides)` reads from a tensor `z` of that shape. The slice's
 elements are distinct, so nothing accumulates. NumPy:
 `out = np.zeros(shape, dy.dtype); out[(slice(None),) * axes[0] + (slice(begin[0], end[0], strides and strides[0]),)] = dy`
 for one axis, leaving the result in `out`. PyTorch: none (aten's `slice_backward` for one axis and a
