@@ -24,6 +24,7 @@ PAD_X, PAD_Y = 8.0, 5.0
 ARROW = 7.0  # the arrowhead's length: routes end this far before the box
 RANK_GAP = 40.0
 NODE_GAP = 24.0
+CORNER = 16.0  # the radius of a rounded bend in an arrow
 LABEL_AT = 0.35  # how far along an arrow's first segment its label goes
 
 
@@ -191,7 +192,33 @@ def _route(boxes: dict[str, Box], link: _Link, path: list[tuple[float, float]]) 
     k = min(ARROW, length / 2) / length
     end = (end[0] - (end[0] - before[0]) * k, end[1] - (end[1] - before[1]) * k)
     points = [start] + middle + [end]
-    return Route(link.src, link.dst, points, False, link.label, label_point(points, False) if link.label else None)
+    label_at = label_point(points, False) if link.label else None
+    return Route(link.src, link.dst, smooth(points), True, link.label, label_at)
+
+
+def smooth(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The polyline through ``points`` with its corners rounded, as cubic
+    Bézier segments (1 + 3k points); unlike a spline through the points it
+    never swings wide of them."""
+    curve = [points[0]]
+
+    def line_to(b):
+        a = curve[-1]
+        curve.extend([_lerp(a, b, 1 / 3), _lerp(a, b, 2 / 3), b])
+
+    for prev, corner, nxt in zip(points, points[1:], points[2:]):
+        before, after = math.dist(prev, corner), math.dist(corner, nxt)
+        r = min(CORNER, before / 2, after / 2)
+        a = _lerp(corner, prev, r / before) if before else corner
+        b = _lerp(corner, nxt, r / after) if after else corner
+        line_to(a)
+        curve.extend([_lerp(a, corner, 2 / 3), _lerp(b, corner, 2 / 3), b])
+    line_to(points[-1])
+    return curve
+
+
+def _lerp(a: tuple[float, float], b: tuple[float, float], t: float) -> tuple[float, float]:
+    return a[0] + (b[0] - a[0]) * t, a[1] + (b[1] - a[1]) * t
 
 
 def label_point(points: list[tuple[float, float]], bezier: bool) -> tuple[float, float]:

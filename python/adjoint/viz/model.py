@@ -280,7 +280,7 @@ def collapse(graph: Graph, groups: dict[str, set[str]]) -> Graph:
         key = (src, dst, e.label)
         if src != dst and key not in seen:
             seen.add(key)
-            edges.append(Edge(src, dst, e.label, (src,) + e.value[1:]))
+            edges.append(Edge(src, dst, e.label, e.value))
     names = {k: owner.get(v, v) for k, v in graph.names.items()}
     return Graph(nodes, edges, names, graph.caption)
 
