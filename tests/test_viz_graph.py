@@ -9,11 +9,12 @@ import xml.etree.ElementTree as ET
 from collections import deque
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 import adjoint as aj
 from adjoint import examples
 from adjoint.viz import layout as viz_layout
+from programs import programs
 
 SVG = "{http://www.w3.org/2000/svg}"
 ENGINES = ["python", pytest.param("dot", marks=pytest.mark.skipif(
@@ -213,6 +214,32 @@ def test_collapse_takes_a_predicate_and_labelled_groups():
     box = next(b.node for b in picture.layout.boxes.values() if b.node.kind == "collapsed")
     assert box.lines == ["transposes", "4 nodes: permute_dims×4"]
     assert "permute_dims" not in picture.svg.replace("permute_dims×4", "")
+
+
+def test_collapse_groups_must_be_disjoint_and_not_empty():
+    fn = raw_adjoint(2)
+    with pytest.raises(aj.VizError, match="lv_6 in two collapse groups"):
+        aj.viz.graph(fn, collapse={"a": ["lv_5", "lv_6"], "b": ["lv_6"]})
+    with pytest.raises(aj.VizError, match="group 'collapsed' names no var"):
+        aj.viz.graph(fn, collapse=[])
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(program=programs())
+def test_every_random_program_and_its_adjoint_draw(program):
+    mod = aj.transform.Gradient(simplify=False)(program.mod)
+    for name in mod.functions:
+        fn = mod[name]
+        picture = aj.viz.graph(fn, engine="python")
+        parse_svg(picture)
+        drawn = {b.node.name for b in picture.layout.boxes.values()}
+        assert set(re.findall(r"(?m)^    (\w+): ", fn.script())) <= drawn | set(picture_aliases(fn))
+
+
+def picture_aliases(fn) -> list[str]:
+    """Vars bound to a tuple item or another var: drawn as arrows, not boxes."""
+    names = re.findall(r"(?m)^    (\w+): [^=]* = (\w+(?:\[\d+\])+|\w+)$", fn.script())
+    return [name for name, _ in names]
 
 
 def test_save_writes_the_svg(tmp_path):

@@ -119,10 +119,15 @@ def layout(graph: Graph, engine: str) -> Layout:
     if engine == "dot" and not dot_available():
         raise VizError("aj.viz.graph: engine='dot' needs the Graphviz 'dot' program on PATH "
                        "(e.g. apt-get install graphviz); engine='python' needs nothing")
-    if engine == "dot" or (engine == "auto" and dot_available()):
-        from .dot import layout_with_dot
+    from .dot import layout_with_dot
 
+    if engine == "dot":
         return layout_with_dot(graph)
+    if engine == "auto" and dot_available():
+        try:
+            return layout_with_dot(graph)
+        except VizError:  # a dot that fails or times out: the pure-Python layout still draws
+            pass
     return layout_with_grandalf(graph)
 
 

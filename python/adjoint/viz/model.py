@@ -264,6 +264,11 @@ def collapse(graph: Graph, groups: dict[str, set[str]]) -> Graph:
         consumers.setdefault(e.src, set()).add(e.dst)
     for i, (label, members) in enumerate(groups.items()):
         box = f"c{i}"
+        if not members:
+            raise VizError(f"aj.viz.graph: the collapse group '{label}' names no var")
+        twice = sorted(graph.nodes[m].name or m for m in members if m in owner)
+        if twice:
+            raise VizError(f"aj.viz.graph: {', '.join(twice)} in two collapse groups (the second is '{label}')")
         members = set(members) | {n for n, node in graph.nodes.items()
                                   if node.kind == "const" and consumers.get(n) and consumers[n] <= members}
         ops = Counter(graph.nodes[m].lines[0].split(" ")[0] for m in members)
