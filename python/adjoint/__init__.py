@@ -20,6 +20,7 @@ from .errors import (
     TypeInferenceError,
     UnsupportedOpError,
     VerifyError,
+    VizError,
 )
 from .ir import (
     Binding,
@@ -41,7 +42,7 @@ from .ir import (
     structural_hash,
 )
 from .builder import FunctionBuilder
-from . import analysis, dims, op, pattern, testing, transform
+from . import analysis, dims, op, pattern, testing, transform, viz
 from .runtime import build
 from .frontend import from_torch, from_torch_state, to_torch_state
 
@@ -60,10 +61,10 @@ def set_num_threads(n: int) -> None:
 
 __all__ = [
     "Error", "ExecutionError", "FunctionNotFoundError", "GradientCheckError", "OutOfMemoryError", "ParseError", "StructuralMismatch",
-    "TransformError", "TypeInferenceError", "UnsupportedOpError", "VerifyError",
+    "TransformError", "TypeInferenceError", "UnsupportedOpError", "VerifyError", "VizError",
     "Binding", "Call", "Constant", "Dim", "Expr", "Function", "Module", "TensorType", "Tuple",
     "TupleGetItem", "TupleType", "Type", "Var",
     "assert_structural_equal", "parse", "structural_diff", "structural_equal", "structural_hash",
-    "FunctionBuilder", "analysis", "dims", "op", "pattern", "testing", "transform", "build", "blas_info", "set_num_threads",
+    "FunctionBuilder", "analysis", "dims", "op", "pattern", "testing", "transform", "viz", "build", "blas_info", "set_num_threads",
     "from_torch", "from_torch_state", "to_torch_state",
 ]

@@ -45,6 +45,11 @@ class UnsupportedOpError(Error):
     for; the message names the op and the Python source line it came from."""
 
 
+class VizError(Error):
+    """``aj.viz`` was given something it cannot draw: not a function, an
+    unknown var name, a bad option, or a layout engine that is missing."""
+
+
 class FunctionNotFoundError(Error, KeyError):
     """A module has no function of the name asked for."""
 
@@ -62,6 +67,6 @@ class GradientCheckError(Error, AssertionError):
 
 __all__ = [
     "Error", "ParseError", "TypeInferenceError", "VerifyError", "ExecutionError", "OutOfMemoryError",
-    "TransformError", "UnsupportedOpError",
+    "TransformError", "UnsupportedOpError", "VizError",
     "FunctionNotFoundError", "StructuralMismatch", "GradientCheckError",
 ]

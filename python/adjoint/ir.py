@@ -69,3 +69,13 @@ def _module_html(mod: Module) -> str:
 
 Module._repr_html_ = _module_html  # Jupyter shows modules as their text
 Function._repr_html_ = lambda fn: f"<pre>{__import__('html').escape(fn.script())}</pre>"
+
+
+def _show(fn: Function, **options):
+    """The dataflow graph of this function as a picture: ``aj.viz.graph(fn, **options)``."""
+    from .viz import graph
+
+    return graph(fn, **options)
+
+
+Function.show = _show  # fn.show(around="w_adjoint", depth=3) in a notebook
