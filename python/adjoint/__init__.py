@@ -41,7 +41,7 @@ from .ir import (
     structural_hash,
 )
 from .builder import FunctionBuilder
-from . import analysis, dims, op, pattern, testing, transform
+from . import analysis, dims, op, pattern, testing, transform, viz
 from .runtime import build
 from .frontend import from_torch, from_torch_state, to_torch_state
 
