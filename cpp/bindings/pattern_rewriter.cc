@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include "adjoint/pattern/template_rule.h"
+#include "adjoint/transform/pass_stats.h"
 #include "adjoint/transform/passes.h"
 #include "adjoint/transform/rule_pass.h"
 #include "convert.h"
@@ -57,6 +58,7 @@ void bind_pattern_rewriter(py::module_& core) {
   m.def("simplify_gradient_rules", [] { return simplify_gradient_rules().rules(); },
         "SimplifyGradient's C++ rules, in order (a Rewriter of some of them runs them alone).");
   m.def("rewrite", [](const py::handle& mod, const py::handle& rules, const py::handle& max_rounds) {
+    PassStatsScope section("Rewriter");
     Module in = node_arg<ModuleNode>(mod, "Rewriter", "an aj.Module");
     bool has_python_rules = false;
     RuleSet set(rules_arg(rules, has_python_rules));

@@ -9,6 +9,7 @@
 #include "adjoint/pattern/rule.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/convert_dtype.h"
+#include "adjoint/transform/pass_stats.h"
 #include "adjoint/transform/passes.h"
 #include "convert.h"
 #include "dim_bounds.h"
@@ -24,6 +25,7 @@ using PyModule = std::shared_ptr<ModuleNode>;
 template <Module (*Pass)(const Module&)>
 void def_pass(py::module_& m, const char* binding, const char* name) {
   m.def(binding, [name](const py::handle& mod) {
+    PassStatsScope section(name);
     Module in = verified_module(mod, name);
     py::gil_scoped_release nogil;
     return unconst(Pass(in));
@@ -88,6 +90,7 @@ void bind_transform(py::module_& m) {
   m.def("gradient", [](const py::handle& mod, const py::handle& func_name, const py::handle& require_grads,
                        const py::handle& target_index, const py::handle& simplify) {
     GradientOptions opt = gradient_options(func_name, require_grads, target_index, simplify);
+    PassStatsScope section("Gradient");
     Module in = verified_module(mod, "Gradient");
     py::gil_scoped_release nogil;
     return unconst(gradient(in, opt));
@@ -101,6 +104,7 @@ void bind_transform(py::module_& m) {
   def_pass<lift_transform_params>(m, "lift_transform_params", "LiftTransformParams");
   m.def("combine_parallel_matmul", [](const py::handle& mod, const py::handle& check) -> PyModule {
     ParallelMatmulCheck group = group_check(check);
+    PassStatsScope section("CombineParallelMatmul");
     Module in = node_arg<ModuleNode>(mod, "CombineParallelMatmul", "an aj.Module");
     if (group) return unconst(combine_parallel_matmul(in, group));  // check runs Python: the GIL stays
     py::gil_scoped_release nogil;
@@ -108,16 +112,31 @@ void bind_transform(py::module_& m) {
   }, py::arg("mod"), py::arg("check"));
   m.def("reassociate_matmul", [](const py::handle& mod, const py::handle& dim_bounds) {
     DimBounds bounds = dim_bounds_arg(dim_bounds, "ReassociateMatmul: dim_bounds");
+    PassStatsScope section("ReassociateMatmul");
     Module in = verified_module(mod, "ReassociateMatmul");
     py::gil_scoped_release nogil;
     return unconst(reassociate_matmul(in, bounds));
   }, py::arg("mod"), py::arg("dim_bounds"));
   m.def("convert_dtype", [](const py::handle& mod, const py::handle& dtype, const py::handle& from_dtype) {
     DType to = float_dtype_arg(dtype, "dtype"), from = float_dtype_arg(from_dtype, "from_dtype");
+    PassStatsScope section("ConvertDType");
     Module in = verified_module(mod, "ConvertDType");
     py::gil_scoped_release nogil;
     return unconst(convert_dtype(in, to, from));
   }, py::arg("mod"), py::arg("dtype"), py::arg("from_dtype"));
+  m.def("collect_pass_stats", [](const py::handle& run) {
+    PassStats stats;
+    py::object result;
+    {
+      CollectPassStats collecting(stats);
+      result = py::reinterpret_borrow<py::object>(run)();
+    }
+    py::list sections;
+    for (const PassStatsSection& s : stats.sections()) sections.append(py::make_tuple(s.pass, s.counts));
+    return py::make_tuple(result, sections);
+  }, py::arg("run"),
+        "(run(), sections): what the passes run() calls on this thread did, one (pass, [(what, count), ...]) "
+        "per pass or stage in the order they ran (for Pass.explain).");
   m.def("reassociate_matmul_rules", [] { return reassociate_matmul_rewrites(); },
         "ReassociateMatmul's rewrites: (name, \"before <-> after\") per kind.");
   m.def("combine_parallel_matmul_rules", [] { return combine_parallel_matmul_rewrites(); },

@@ -13,6 +13,7 @@ import numpy as np
 from . import _core
 from .errors import TransformError
 from .ir import Expr, Module, Var
+from .pass_report import PassReport, explain
 
 
 _INT32_MAX = 2**31 - 1
@@ -39,6 +40,14 @@ class Pass(ABC):
     @abstractmethod
     def transform(self, mod: Module) -> Module:
         """The pass itself, on a module already checked to be one."""
+
+    def explain(self, mod: Module) -> PassReport:
+        """Runs the pass on ``mod`` and reports what it did: ``.module`` is
+        ``self(mod)``, ``.counts`` how often each rule fired per pass (for
+        Sequential, per pass it ran; for Gradient, per stage), and
+        ``str(report)`` one line per pass: ``SimplifyGradient:
+        transpose_of_matmul x3, bindings removed x4``."""
+        return explain(self.name, lambda: self(mod))
 
     def __repr__(self) -> str:
         return f"aj.transform.{self.name}()"

@@ -9,6 +9,7 @@
 #include "adjoint/autodiff/vjp.h"
 #include "adjoint/ir/builder.h"
 #include "adjoint/support/error.h"
+#include "adjoint/transform/pass_stats.h"
 #include "adjoint/transform/passes.h"
 
 namespace aj {
@@ -292,8 +293,15 @@ Module gradient(const Module& mod, const GradientOptions& options) {
     throw TransformError(str("Gradient: the module already has a function '", adjoint_name,
                              "'; remove or rename it first (Gradient does not replace functions)"));
   Function adjoint = GradientBuilder(options.func_name, *fn, options).run();
-  if (options.simplify)  // dead forward bindings were left out, so the rewrites see only what the adjoint needs
-    adjoint = dead_code_elimination(rewrite_simplify_gradient(adjoint, /*share_values=*/true));
+  count_pass_stat("adjoint bindings", static_cast<int64_t>(adjoint->bindings().size()));
+  if (options.simplify) {  // dead forward bindings were left out, so the rewrites see only what the adjoint needs
+    {
+      PassStatsScope stage("SimplifyGradient");  // its rules, and the values it binds once (CSE)
+      adjoint = rewrite_simplify_gradient(adjoint, /*share_values=*/true);
+    }
+    PassStatsScope stage("DeadCodeElimination");
+    adjoint = dead_code_elimination(adjoint);
+  }
   return mod->with_function(adjoint_name, adjoint);
 }
 

@@ -61,6 +61,7 @@
 #include "adjoint/support/error.h"
 #include "adjoint/transform/binding_order.h"
 #include "adjoint/transform/common_values.h"
+#include "adjoint/transform/pass_stats.h"
 #include "adjoint/transform/passes.h"
 
 namespace aj {
@@ -226,6 +227,16 @@ class Combiner {
     if (kept.size() < 2 || !accepted_by_check(g.side, kept)) return;
     Fusion fusion = decide_fusion(g.side, kept, serial);
     make_block(g.side, kept, fusion);
+    count_group(g.side, kept.size(), fusion);
+  }
+
+  // What Pass.explain reports of a combined group: its rewrite (a row of
+  // rewrite_table()), the fusions, and how many branches it joined.
+  static void count_group(Side side, size_t branches, const Fusion& fusion) {
+    count_pass_stat(side == Side::kLhs ? "shared_lhs" : "shared_rhs");
+    if (fusion.bias != Fusion::Bias::kNone) count_pass_stat("bias");
+    if (fusion.act) count_pass_stat("activation");
+    count_pass_stat("branches combined", static_cast<int64_t>(branches));
   }
 
   // b's bias add and activation: each the only use of what it follows.

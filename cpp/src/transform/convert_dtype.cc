@@ -13,6 +13,7 @@
 #include "adjoint/ir/var_map.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/support/error.h"
+#include "adjoint/transform/pass_stats.h"
 
 namespace aj {
 namespace {
@@ -54,14 +55,15 @@ class Converter {
   Function run() {
     std::vector<Var> params;
     params.reserve(fn_.params().size());
-    for (const Var& p : fn_.params()) params.push_back(convert_var(p, convert_type(p->type(), to_, from_)));
+    for (const Var& p : fn_.params())
+      params.push_back(convert_var(p, convert_type(p->type(), to_, from_), "params converted"));
     std::vector<Binding> bindings;
     bindings.reserve(fn_.bindings().size());
     bool changed = replaced_any_;
     for (const Binding& b : fn_.bindings()) {
       Expr value = convert(b.value);
       changed = changed || value != b.value;
-      bindings.push_back({convert_var(b.var, value->type()), std::move(value)});
+      bindings.push_back({convert_var(b.var, value->type(), "bindings retyped"), std::move(value)});
     }
     Expr ret = convert(fn_.ret());
     if (!changed && ret == fn_.ret()) return nullptr;
@@ -70,10 +72,11 @@ class Converter {
 
  private:
   // v, or a new var of the same name when its type changes (recorded so its
-  // uses follow).
-  Var convert_var(const Var& v, const Type& type) {
+  // uses follow, and counted as `what` for Pass.explain).
+  Var convert_var(const Var& v, const Type& type, const char* what) {
     if (type_equal(type, v->type())) return v;
     Var out = std::make_shared<VarNode>(v->name_hint(), type);
+    count_pass_stat(what);
     replaced_.set(v.get(), out);
     replaced_any_ = true;
     return out;
@@ -87,7 +90,9 @@ class Converter {
       }
       case ExprKind::kConstant: {
         const NDArray& data = static_cast<const ConstantNode&>(*e).data();
-        return data.dtype() == from_ ? std::make_shared<ConstantNode>(convert_array(data, to_)) : e;
+        if (data.dtype() != from_) return e;
+        count_pass_stat("constants converted");
+        return std::make_shared<ConstantNode>(convert_array(data, to_));
       }
       case ExprKind::kTuple: {
         std::vector<Expr> fields;
@@ -114,6 +119,7 @@ class Converter {
       if (d && *d == from_ && is_dtype_attr(c.op().attrs[i])) {
         attrs[i] = to_;
         changed = true;
+        count_pass_stat("dtype attrs converted");
       }
     }
     return changed ? make_call(c.op(), std::move(args), std::move(attrs)) : e;

@@ -7,6 +7,7 @@
 
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/ir/substitute.h"
+#include "adjoint/transform/pass_stats.h"
 #include "adjoint/transform/passes.h"
 
 namespace aj {
@@ -18,6 +19,7 @@ Function dead_code_elimination(const Function& fn) {
   size_t kept_count = 0;
   for (uint8_t l : live) kept_count += l;
   if (kept_count == bindings.size()) return fn;
+  count_pass_stat("bindings removed", static_cast<int64_t>(bindings.size() - kept_count));
   std::vector<Binding> kept;
   kept.reserve(kept_count);
   for (size_t i = 0; i < bindings.size(); ++i)

@@ -7,6 +7,7 @@
 #include "adjoint/ir/substitute.h"
 #include "adjoint/ir/var_map.h"
 #include "adjoint/transform/common_values.h"
+#include "adjoint/transform/pass_stats.h"
 #include "adjoint/transform/passes.h"
 
 namespace aj {
@@ -25,6 +26,7 @@ class Eliminator {
       size_t h = cse::value_key(value);
       if (Var earlier = seen_.find(h, value)) {
         replaced_.set(b.var.get(), earlier);
+        count_pass_stat("bindings merged");
         continue;
       }
       seen_.insert(h, kept.size());

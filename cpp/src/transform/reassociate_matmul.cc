@@ -62,6 +62,7 @@
 #include "adjoint/support/error.h"
 #include "adjoint/transform/form_cost.h"
 #include "adjoint/transform/matmul_chain.h"
+#include "adjoint/transform/pass_stats.h"
 #include "adjoint/transform/passes.h"
 
 namespace aj {
@@ -70,6 +71,7 @@ namespace {
 // A value's forms: the one it has, the equal ones it may take instead, and
 // the bindings the input form takes in.
 struct Forms {
+  const char* kind = "matmul_chain";  // its row of rewrite_table()
   Expr input;
   std::vector<Expr> alternatives;
   std::unordered_set<const VarNode*> inner;
@@ -124,6 +126,7 @@ class Reassociate {
       if (!forms) continue;
       for (const VarNode* v : forms->inner) taken_[index_.binding_index(v)] = 1;
       chosen[b] = choose(*forms);
+      if (chosen[b]) count_pass_stat(forms->kind);
       changed = changed || chosen[b];
     }
     return changed ? rebuild(chosen) : nullptr;
@@ -154,7 +157,9 @@ class Reassociate {
         own = own && only_here(e);
         inner.push_back(as<VarNode>(e));
       }
-      if (own) forms.inner.insert(inner.begin(), inner.end());
+      if (!own) continue;
+      if (forms.inner.empty()) forms.kind = p.left ? "low_rank_update" : "low_rank_update_rhs";
+      forms.inner.insert(inner.begin(), inner.end());
     }
     if (forms.inner.empty()) return std::nullopt;
     forms.input = expand_form(value, forms.inner, index_);

@@ -15,6 +15,7 @@
 #include "adjoint/ir/var_map.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/common_values.h"
+#include "adjoint/transform/pass_stats.h"
 
 namespace aj {
 namespace {
@@ -86,6 +87,7 @@ class RewriteRound final : public Bindings {
                                      "': the replacement has type ", out->type()->to_string(),
                                      ", the value it replaces ", value->type()->to_string()));
       fired_.push_back(&rule);
+      count_pass_stat(rule.name);
       return out;
     }
     return nullptr;
@@ -110,6 +112,7 @@ class RewriteRound final : public Bindings {
       key = cse::value_key(value);
       if (Var earlier = seen_.find(key, value)) {
         changed_ = true;
+        count_pass_stat("bindings merged");
         return earlier;
       }
       seen_.insert(key, out_.size());
