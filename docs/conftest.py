@@ -1,10 +1,12 @@
 """Runs every ```python block of the Markdown pages under docs/ as a test
 (Sybil): the blocks of one page share a namespace, in page order. A page's
 blocks that need torch sit between `<!-- skip: start if(not HAS_TORCH, ...) -->`
-and `<!-- skip: end -->`, so they skip cleanly without it."""
+and `<!-- skip: end -->`, so they skip cleanly without it. Each page runs in
+a fresh temporary directory, so files its examples save do not land in the tree."""
 
 import importlib.util
 
+import pytest
 from sybil import Sybil
 from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
 
@@ -13,8 +15,14 @@ def _setup(namespace: dict) -> None:
     namespace["HAS_TORCH"] = importlib.util.find_spec("torch") is not None
 
 
+@pytest.fixture
+def in_temporary_directory(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+
+
 pytest_collect_file = Sybil(
     parsers=[PythonCodeBlockParser(), SkipParser()],
     patterns=["*.md"],
     setup=_setup,
+    fixtures=["in_temporary_directory"],
 ).pytest()
