@@ -498,18 +498,6 @@ def test_from_torch_without_torch_is_an_error_with_an_install_hint():
     assert "needs PyTorch, which is not installed: pip install 'adjoint[torch]'" in result.stdout, result.stderr
 
 
-def test_readme_from_pytorch_block_runs():
-    """README.md's From PyTorch example (fenced ```py, so test_readme.py, which
-    runs without torch too, leaves it to this file)."""
-    import re
-    from pathlib import Path
-
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    section = text[text.index("## From PyTorch"):text.index("## Errors")]
-    (block,) = re.findall(r"```py\n(.*?)```", section, re.S)
-    exec(compile(block, "README.md", "exec"), {})
-
-
 def test_slice_with_a_dynamic_bound_is_an_error():
     class Prefix(nn.Module):
         def __init__(self):
