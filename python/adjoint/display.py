@@ -53,11 +53,12 @@ def function_text(name: str, fn: _core.Function, limit: int, head: int, tail: in
         cut = len(body) - head - tail
         note = f"    # ... {cut:,} of {len(body):,} bindings not shown ..."
         body = body[:head] + [note] + body[len(body) - tail:]
-    return FunctionText(name, _clip(decorator), _clip(signature), [_clip(b) for b in body], _clip(ret),
+    return FunctionText(name, clip_line(decorator), clip_line(signature), [clip_line(b) for b in body], clip_line(ret),
                         len(fn.params), len(lines) - 3, cut)
 
 
-def _clip(line: str) -> str:
+def clip_line(line: str) -> str:
+    """The line, or its first LINE_LIMIT characters and how many more there are."""
     if len(line) <= LINE_LIMIT:
         return line
     return f"{line[:LINE_LIMIT]} ... ({len(line) - LINE_LIMIT:,} more characters)"
@@ -125,7 +126,7 @@ def _expr_text(expr: _core.Expr) -> str:
     if isinstance(expr, _core.Var):
         return expr.name_hint
     ret = _core.Function([], [], expr).script().rstrip("\n").rsplit("\n", 1)[1]
-    return _clip(ret.removeprefix("    return "))
+    return clip_line(ret.removeprefix("    return "))
 
 
 @_never_raises("aj.Var")
@@ -144,7 +145,7 @@ def expr_repr(expr: _core.Expr) -> str:
 def binding_repr(binding: _core.Binding) -> str:
     """``lv: Tensor(("n", 10), "float32") = matmul(x, w)``"""
     fn = _core.Function([], [(binding.var, binding.value)], binding.var)
-    return _clip(fn.script().split("\n")[2].strip())
+    return clip_line(fn.script().split("\n")[2].strip())
 
 
 # ---- highlighting ----
