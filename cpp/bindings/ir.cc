@@ -1,6 +1,7 @@
 // Bindings of the IR: types, exprs, functions, modules, the text format,
 // structural equality, the verifier, the function builder and the op
-// registry's schemas. Nodes are immutable: only getters are exposed.
+// registry's schemas. Nodes are immutable: only getters are exposed. Their
+// reprs, HTML displays and pickling are Python's (display.py, ir.py).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -187,8 +188,7 @@ void bind_exprs(py::module_& m) {
         std::string name = string_arg(name_arg, "Var: name_hint");
         return std::make_shared<VarNode>(name, node_arg<TypeNode>(type, "Var '" + name + "'", "an aj.Type"));
       }), py::arg("name_hint"), py::arg("type"))
-      .def_property_readonly("name_hint", &VarNode::name_hint)
-      .def("__repr__", [](const VarNode& v) { return "Var(" + v.name_hint() + ": " + v.type()->to_string() + ")"; });
+      .def_property_readonly("name_hint", &VarNode::name_hint);
   py::class_<ConstantNode, ExprNode, std::shared_ptr<ConstantNode>>(m, "Constant", "A tensor value.")
       .def(py::init([](const py::handle& value, const py::object& dtype) {
         std::optional<DType> dt;
@@ -221,8 +221,7 @@ void bind_exprs(py::module_& m) {
       .def_property_readonly("index", &TupleGetItemNode::index);
   py::class_<Binding>(m, "Binding", "var = value")
       .def_property_readonly("var", [](const Binding& b) { return unconst(b.var); })
-      .def_property_readonly("value", [](const Binding& b) { return unconst(b.value); })
-      .def("__repr__", [](const Binding& b) { return "Binding(" + b.var->name_hint() + ")"; });
+      .def_property_readonly("value", [](const Binding& b) { return unconst(b.value); });
 }
 
 void bind_functions(py::module_& m) {
@@ -252,11 +251,7 @@ void bind_functions(py::module_& m) {
         return NamedFunction{f.name, f.fn->with_attr(key, func_attr_in(key, value, "with_attr"))};
       }, py::arg("name"), py::arg("value"), "A copy with attr `name` set to `value`.")
       .def("script", [](const NamedFunction& f) { return print_function(f.name, f.fn); })
-      .def("__str__", [](const NamedFunction& f) { return print_function(f.name, f.fn); })
-      .def("__repr__", [](const NamedFunction& f) {
-        return str("<aj.Function '", f.name, "': ", f.fn->params().size(), " params, ",
-                   f.fn->bindings().size(), " bindings>");
-      });
+      .def("__str__", [](const NamedFunction& f) { return print_function(f.name, f.fn); });
 
   py::class_<ModuleNode, PyModule>(m, "Module", "An ordered map from names to functions.")
       .def(py::init([](const py::handle& functions) {
@@ -297,12 +292,7 @@ void bind_functions(py::module_& m) {
         return unconst(mod->with_function(string_arg(name, "with_function: name"), f.cast<NamedFunction>().fn));
       }, py::arg("name"), py::arg("function"), "A copy with `name` added or replaced.")
       .def("script", [](const PyModule& mod) { return print_module(mod); }, "The canonical text.")
-      .def("__str__", [](const PyModule& mod) { return print_module(mod); })
-      .def("__repr__", [](const PyModule& mod) {
-        std::string names;
-        for (const auto& kv : mod->functions()) names += (names.empty() ? "" : ", ") + kv.first;
-        return "<aj.Module: " + names + ">";
-      });
+      .def("__str__", [](const PyModule& mod) { return print_module(mod); });
 }
 
 // Appends code point c as UTF-8; surrogates and control characters but tabs as '?'.

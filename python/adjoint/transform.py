@@ -52,6 +52,11 @@ class Pass(ABC):
     def __repr__(self) -> str:
         return f"aj.transform.{self.name}()"
 
+    def _repr_html_(self) -> str:
+        from .display import pass_html
+
+        return pass_html(self)
+
 
 class Gradient(Pass):
     """Adds ``<func_name>_adjoint`` with the params of ``func_name``, returning
