@@ -172,7 +172,7 @@ STYLE = (
     ".aj-ir .aj-warn{border-left:3px solid #d9822b;padding:.2em .7em;margin:.2em 0;white-space:pre-wrap}"
     ".aj-ir .aj-doc{white-space:pre-wrap;font-family:inherit;margin:.3em 0}"
     ".aj-ir table{border-collapse:collapse;margin:.3em 0}"
-    ".aj-ir td,.aj-ir th{text-align:left;padding:.15em .8em .15em 0;vertical-align:top;"
+    ".aj-ir td,.aj-ir th{text-align:left !important;padding:.15em .8em .15em 0;vertical-align:top;"
     "border-bottom:1px solid rgba(128,128,128,.25)}"
     "</style>"
 )

@@ -124,9 +124,10 @@ def _text(d: Diff) -> str:
 # ---- HTML ----
 
 # Row backgrounds: translucent, so they read on light and dark backgrounds.
+# Cells align left over Jupyter's own table style (right-aligned, more specific).
 _STYLE = """<style>
 table.aj-diff{border-collapse:collapse;font-family:monospace;font-size:12px}
-table.aj-diff td,table.aj-diff th{padding:1px 6px;text-align:left;vertical-align:top;white-space:pre-wrap}
+table.aj-diff td,table.aj-diff th{padding:1px 6px;text-align:left !important;vertical-align:top;white-space:pre-wrap}
 table.aj-diff th.aj-fn{border-top:1px solid rgba(128,128,128,.5);padding-top:6px}
 table.aj-diff tr.aj-removed td.aj-before{background:rgba(220,50,50,.18)}
 table.aj-diff tr.aj-added td.aj-after{background:rgba(40,160,60,.18)}
