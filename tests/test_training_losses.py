@@ -35,37 +35,37 @@ def torch():
 
 # ---- inputs ----
 
-def probabilities(shape, axis, dtype):
-    z = RNG.standard_normal(shape)
+def probabilities(shape, axis, dtype, rng=RNG):
+    z = rng.standard_normal(shape)
     e = np.exp(z - z.max(axis=axis, keepdims=True))
     return (e / e.sum(axis=axis, keepdims=True)).astype(dtype)
 
 
-def class_indices(pred_shape, index_dtype="int64", ignore_index=-100, ignored=0.0):
+def class_indices(pred_shape, index_dtype="int64", ignore_index=-100, ignored=0.0, rng=RNG):
     axis = 0 if len(pred_shape) == 1 else 1
     shape = pred_shape[:axis] + pred_shape[axis + 1:]
-    t = RNG.integers(0, pred_shape[axis], size=shape)
-    t = np.where(RNG.random(shape) < ignored, ignore_index, t)
+    t = rng.integers(0, pred_shape[axis], size=shape)
+    t = np.where(rng.random(shape) < ignored, ignore_index, t)
     return np.asarray(t, dtype=index_dtype)
 
 
-def log_probabilities(shape, dtype):
+def log_probabilities(shape, dtype, rng=RNG):
     axis = 0 if len(shape) == 1 else 1
-    return np.log(probabilities(shape, axis, "float64")).astype(dtype)
+    return np.log(probabilities(shape, axis, "float64", rng)).astype(dtype)
 
 
-def case_inputs(name, shape, dtype, target_kind="indices", index_dtype="int64", ignored=0.0, **options):
+def case_inputs(name, shape, dtype, target_kind="indices", index_dtype="int64", ignored=0.0, rng=RNG, **options):
     """[pred, target] arrays for a loss."""
     if name in ("mse", "l1", "huber"):
-        return [RNG.standard_normal(shape).astype(dtype), RNG.standard_normal(shape).astype(dtype)]
+        return [rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)]
     if name == "binary_cross_entropy_with_logits":
-        logits = (3 * RNG.standard_normal(shape)).astype(dtype)
-        target = RNG.random(shape) if target_kind == "probabilities" else RNG.integers(0, 2, shape)
+        logits = (3 * rng.standard_normal(shape)).astype(dtype)
+        target = rng.random(shape) if target_kind == "probabilities" else rng.integers(0, 2, shape)
         return [logits, np.asarray(target, dtype)]
-    pred = RNG.standard_normal(shape).astype(dtype) if name == "cross_entropy" else log_probabilities(shape, dtype)
+    pred = rng.standard_normal(shape).astype(dtype) if name == "cross_entropy" else log_probabilities(shape, dtype, rng)
     if target_kind == "probabilities":
-        return [pred, probabilities(shape, 0 if len(shape) == 1 else 1, dtype)]
-    return [pred, class_indices(shape, index_dtype, options.get("ignore_index", -100), ignored)]
+        return [pred, probabilities(shape, 0 if len(shape) == 1 else 1, dtype, rng)]
+    return [pred, class_indices(shape, index_dtype, options.get("ignore_index", -100), ignored, rng)]
 
 
 # ---- running a loss in adjoint and in torch ----
@@ -200,12 +200,12 @@ def test_nll_matches_torch(torch, shape, reduction, dtype):
 POS_WEIGHTS = [None, 1.0, 2.5, "vector", "scalar var"]
 
 
-def pos_weight_arrays(pos_weight, shape, dtype):
+def pos_weight_arrays(pos_weight, shape, dtype, rng=RNG):
     """(extra arrays, options) for a pos_weight case."""
     if pos_weight == "vector":
-        return [RNG.uniform(0.2, 3.0, shape[-1:]).astype(dtype)], {}
+        return [rng.uniform(0.2, 3.0, shape[-1:]).astype(dtype)], {}
     if pos_weight == "scalar var":
-        return [np.asarray(RNG.uniform(0.2, 3.0), dtype)], {}
+        return [np.asarray(rng.uniform(0.2, 3.0), dtype)], {}
     return [], {} if pos_weight is None else {"pos_weight": pos_weight}
 
 
@@ -265,11 +265,12 @@ def class_problems(draw):
 
 
 @settings(max_examples=60, deadline=None)
-@given(class_problems(), st.sampled_from(["float64", "float32"]))
-def test_cross_entropy_matches_torch_for_all_shapes_and_options(problem, dtype):
+@given(class_problems(), st.sampled_from(["float64", "float32"]), st.integers(0, 2**32 - 1))
+def test_cross_entropy_matches_torch_for_all_shapes_and_options(problem, dtype, seed):
     torch = pytest.importorskip("torch")
     shape, kind, ignored, options = problem
-    arrays = case_inputs("cross_entropy", shape, dtype, target_kind=kind, ignored=ignored, **options)
+    rng = np.random.default_rng(seed)
+    arrays = case_inputs("cross_entropy", shape, dtype, target_kind=kind, ignored=ignored, rng=rng, **options)
     with np.errstate(invalid="ignore"):
         check_against_torch(torch, "cross_entropy", arrays, **options)
 
@@ -277,14 +278,15 @@ def test_cross_entropy_matches_torch_for_all_shapes_and_options(problem, dtype):
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(1, 4), min_size=0, max_size=3), st.sampled_from(REDUCTIONS),
        st.sampled_from(POS_WEIGHTS), st.sampled_from(["binary", "probabilities"]),
-       st.sampled_from(["float64", "float32"]))
-def test_binary_cross_entropy_with_logits_matches_torch_for_all_shapes(shape, reduction, pos_weight, kind, dtype):
+       st.sampled_from(["float64", "float32"]), st.integers(0, 2**32 - 1))
+def test_binary_cross_entropy_with_logits_matches_torch_for_all_shapes(shape, reduction, pos_weight, kind, dtype,
+                                                                       seed):
     torch = pytest.importorskip("torch")
-    shape = tuple(shape)
+    shape, rng = tuple(shape), np.random.default_rng(seed)
     if pos_weight == "vector" and not shape:
         pos_weight = "scalar var"
-    arrays = case_inputs("binary_cross_entropy_with_logits", shape, dtype, target_kind=kind)
-    extra, options = pos_weight_arrays(pos_weight, shape, dtype)
+    arrays = case_inputs("binary_cross_entropy_with_logits", shape, dtype, target_kind=kind, rng=rng)
+    extra, options = pos_weight_arrays(pos_weight, shape, dtype, rng)
     if "pos_weight" in options:
         extra = [np.asarray(options.pop("pos_weight"), dtype)]
     check_against_torch(torch, "binary_cross_entropy_with_logits", arrays + extra, reduction=reduction)

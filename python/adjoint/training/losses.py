@@ -140,16 +140,16 @@ def _require_float_input(name: str, pred: Expr) -> None:
         raise TypeInferenceError(f"{name}: input dtype {pred.type.dtype} is not a float dtype (float32 or float64)")
 
 
-def _require_like_input(name: str, pred: Expr, target: Expr, what: str = "target") -> None:
+def _require_like_input(name: str, pred: Expr, target: Expr) -> None:
     """target of pred's shape and (float) dtype."""
     _require_float_input(name, pred)
     p, t = pred.type, target.type
     if tuple(t.shape) != tuple(p.shape):
-        raise TypeInferenceError(f"{name}: {what} shape {_shape_str(t.shape)} does not match "
+        raise TypeInferenceError(f"{name}: target shape {_shape_str(t.shape)} does not match "
                                  f"input shape {_shape_str(p.shape)}")
     if t.dtype != p.dtype:
-        raise TypeInferenceError(f"{name}: {what} dtype {t.dtype} does not match input dtype {p.dtype} "
-                                 f"(input shape {_shape_str(p.shape)}, {what} shape {_shape_str(t.shape)})")
+        raise TypeInferenceError(f"{name}: target dtype {t.dtype} does not match input dtype {p.dtype} "
+                                 f"(input shape {_shape_str(p.shape)}, target shape {_shape_str(t.shape)})")
 
 
 def _class_axis(name: str, shape: Any) -> int:
