@@ -446,6 +446,7 @@ def test_bad_arguments():
         T.mse(p)
     bb = aj.FunctionBuilder("main")
     p = bb.param("p", (4, 3), "float64")
-    with pytest.raises(aj.TypeInferenceError, match="mse: target must be a tensor var of a FunctionBuilder, got ndarray"):
+    message = "mse: target must be a tensor var of a FunctionBuilder, got ndarray"
+    with pytest.raises(aj.TypeInferenceError, match=message):
         T.mse(p, np.zeros((4, 3)))
     assert bb.status == "abandoned"
