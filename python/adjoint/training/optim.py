@@ -12,6 +12,7 @@ needs no rebuild). docs/training-optimizers.md gives every rule as formulas.
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -26,7 +27,7 @@ FLOAT_DTYPES = ("float32", "float64")
 CLIP_EPS = 1e-6  # torch.nn.utils.clip_grad_norm_: coef = max_norm / (total + 1e-6)
 
 
-class Optimizer:
+class Optimizer(ABC):
     """An update rule with its options; subclasses define the rule.
 
     ``lr`` is a float or a schedule ``callable(step) -> float`` (step 0 is
@@ -49,13 +50,13 @@ class Optimizer:
 
     # ---- what subclasses define ----
 
+    @abstractmethod
     def _options(self) -> dict[str, Any]:
         """The options shown by repr, as given to the constructor."""
-        raise NotImplementedError
 
+    @abstractmethod
     def _kinds(self) -> tuple[str, ...]:
         """The state tensors kept per param, in state order (torch's names)."""
-        raise NotImplementedError
 
     def _needs_step(self) -> bool:
         return False
@@ -64,17 +65,16 @@ class Optimizer:
         """Scalars every param's update uses, emitted once per update."""
         return lr
 
+    @abstractmethod
     def _update_param(self, p: Var, g: Var, buffers: dict[str, Var], shared: Any) -> tuple[Var, dict[str, Var]]:
-        raise NotImplementedError
+        """Emits one param's update; returns the new param and its new buffers by kind."""
 
     # ---- the interface ----
 
     def lr_at(self, step: int) -> float:
         """The learning rate of update ``step`` (0 is the first)."""
-        if not callable(self.lr):
-            return float(self.lr)
-        value = self.lr(step)
-        _check_number(self.name, f"lr schedule at step {step}", value, low=0.0)
+        value = self.lr(step) if callable(self.lr) else self.lr
+        _check_number(self.name, f"lr schedule at step {step}" if callable(self.lr) else "lr", value, low=0.0)
         return float(value)
 
     def state_types(self, param_types: Sequence[ParamType]) -> list[ParamType]:
