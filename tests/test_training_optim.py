@@ -360,26 +360,29 @@ def test_init_state_needs_concrete_shapes():
         O.Adam().init_state([("w", ("n", 3), "float32")])
 
 
-def update_args(dtype_of_grad="float64", grad_shape=(3,), state_count=1, lr_dtype="float64"):
-    bb = aj.FunctionBuilder("main")
+def update_args(bb, grad_dtype="float64", grad_shape=(3,), state_count=1, lr_dtype="float64"):
     w = bb.param("w", (3,), "float64")
-    g = bb.param("g", grad_shape, dtype_of_grad)
+    g = bb.param("g", grad_shape, grad_dtype)
     state = [bb.param(f"s{i}", (3,), "float64") for i in range(state_count)]
     return [w], [g], state, bb.param("lr", (), lr_dtype)
 
 
-@pytest.mark.parametrize("args, message", [
-    (update_args(grad_shape=(4,)), r"the grad of 'w' is \(4,\) float64, not \(3,\) float64"),
-    (update_args(dtype_of_grad="float32"), r"the grad of 'w' is \(3,\) float32"),
-    (update_args(state_count=0), r"expected 1 state tensors \(w.momentum_buffer\), got 0"),
-    (update_args(lr_dtype="float32"), r"lr is \(\) float32, expected a float64 scalar"),
+@pytest.mark.parametrize("mismatch, message", [
+    ({"grad_shape": (4,)}, r"the grad of 'w' is \(4,\) float64, not \(3,\) float64"),
+    ({"grad_dtype": "float32"}, r"the grad of 'w' is \(3,\) float32"),
+    ({"state_count": 0}, r"expected 1 state tensors \(w.momentum_buffer\), got 0"),
+    ({"lr_dtype": "float32"}, r"lr is \(\) float32, expected a float64 scalar"),
 ])
-def test_update_rejects_mismatched_vars(args, message):
+def test_update_rejects_mismatched_vars_and_abandons_their_builder(mismatch, message):
+    bb = aj.FunctionBuilder("main")
+    args = update_args(bb, **mismatch)
     with pytest.raises(aj.TypeInferenceError, match=rf"SGD.update: {message}"):
         O.SGD(momentum=0.9).update(*args)
+    assert bb.status == "abandoned"
 
 
 def test_update_with_more_grads_than_params():
-    params, grads, state, lr = update_args()
     with pytest.raises(aj.TypeInferenceError, match="SGD.update: 1 params but 2 grads"):
-        O.SGD().update(params, grads * 2, [], lr)
+        with aj.FunctionBuilder("main") as bb:
+            params, grads, state, lr = update_args(bb)
+            O.SGD().update(params, grads * 2, [], lr)

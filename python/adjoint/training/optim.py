@@ -18,8 +18,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import op
-from ..builder import FunctionBuilder, Var
-from ..errors import TransformError, TypeInferenceError
+from ..builder import FunctionBuilder, Var, abandon_builder_for
+from ..errors import Error, TransformError, TypeInferenceError
 
 ParamType = tuple[str, tuple, str]  # (name, shape, dtype)
 Schedule = Callable[[int], float]
@@ -99,9 +99,15 @@ class Optimizer(ABC):
     def update(self, params: Sequence[Var], grads: Sequence[Var], state: Sequence[Var],
                lr: Var) -> tuple[list[Var], list[Var]]:
         """Emits the update of ``params`` by ``grads`` into their builder;
-        returns (new params, new state), the state in ``state_types`` order."""
+        returns (new params, new state), the state in ``state_types`` order.
+        Vars that do not fit the params abandon their builder, as a refused
+        op does."""
         params, grads, state = list(params), list(grads), list(state)
-        self._check_update_args(params, grads, state, lr)
+        try:
+            self._check_update_args(params, grads, state, lr)
+        except Error as e:  # as for an op refused before it was emitted
+            abandon_builder_for(f"{self.name}.update", params + grads + state + [lr], e)
+            raise
         step = state.pop(0) if self._needs_step() else None
         next_step = op.add(step, 1, name="step") if step is not None else None
         if self.clip_grad_norm is not None:
