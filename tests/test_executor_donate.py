@@ -253,6 +253,30 @@ def step(w: Tensor((4,), "float64"), i: Tensor((2,), "int64")) -> Tuple(Tensor((
     assert nw is w and np.array_equal(w, np.arange(4.0) ** 2) and np.array_equal(t, [9.0, 1.0])
 
 
+READ_AFTER_OR_BY_A_NON_ELEMENTWISE_PRODUCER = [
+    # w is read after its new value is made: written in place, add would read the new w
+    ("nw = multiply(w, w)\n    a = add(w, nw)\n    s = sum(a, axis=[0])", lambda w: (w * w, (w + w * w).sum(axis=0))),
+    # matmul reads every element of w while it writes: it cannot write over w
+    ("nw = matmul(w, w)\n    s = sum(nw, axis=[0])", lambda w: (w @ w, (w @ w).sum(axis=0))),
+]
+
+
+@pytest.mark.parametrize("body, want", READ_AFTER_OR_BY_A_NON_ELEMENTWISE_PRODUCER)
+def test_a_result_its_input_is_read_after_or_by_a_matmul_is_copied_in_after_the_run(body, want):
+    text = f'''@function
+def step(w: Tensor((3, 3), "float64")) -> Tuple(Tensor((3, 3), "float64"), Tensor((3,), "float64")):
+    {body}
+    return (nw, s)
+'''
+    step = aj.build(aj.parse(text))["step"].donating({"w": 0})
+    assert not step.donations[0].direct
+    w = np.arange(9.0).reshape(3, 3) / 10
+    want_nw, want_s = want(w.copy())
+    nw, s = step(w)
+    assert nw is w and np.allclose(w, want_nw, rtol=1e-15) and np.allclose(s, want_s, rtol=1e-15)
+    assert step.last_run_stats.copied_bytes == w.nbytes
+
+
 def test_swapped_and_repeated_results_take_their_values_before_the_run():
     text = '''@function
 def f(a: Tensor((2,), "float64"), b: Tensor((2,), "float64")) -> Tuple(Tensor((2,), "float64"), Tensor((2,), "float64"), Tensor((2,), "float64"), Tensor((2,), "float64")):
