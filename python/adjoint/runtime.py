@@ -62,7 +62,7 @@ def _signature(self: ExecFunction) -> Signature:
 ExecFunction.signature = property(_signature, doc="The params (name, shape, dtype, input or weight) and the result.")
 
 
-def build(mod: Module) -> Executable:
+def build(mod: Module, *, fuse: bool = True) -> Executable:
     """Plans every function of ``mod`` for the CPU and returns the executable.
 
     ``exe["main"](*arrays)`` (or ``exe.main(x=..., w=...)``, positional then
@@ -71,10 +71,16 @@ def build(mod: Module) -> Executable:
     ``aj.ExecutionError`` names the param otherwise), runs with the GIL
     released, and returns NumPy arrays (tuples for tuple results). Inputs are
     read without copying when C-contiguous and of the param's dtype.
+
+    ``fuse`` (default on) runs each group of elementwise ops whose results
+    have one shape as one instruction, in one pass over memory, with results
+    bit-identical to running them one by one (docs/executor.md, "Fusion").
     """
     if not isinstance(mod, Module):
         raise Error(f"build expects an aj.Module, got {type(mod).__name__}")
-    return _core.Executable(mod)
+    if not isinstance(fuse, bool):
+        raise Error(f"build: fuse must be True or False, got {type(fuse).__name__}")
+    return _core.Executable(mod, fuse)
 
 
 __all__ = ["Executable", "ExecFunction", "Param", "Signature", "build"]

@@ -49,8 +49,8 @@ bool used_only_by_matmul(const DataflowIndex& index, const VarNode* v) {
 
 }  // namespace
 
-CompiledFunction::CompiledFunction(std::string name, Function fn)
-    : name_(std::move(name)), fn_(std::move(fn)), pool_(std::make_unique<BufferPool>()) {
+CompiledFunction::CompiledFunction(std::string name, Function fn, bool fuse)
+    : name_(std::move(name)), fn_(std::move(fn)), fuse_(fuse), pool_(std::make_unique<BufferPool>()) {
   plan();
 }
 
@@ -170,6 +170,7 @@ void CompiledFunction::plan() {
   }
   bound = static_cast<int64_t>(index.num_defs());
   ret_slots_ = slots_of(fn.ret());
+  if (fuse_) fuse_elementwise();
 
   // Liveness: release each pooled slot after its last reader (or its producer
   // when nothing reads it); returned slots live on.
@@ -201,10 +202,11 @@ void CompiledFunction::choose_inplace(Instr& ins, int index, std::vector<int>& l
   if ((!op.inplace_ok && !op.is_view) || ins.out_slots.size() != 1) return;
   const Type& out_type = ins.out_types[0];
   const auto& args = ins.ctx.call->args();
-  for (size_t a = 0; a < ins.in_slots.size() && a < args.size(); ++a) {
+  size_t num_typed = ins.in_types.empty() ? args.size() : ins.in_types.size();
+  for (size_t a = 0; a < ins.in_slots.size() && a < num_typed; ++a) {
     int s = ins.in_slots[a];
     if (!pooled_[s] || last[s] != index) continue;
-    const Type& in_type = args[a]->type();
+    const Type& in_type = ins.in_types.empty() ? args[a]->type() : ins.in_types[a];
     bool fits = op.is_view ? in_type->is_tensor() && in_type->dtype() == out_type->dtype()
                            : type_equal(in_type, out_type);
     if (!fits) continue;
@@ -403,8 +405,8 @@ std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
 size_t CompiledFunction::pool_bytes() const { return pool_->bytes(); }
 size_t CompiledFunction::peak_bytes() const { return last_peak_; }
 
-Executable::Executable(const Module& mod) : mod_(mod) {
-  for (const auto& [name, fn] : mod->functions()) fns_[name] = std::make_unique<CompiledFunction>(name, fn);
+Executable::Executable(const Module& mod, bool fuse) : mod_(mod) {
+  for (const auto& [name, fn] : mod->functions()) fns_[name] = std::make_unique<CompiledFunction>(name, fn, fuse);
 }
 
 CompiledFunction& Executable::get(const std::string& name) {

@@ -12,6 +12,9 @@
 //      block of the input);
 //   4. output shapes are computed once when static, or per run by evaluating
 //      the symbolic dims with the symbols bound from the inputs.
+// Before 3, with fusion on (the default), chains of elementwise ops of one
+// shape become single instructions that run block by block (fusion.cc), so
+// liveness and in-place choices see the fused plan.
 // run() executes the plan with the GIL released (the bindings do that).
 #pragma once
 
@@ -30,7 +33,8 @@ class BufferPool;
 
 class CompiledFunction {
  public:
-  CompiledFunction(std::string name, Function fn);
+  // fuse: group elementwise ops into fused instructions (runtime/fusion.cc).
+  CompiledFunction(std::string name, Function fn, bool fuse = true);
   ~CompiledFunction();
 
   const std::string& name() const { return name_; }
@@ -46,6 +50,8 @@ class CompiledFunction {
 
   size_t num_instructions() const { return instrs_.size(); }
   size_t num_folded_transposes() const { return folded_transposes_; }
+  size_t num_fused_groups() const { return fused_groups_; }  // fused instructions
+  size_t num_fused_ops() const { return fused_ops_; }        // the ops they hold
   size_t pool_bytes() const;  // bytes held by the buffer pool between runs
   // Peak bytes of intermediate and result buffers alive at once in the last
   // run (inputs and constants excluded).
@@ -63,9 +69,14 @@ class CompiledFunction {
     const VarNode* var = nullptr;                 // the binding's var, for messages
     int inplace_from = -1;  // an input slot whose buffer the (single) output takes over
     bool skip_kernel = false;  // a view taking over its input: the bytes are already there (when take_view agrees)
+    std::vector<Type> in_types;  // a fused instruction's: the type of each in_slot
+    std::shared_ptr<const Kernel> own_kernel;  // a fused instruction's kernel (`kernel` points to it)
   };
 
   void plan();
+  // runtime/fusion.cc: groups elementwise instructions, each group into one.
+  void fuse_elementwise();
+  Instr fuse_group(const std::vector<int>& members, const std::vector<int>& producer, const std::vector<bool>& escapes);
   void choose_inplace(Instr& ins, int index, std::vector<int>& last);
   int new_slot();
   void execute(Instr& ins, const std::map<std::string, int64_t>& env);
@@ -81,6 +92,9 @@ class CompiledFunction {
   std::vector<int> ret_slots_;
   std::vector<Instr> instrs_;
   size_t folded_transposes_ = 0;
+  bool fuse_ = true;
+  size_t fused_groups_ = 0;
+  size_t fused_ops_ = 0;
   size_t last_peak_ = 0;
   std::unique_ptr<BufferPool> pool_;
   std::mutex mu_;  // one run at a time: the plan's slots are reused
@@ -88,7 +102,7 @@ class CompiledFunction {
 
 class Executable {
  public:
-  explicit Executable(const Module& mod);
+  explicit Executable(const Module& mod, bool fuse = true);
   CompiledFunction& get(const std::string& name);  // throws Error when absent
   std::vector<std::string> names() const;
   const Module& module() const { return mod_; }
