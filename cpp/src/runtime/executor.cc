@@ -197,6 +197,8 @@ void CompiledFunction::plan() {
 // decided per run by take_view). The input then leaves the release list: the
 // output owns it. Only a dying input is viewed, so no later op, in place or
 // not, can write to bytes the view still reads, nor read bytes it overwrites.
+// A fused instruction (fusion.cc) with one output writes it from its last op,
+// after its other ops have read each block, so it may write over an input too.
 void CompiledFunction::choose_inplace(Instr& ins, int index, std::vector<int>& last) {
   const OpDef& op = ins.ctx.call->op();
   if ((!op.inplace_ok && !op.is_view) || ins.out_slots.size() != 1) return;

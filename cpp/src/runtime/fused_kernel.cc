@@ -36,6 +36,13 @@ void gather_tiled(const char* src, int64_t period, size_t elem, int64_t start, i
   }
 }
 
+// Asks for the lines of [p, p + bytes) ahead of use, into L2: a group reads
+// several arrays a block at a time, which hides them from the hardware's
+// stream prefetcher.
+void prefetch(const char* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 2);
+}
+
 struct GroupRun {
   const FusedGroup& group;
   const KernelContext& ctx;
@@ -64,6 +71,12 @@ struct GroupRun {
           gather_tiled(base, a.numel(), group.input_bytes[i], start, len, dst);
           in[i] = dst;
         }
+      }
+      if (b + 1 < last) {
+        int64_t next = std::min(kFusedBlock, n - start - len);
+        for (size_t i = 0; i < num_inputs; ++i)
+          if (modes[i] == InputMode::kFull)
+            prefetch(in[i] + len * static_cast<int64_t>(group.input_bytes[i]), static_cast<size_t>(next) * group.input_bytes[i]);
       }
       for (size_t k = 0; k < out.size(); ++k)
         out[k] = static_cast<char*>(ctx.out(k).data()) + start * static_cast<int64_t>(group.output_bytes[k]);
