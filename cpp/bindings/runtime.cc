@@ -371,6 +371,10 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("name", [](const ExecFunction& f) { return f.fn->name(); })
       .def_property_readonly("num_instructions", [](const ExecFunction& f) { return f.fn->num_instructions(); })
       .def_property_readonly("num_folded_transposes", [](const ExecFunction& f) { return f.fn->num_folded_transposes(); })
+      .def_property_readonly("num_fused_groups", [](const ExecFunction& f) { return f.fn->num_fused_groups(); },
+                             "Fused instructions, each a group of elementwise ops run in one pass.")
+      .def_property_readonly("num_fused_ops", [](const ExecFunction& f) { return f.fn->num_fused_ops(); },
+                             "Elementwise ops that run inside fused instructions.")
       .def_property_readonly("pool_bytes", [](const ExecFunction& f) { return f.fn->pool_bytes(); })
       .def_property_readonly("peak_bytes", [](const ExecFunction& f) { return f.fn->peak_bytes(); },
                              "Peak bytes of intermediates and results alive at once in the last run.")
@@ -390,11 +394,11 @@ void bind_runtime(py::module_& m) {
       })
       .def("__repr__", [](const ExecFunction& f) { return "<ExecFunction " + f.signature() + ">"; });
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable", "Every function of a module, planned for the CPU.")
-      .def(py::init([](const py::handle& arg) {
+      .def(py::init([](const py::handle& arg, bool fuse) {
         Module mod = verified_module(arg, "build");
         py::gil_scoped_release nogil;
-        return std::make_shared<Executable>(mod);
-      }), py::arg("mod"))
+        return std::make_shared<Executable>(mod, fuse);
+      }), py::arg("mod"), py::arg("fuse") = true)
       .def("__getitem__", [](const std::shared_ptr<Executable>& exe, const py::handle& key) {
         std::string name = function_name_key(key, "the executable");
         if (!exe->module()->contains(name)) throw_function_not_found(str("the executable has no function '", name, "'"));

@@ -97,7 +97,7 @@ ExecFunction.last_run_stats = property(lambda self: RunStats(*self._last_run_sta
                                        doc="Allocations and copies of the last run (a RunStats).")
 
 
-def build(mod: Module) -> Executable:
+def build(mod: Module, *, fuse: bool = True) -> Executable:
     """Plans every function of ``mod`` for the CPU and returns the executable.
 
     ``exe["main"](*arrays)`` (or ``exe.main(x=..., w=...)``, positional then
@@ -112,10 +112,16 @@ def build(mod: Module) -> Executable:
     each result is written over its input's array, which the call then
     returns at that position (``new_w is w``); a run that raises leaves the
     donated arrays unchanged (docs/executor.md, "Donated inputs").
+
+    ``fuse`` (default on) runs each group of elementwise ops whose results
+    have one shape as one instruction, in one pass over memory, with results
+    bit-identical to running them one by one (docs/executor.md, "Fusion").
     """
     if not isinstance(mod, Module):
         raise Error(f"build expects an aj.Module, got {type(mod).__name__}")
-    return _core.Executable(mod)
+    if not isinstance(fuse, bool):
+        raise Error(f"build: fuse must be True or False, got {type(fuse).__name__}")
+    return _core.Executable(mod, fuse)
 
 
 __all__ = ["Donation", "Executable", "ExecFunction", "Param", "RunStats", "Signature", "build"]

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "adjoint/autodiff/vjp.h"
+#include "adjoint/runtime/block_kernel.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
 #include "families.h"
@@ -167,17 +168,26 @@ struct Greater {
   template <typename T> uint8_t operator()(T a, T b) const { return a > b; }
 };
 
+// Bool arithmetic: Op on the ints 0/1, then != 0.
+template <typename Op>
+struct OnBool {
+  uint8_t operator()(uint8_t a, uint8_t b) const { return uint8_t(Op{}(int32_t(a), int32_t(b)) != 0); }
+};
+// True division: in the float dtype, or in double for ints and bool.
+struct TrueDivide {
+  template <typename T> T operator()(T a, T b) const { return a / b; }
+};
+struct DivideAsDouble {
+  template <typename T> double operator()(T a, T b) const { return double(a) / double(b); }
+};
+
 // out = Op(x1, x2) broadcast, in the operands' dtype; bool as int 0/1, != 0.
 template <typename Op>
 void arithmetic_kernel(KernelContext& ctx) {
   dispatch_dtype(ctx.out().dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_same_v<T, uint8_t>) {
-      binary_map<T, T, T>(ctx.in(0), ctx.in(1), ctx.out(),
-                          [](T a, T b) { return T(Op{}(int32_t(a), int32_t(b)) != 0); });
-    } else {
-      binary_map<T, T, T>(ctx.in(0), ctx.in(1), ctx.out(), Op{});
-    }
+    if constexpr (std::is_same_v<T, uint8_t>) binary_map<T, T, T>(ctx.in(0), ctx.in(1), ctx.out(), OnBool<Op>{});
+    else binary_map<T, T, T>(ctx.in(0), ctx.in(1), ctx.out(), Op{});
   });
 }
 
@@ -185,11 +195,8 @@ void arithmetic_kernel(KernelContext& ctx) {
 void divide_kernel(KernelContext& ctx) {
   dispatch_dtype(ctx.in(0).dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>)
-      binary_map<T, T, T>(ctx.in(0), ctx.in(1), ctx.out(), [](T a, T b) { return a / b; });
-    else
-      binary_map<double, T, T>(ctx.in(0), ctx.in(1), ctx.out(),
-                               [](T a, T b) { return double(a) / double(b); });
+    if constexpr (std::is_floating_point_v<T>) binary_map<T, T, T>(ctx.in(0), ctx.in(1), ctx.out(), TrueDivide{});
+    else binary_map<double, T, T>(ctx.in(0), ctx.in(1), ctx.out(), DivideAsDouble{});
   });
 }
 
@@ -199,6 +206,40 @@ void comparison_kernel(KernelContext& ctx) {
   dispatch_dtype(ctx.in(0).dtype(), [&](auto tag) {
     using T = typename decltype(tag)::type;
     binary_map<uint8_t, T, T>(ctx.in(0), ctx.in(1), ctx.out(), Op{});
+  });
+}
+
+// The block functions of fusion (runtime/block_kernel.h), by the operands'
+// dtype, with the kernels' functors. floor_divide and floor_mod have no bool
+// kernel, so no bool block either.
+template <typename Op>
+BlockFn arithmetic_block(const CallNode& call) {
+  return dispatch_dtype(call.type()->dtype(), [](auto tag) -> BlockFn {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, uint8_t>) return binary_block<T, T, T, OnBool<Op>>;
+    else return binary_block<T, T, T, Op>;
+  });
+}
+
+template <typename Op>
+BlockFn numeric_block(const CallNode& call) {
+  if (call.type()->dtype() == DType::kBool) return nullptr;
+  return arithmetic_block<Op>(call);
+}
+
+BlockFn divide_block(const CallNode& call) {
+  return dispatch_dtype(call.args()[0]->type()->dtype(), [](auto tag) -> BlockFn {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) return binary_block<T, T, T, TrueDivide>;
+    else return binary_block<double, T, T, DivideAsDouble>;
+  });
+}
+
+template <typename Op>
+BlockFn comparison_block(const CallNode& call) {
+  return dispatch_dtype(call.args()[0]->type()->dtype(), [](auto tag) -> BlockFn {
+    using T = typename decltype(tag)::type;
+    return binary_block<uint8_t, T, T, Op>;
   });
 }
 
@@ -271,11 +312,12 @@ void register_binary_ops(OpRegistry& reg) {
     OpHandle op;
     TypeRule type;
     Kernel kernel;
+    BlockRule block;  // the kernel's work on one block, for fusion
     VJPRule vjp;
     const char* doc;  // the op's reference text (OpDef::doc)
   };
   const Arithmetic arithmetic[] = {
-      {ops::add, arithmetic_type, arithmetic_kernel<Add>, add_vjp, R"doc(
+      {ops::add, arithmetic_type, arithmetic_kernel<Add>, arithmetic_block<Add>, add_vjp, R"doc(
 Elementwise sum, `x1 + x2`, with broadcasting. NumPy: `np.add(x1, x2)`. PyTorch: `torch.add(x1, x2)`.
 Integers wrap on overflow; on bool it is a logical or (as NumPy's).
 
@@ -284,7 +326,7 @@ VJP: `grad_x1 = collapse_sum_to(grad, shape=<x1's shape>)`, `grad_x2 = collapse_
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool.
 )doc"},
-      {ops::subtract, arithmetic_type, arithmetic_kernel<Subtract>, subtract_vjp, R"doc(
+      {ops::subtract, arithmetic_type, arithmetic_kernel<Subtract>, arithmetic_block<Subtract>, subtract_vjp, R"doc(
 Elementwise difference, `x1 - x2`, with broadcasting. NumPy: `np.subtract(x1, x2)`. PyTorch: `torch.sub(x1, x2)`.
 Integers wrap on overflow; on bool it is a logical xor (NumPy and PyTorch refuse bool).
 
@@ -293,7 +335,7 @@ VJP: `grad_x1 = collapse_sum_to(grad, shape=<x1's shape>)`, `grad_x2 = collapse_
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool.
 )doc"},
-      {ops::multiply, arithmetic_type, arithmetic_kernel<Multiply>, multiply_vjp, R"doc(
+      {ops::multiply, arithmetic_type, arithmetic_kernel<Multiply>, arithmetic_block<Multiply>, multiply_vjp, R"doc(
 Elementwise product, `x1 * x2`, with broadcasting. NumPy: `np.multiply(x1, x2)`. PyTorch: `torch.mul(x1, x2)`.
 Integers wrap on overflow; on bool it is a logical and (as NumPy's).
 
@@ -302,7 +344,7 @@ VJP: `grad_x1 = collapse_sum_to(multiply(grad, x2), shape=<x1's shape>)`, `grad_
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool.
 )doc"},
-      {ops::divide, divide_type, divide_kernel, divide_vjp, R"doc(
+      {ops::divide, divide_type, divide_kernel, divide_block, divide_vjp, R"doc(
 Elementwise true division, `x1 / x2`, with broadcasting. NumPy: `np.divide(x1, x2)`. PyTorch: `torch.div(x1, x2)` (which divides ints to the default float dtype, float32, where this gives float64).
 Ints and bools are divided in float64, as NumPy does; division by zero gives inf, -inf or NaN.
 
@@ -311,7 +353,7 @@ VJP: with `q = divide(grad, x2)`: `grad_x1 = collapse_sum_to(q, shape=<x1's shap
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool (the result is float32 or float64).
 )doc"},
-      {ops::floor_divide, numeric_arithmetic_type, arithmetic_kernel<FloorDivide>, floor_divide_vjp, R"doc(
+      {ops::floor_divide, numeric_arithmetic_type, arithmetic_kernel<FloorDivide>, numeric_block<FloorDivide>, floor_divide_vjp, R"doc(
 Elementwise floor division, `x1 // x2` rounded toward negative infinity, with broadcasting. NumPy: `np.floor_divide(x1, x2)`. PyTorch: `torch.floor_divide(x1, x2)`.
 On ints, `x // 0 = 0` and the smallest int divided by -1 wraps to itself (NumPy's results); on floats it is Python's floor division (as NumPy's), and `x // 0` is `x / 0` (inf, -inf or NaN).
 
@@ -320,7 +362,7 @@ VJP: `grad_x1 = zeros_like(x1)`, `grad_x2 = zeros_like(x2)`: the op is piecewise
 FLOPs: one per output element.
 Dtypes: float32, float64, int32, int64.
 )doc"},
-      {ops::floor_mod, numeric_arithmetic_type, arithmetic_kernel<FloorMod>, floor_mod_vjp, R"doc(
+      {ops::floor_mod, numeric_arithmetic_type, arithmetic_kernel<FloorMod>, numeric_block<FloorMod>, floor_mod_vjp, R"doc(
 Elementwise remainder of floor division, with the sign of the divisor `x2`, with broadcasting. NumPy: `np.remainder(x1, x2)`. PyTorch: `torch.remainder(x1, x2)`.
 On ints `x % 0 = 0` (NumPy's result); on floats `x % 0` is NaN.
 
@@ -329,7 +371,7 @@ VJP: `grad_x1 = collapse_sum_to(grad, shape=<x1's shape>)`, `grad_x2 = collapse_
 FLOPs: one per output element.
 Dtypes: float32, float64, int32, int64.
 )doc"},
-      {ops::power, arithmetic_type, arithmetic_kernel<Power>, power_vjp, R"doc(
+      {ops::power, arithmetic_type, arithmetic_kernel<Power>, arithmetic_block<Power>, power_vjp, R"doc(
 Elementwise power, `x1 ** x2`, with broadcasting. NumPy: `np.power(x1, x2)`. PyTorch: `torch.pow(x1, x2)`.
 Floats use the C library's `pow`. Ints are exact by repeated squaring and wrap on overflow; a negative exponent gives 0, except that base 1 gives 1 and base -1 gives 1 or -1 by the exponent's parity (NumPy raises an error instead). On bool, `power(a, b)` is `a or not b`.
 
@@ -338,7 +380,7 @@ VJP: `grad_x1 = collapse_sum_to(multiply(multiply(grad, x2), power(x1, subtract(
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool.
 )doc"},
-      {ops::maximum, arithmetic_type, arithmetic_kernel<Maximum>, select_vjp(ops::less), R"doc(
+      {ops::maximum, arithmetic_type, arithmetic_kernel<Maximum>, arithmetic_block<Maximum>, select_vjp(ops::less), R"doc(
 Elementwise maximum of `x1` and `x2`, with broadcasting. NumPy: `np.maximum(x1, x2)`. PyTorch: `torch.maximum(x1, x2)`.
 A NaN in either operand gives NaN (as both of those). On bool it is a logical or.
 
@@ -347,7 +389,7 @@ VJP: with `lost = less(x1, x2)` (where `x2` was chosen): `grad_x1 = collapse_sum
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool.
 )doc"},
-      {ops::minimum, arithmetic_type, arithmetic_kernel<Minimum>, select_vjp(ops::greater), R"doc(
+      {ops::minimum, arithmetic_type, arithmetic_kernel<Minimum>, arithmetic_block<Minimum>, select_vjp(ops::greater), R"doc(
 Elementwise minimum of `x1` and `x2`, with broadcasting. NumPy: `np.minimum(x1, x2)`. PyTorch: `torch.minimum(x1, x2)`.
 A NaN in either operand gives NaN (as both of those). On bool it is a logical and.
 
@@ -357,16 +399,17 @@ FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool.
 )doc"},
   };
-  for (const auto& [op, type, kernel, vjp, doc] : arithmetic)
+  for (const auto& [op, type, kernel, block, vjp, doc] : arithmetic)
     reg.define(op).set_args({"x1", "x2"}).set_type_rule(type).set_doc(doc)
-        .set_flops(elementwise_flops).set_kernel(kernel).set_vjp(vjp).set_inplace_ok(true);
+        .set_flops(elementwise_flops).set_kernel(kernel).set_block(block).set_vjp(vjp).set_inplace_ok(true);
   struct Comparison {
     OpHandle op;
     Kernel kernel;
+    BlockRule block;
     const char* doc;
   };
   const Comparison comparisons[] = {
-      {ops::equal, comparison_kernel<Equal>, R"doc(
+      {ops::equal, comparison_kernel<Equal>, comparison_block<Equal>, R"doc(
 Elementwise comparison `x1 == x2`, with broadcasting. NumPy: `np.equal(x1, x2)`. PyTorch: `torch.eq(x1, x2)`.
 A comparison with NaN is false.
 
@@ -375,7 +418,7 @@ VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` 
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
 )doc"},
-      {ops::not_equal, comparison_kernel<NotEqual>, R"doc(
+      {ops::not_equal, comparison_kernel<NotEqual>, comparison_block<NotEqual>, R"doc(
 Elementwise comparison `x1 != x2`, with broadcasting. NumPy: `np.not_equal(x1, x2)`. PyTorch: `torch.ne(x1, x2)`.
 A comparison with NaN is true.
 
@@ -384,7 +427,7 @@ VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` 
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
 )doc"},
-      {ops::less, comparison_kernel<Less>, R"doc(
+      {ops::less, comparison_kernel<Less>, comparison_block<Less>, R"doc(
 Elementwise comparison `x1 < x2`, with broadcasting. NumPy: `np.less(x1, x2)`. PyTorch: `torch.lt(x1, x2)`.
 A comparison with NaN is false.
 
@@ -393,7 +436,7 @@ VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` 
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
 )doc"},
-      {ops::less_equal, comparison_kernel<LessEqual>, R"doc(
+      {ops::less_equal, comparison_kernel<LessEqual>, comparison_block<LessEqual>, R"doc(
 Elementwise comparison `x1 <= x2`, with broadcasting. NumPy: `np.less_equal(x1, x2)`. PyTorch: `torch.le(x1, x2)`.
 A comparison with NaN is false.
 
@@ -402,7 +445,7 @@ VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` 
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
 )doc"},
-      {ops::greater, comparison_kernel<Greater>, R"doc(
+      {ops::greater, comparison_kernel<Greater>, comparison_block<Greater>, R"doc(
 Elementwise comparison `x1 > x2`, with broadcasting. NumPy: `np.greater(x1, x2)`. PyTorch: `torch.gt(x1, x2)`.
 A comparison with NaN is false.
 
@@ -411,7 +454,7 @@ VJP: none (not differentiable: the result is bool, and no gradient reaches `x1` 
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
 )doc"},
-      {ops::greater_equal, comparison_kernel<GreaterEqual>, R"doc(
+      {ops::greater_equal, comparison_kernel<GreaterEqual>, comparison_block<GreaterEqual>, R"doc(
 Elementwise comparison `x1 >= x2`, with broadcasting. NumPy: `np.greater_equal(x1, x2)`. PyTorch: `torch.ge(x1, x2)`.
 A comparison with NaN is false.
 
@@ -421,9 +464,9 @@ FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool (the result is bool).
 )doc"},
   };
-  for (const auto& [op, kernel, doc] : comparisons)
+  for (const auto& [op, kernel, block, doc] : comparisons)
     reg.define(op).set_args({"x1", "x2"}).set_type_rule(comparison_type).set_doc(doc)
-        .set_flops(elementwise_flops).set_differentiable(false).set_kernel(kernel);
+        .set_flops(elementwise_flops).set_differentiable(false).set_kernel(kernel).set_block(block);
 }
 
 }  // namespace aj

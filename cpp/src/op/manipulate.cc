@@ -19,6 +19,7 @@
 #endif
 
 #include "adjoint/autodiff/vjp.h"
+#include "adjoint/runtime/block_kernel.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
 #include "adjoint/op/manipulate.h"
@@ -674,6 +675,19 @@ void where_kernel(KernelContext& ctx) {
                     [&](const std::array<int64_t, 4>& off, int64_t len, const std::array<int64_t, 4>& s) {
                       select_run(o + off[0], c + off[1], a + off[2], b + off[3], len, s);
                     });
+  });
+}
+
+// where's block function for fusion (runtime/block_kernel.h): select on bits.
+template <typename U>
+struct SelectBits {
+  U operator()(uint8_t c, U a, U b) const { return select(c, a, b); }
+};
+
+BlockFn where_block(const CallNode& call) {
+  return dispatch_elem_size(call.type()->dtype(), [](auto tag) -> BlockFn {
+    using U = typename decltype(tag)::type;
+    return ternary_block<U, uint8_t, U, U, SelectBits<U>>;
   });
 }
 
@@ -1343,7 +1357,7 @@ FLOPs: one per element of source.
 Dtypes: float32, float64, int32, int64 for x and source (not bool); int32, int64 for indices.)doc");
   reg.define(ops::where).set_args({"condition", "x1", "x2"})
       .set_type_rule(where_type).set_flops(zero_flops)
-      .set_kernel(where_kernel).set_vjp(where_vjp)
+      .set_kernel(where_kernel).set_block(where_block).set_vjp(where_vjp)
       .set_doc(R"doc(Elementwise choice: x1 where `condition` is true, x2 where it is false, the three broadcast together
 by NumPy's rules. NumPy: `np.where(condition, x1, x2)`. PyTorch: `torch.where(condition, x1, x2)`.
 

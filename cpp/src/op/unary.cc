@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "adjoint/autodiff/vjp.h"
+#include "adjoint/runtime/block_kernel.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
 #include "families.h"
@@ -163,12 +164,47 @@ void numeric_kernel(KernelContext& ctx) {
   });
 }
 
+template <typename O>
+struct ConvertTo {
+  template <typename I> O operator()(I x) const { return convert_value<O, I>(x); }
+};
+
 void astype_kernel(KernelContext& ctx) {
   dispatch_dtype(ctx.in(0).dtype(), [&](auto in_tag) {
     using I = typename decltype(in_tag)::type;
     dispatch_dtype(ctx.out().dtype(), [&](auto out_tag) {
       using O = typename decltype(out_tag)::type;
-      unary_map<O, I>(ctx.in(0), ctx.out(), convert_value<O, I>);
+      unary_map<O, I>(ctx.in(0), ctx.out(), ConvertTo<O>{});
+    });
+  });
+}
+
+// The block functions of fusion (runtime/block_kernel.h), by the call's
+// dtypes, with the kernels' functors.
+template <typename Op>
+BlockFn float_block(const CallNode& call) {
+  return dispatch_dtype(call.type()->dtype(), [](auto tag) -> BlockFn {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) return unary_block<T, T, Op>;
+    else return nullptr;
+  });
+}
+
+template <typename Op>
+BlockFn numeric_block(const CallNode& call) {
+  return dispatch_dtype(call.type()->dtype(), [](auto tag) -> BlockFn {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_same_v<T, uint8_t>) return nullptr;
+    else return unary_block<T, T, Op>;
+  });
+}
+
+BlockFn astype_block(const CallNode& call) {
+  return dispatch_dtype(call.args()[0]->type()->dtype(), [&](auto in_tag) {
+    using I = typename decltype(in_tag)::type;
+    return dispatch_dtype(call.type()->dtype(), [](auto out_tag) -> BlockFn {
+      using O = typename decltype(out_tag)::type;
+      return unary_block<O, I, ConvertTo<O>>;
     });
   });
 }
@@ -253,6 +289,7 @@ struct UnaryOp {
   OpHandle op;
   TypeRule rule;
   Kernel kernel;
+  BlockRule block;  // the kernel's work on one block, for fusion
   VJPRule vjp;
   const char* doc;  // the op's reference text (OpDef::doc)
 };
@@ -261,7 +298,7 @@ struct UnaryOp {
 
 void register_unary_ops(OpRegistry& reg) {
   const UnaryOp unary_ops[] = {
-      {ops::negative, numeric_unary_type, numeric_kernel<Negative>, negative_vjp, R"doc(
+      {ops::negative, numeric_unary_type, numeric_kernel<Negative>, numeric_block<Negative>, negative_vjp, R"doc(
 Elementwise negation, `-x`. NumPy: `np.negative(x)`. PyTorch: `torch.neg(x)`.
 Integers wrap: the negative of the smallest int32 or int64 is itself, as in NumPy.
 
@@ -270,7 +307,7 @@ VJP: `grad_x = negative(grad)`.
 FLOPs: one per output element.
 Dtypes: float32, float64, int32, int64.
 )doc"},
-      {ops::exp, float_unary_type, float_kernel<Exp>, exp_vjp, R"doc(
+      {ops::exp, float_unary_type, float_kernel<Exp>, float_block<Exp>, exp_vjp, R"doc(
 Elementwise exponential, e to the power `x`. NumPy: `np.exp(x)`. PyTorch: `torch.exp(x)`.
 float32 uses a branch-free approximation that vectorizes (relative error below 5e-7; `exp(-inf) = 0`, `exp(inf) = inf`, NaN stays NaN); float64 calls the C library's `exp`.
 
@@ -279,7 +316,7 @@ VJP: `grad_x = multiply(grad, y)`, where `y = exp(x)` is the op's result.
 FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},
-      {ops::log, float_unary_type, float_kernel<Log>, log_vjp, R"doc(
+      {ops::log, float_unary_type, float_kernel<Log>, float_block<Log>, log_vjp, R"doc(
 Elementwise natural logarithm. NumPy: `np.log(x)`. PyTorch: `torch.log(x)`.
 `log(0) = -inf`; a negative `x` gives NaN.
 
@@ -288,7 +325,7 @@ VJP: `grad_x = divide(grad, x)`.
 FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},
-      {ops::sqrt, float_unary_type, float_kernel<Sqrt>, sqrt_vjp, R"doc(
+      {ops::sqrt, float_unary_type, float_kernel<Sqrt>, float_block<Sqrt>, sqrt_vjp, R"doc(
 Elementwise square root. NumPy: `np.sqrt(x)`. PyTorch: `torch.sqrt(x)`.
 A negative `x` gives NaN.
 
@@ -297,7 +334,7 @@ VJP: `grad_x = divide(grad, multiply(y, 2))`, where `y = sqrt(x)` is the op's re
 FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},
-      {ops::rsqrt, float_unary_type, float_kernel<Rsqrt>, rsqrt_vjp, R"doc(
+      {ops::rsqrt, float_unary_type, float_kernel<Rsqrt>, float_block<Rsqrt>, rsqrt_vjp, R"doc(
 Elementwise reciprocal square root, `1 / sqrt(x)`. NumPy: `1 / np.sqrt(x)`. PyTorch: `torch.rsqrt(x)`.
 `rsqrt(0) = inf`; a negative `x` gives NaN.
 
@@ -306,7 +343,7 @@ VJP: `grad_x = divide(multiply(grad, y), multiply(x, -2))`, where `y = rsqrt(x)`
 FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},
-      {ops::sin, float_unary_type, float_kernel<Sin>, sin_vjp, R"doc(
+      {ops::sin, float_unary_type, float_kernel<Sin>, float_block<Sin>, sin_vjp, R"doc(
 Elementwise sine (radians). NumPy: `np.sin(x)`. PyTorch: `torch.sin(x)`.
 
 Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
@@ -314,7 +351,7 @@ VJP: `grad_x = multiply(grad, cos(x))`.
 FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},
-      {ops::cos, float_unary_type, float_kernel<Cos>, cos_vjp, R"doc(
+      {ops::cos, float_unary_type, float_kernel<Cos>, float_block<Cos>, cos_vjp, R"doc(
 Elementwise cosine (radians). NumPy: `np.cos(x)`. PyTorch: `torch.cos(x)`.
 
 Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
@@ -322,7 +359,7 @@ VJP: `grad_x = multiply(grad, negative(sin(x)))`.
 FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},
-      {ops::tanh, float_unary_type, float_kernel<Tanh>, tanh_vjp, R"doc(
+      {ops::tanh, float_unary_type, float_kernel<Tanh>, float_block<Tanh>, tanh_vjp, R"doc(
 Elementwise hyperbolic tangent. NumPy: `np.tanh(x)`. PyTorch: `torch.tanh(x)`.
 float32 computes `1 - 2 / (exp(2|x|) + 1)` with the sign of `x`, and its odd Taylor polynomial below `|x| = 0.3` where that form cancels (relative error below 5e-7); float64 calls the C library's `tanh`.
 
@@ -331,7 +368,7 @@ VJP: `grad_x = multiply(grad, subtract(1, square(y)))`, where `y = tanh(x)` is t
 FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},
-      {ops::sigmoid, float_unary_type, float_kernel<Sigmoid>, sigmoid_vjp, R"doc(
+      {ops::sigmoid, float_unary_type, float_kernel<Sigmoid>, float_block<Sigmoid>, sigmoid_vjp, R"doc(
 Elementwise logistic function, `1 / (1 + exp(-x))`. NumPy: none (SciPy's `scipy.special.expit(x)`). PyTorch: `torch.sigmoid(x)`.
 It is computed from `exp(-|x|)`, so it neither overflows nor loses the small tail for large `|x|`.
 
@@ -340,7 +377,7 @@ VJP: `grad_x = multiply(grad, multiply(y, subtract(1, y)))`, where `y = sigmoid(
 FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},
-      {ops::relu, numeric_unary_type, numeric_kernel<Relu>, relu_vjp, R"doc(
+      {ops::relu, numeric_unary_type, numeric_kernel<Relu>, numeric_block<Relu>, relu_vjp, R"doc(
 Elementwise rectified linear unit, `x` where `x >= 0`, else 0. NumPy: `np.maximum(x, 0)`. PyTorch: `torch.relu(x)`.
 NaN stays NaN (as both of those give). Integer tensors are accepted too.
 
@@ -349,7 +386,7 @@ VJP: `grad_x = where(greater(x, 0), grad, zeros_like(grad))`: the gradient at `x
 FLOPs: one per output element.
 Dtypes: float32, float64, int32, int64.
 )doc"},
-      {ops::gelu, float_unary_type, float_kernel<Gelu>, gelu_vjp, R"doc(
+      {ops::gelu, float_unary_type, float_kernel<Gelu>, float_block<Gelu>, gelu_vjp, R"doc(
 Elementwise Gaussian error linear unit in its exact form, `x * Phi(x)` with `Phi(x) = (1 + erf(x / sqrt(2))) / 2` the standard normal CDF. NumPy: none. PyTorch: `torch.nn.functional.gelu(x)` (its default `approximate="none"`; there is no tanh approximation here).
 `Phi` keeps its tail to full relative precision for negative `x`, and `gelu(-inf) = 0` (its limit, where `x * Phi(x)` would be NaN). float32 uses a fitted approximation of `Phi` (relative error below 5e-7); float64 calls the C library's `erfc`.
 
@@ -358,7 +395,7 @@ VJP: `grad_x = multiply(grad, add(cdf, multiply(x, pdf)))` with `cdf = multiply(
 FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},
-      {ops::silu, float_unary_type, float_kernel<Silu>, silu_vjp, R"doc(
+      {ops::silu, float_unary_type, float_kernel<Silu>, float_block<Silu>, silu_vjp, R"doc(
 Elementwise sigmoid linear unit (swish), `x * sigmoid(x)`. NumPy: none (`x / (1 + np.exp(-x))`). PyTorch: `torch.nn.functional.silu(x)`.
 `silu(-inf) = 0` (its limit, where `x * sigmoid(x)` would be NaN).
 
@@ -367,7 +404,7 @@ VJP: `grad_x = multiply(grad, multiply(s, add(1, multiply(x, subtract(1, s)))))`
 FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},
-      {ops::abs, numeric_unary_type, numeric_kernel<Abs>, abs_vjp, R"doc(
+      {ops::abs, numeric_unary_type, numeric_kernel<Abs>, numeric_block<Abs>, abs_vjp, R"doc(
 Elementwise absolute value. NumPy: `np.abs(x)`. PyTorch: `torch.abs(x)`.
 `abs(-0.0) = 0.0`; integers wrap: the absolute value of the smallest int32 or int64 is itself, as in NumPy.
 
@@ -376,7 +413,7 @@ VJP: `grad_x = where(less(x, 0), negative(grad), grad)`: at `x = 0` the gradient
 FLOPs: one per output element.
 Dtypes: float32, float64, int32, int64.
 )doc"},
-      {ops::square, numeric_unary_type, numeric_kernel<Square>, square_vjp, R"doc(
+      {ops::square, numeric_unary_type, numeric_kernel<Square>, numeric_block<Square>, square_vjp, R"doc(
 Elementwise square, `x * x`. NumPy: `np.square(x)`. PyTorch: `torch.square(x)`.
 Integers wrap on overflow.
 
@@ -385,7 +422,7 @@ VJP: `grad_x = multiply(grad, multiply(x, 2))`.
 FLOPs: one per output element.
 Dtypes: float32, float64, int32, int64.
 )doc"},
-      {ops::erf, float_unary_type, float_kernel<Erf>, erf_vjp, R"doc(
+      {ops::erf, float_unary_type, float_kernel<Erf>, float_block<Erf>, erf_vjp, R"doc(
 Elementwise Gauss error function. NumPy: none (SciPy's `scipy.special.erf(x)`). PyTorch: `torch.erf(x)`.
 It is here for the gradient of `gelu`; both dtypes call the C library's `erf`.
 
@@ -395,14 +432,15 @@ FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},
   };
-  for (const auto& [op, rule, kernel, vjp, doc] : unary_ops)
+  for (const auto& [op, rule, kernel, block, vjp, doc] : unary_ops)
     reg.define(op).set_args({"x"}).set_type_rule(rule).set_doc(doc)
-        .set_flops(elementwise_flops).set_kernel(kernel).set_vjp(vjp).set_inplace_ok(true);
+        .set_flops(elementwise_flops).set_kernel(kernel).set_block(block).set_vjp(vjp).set_inplace_ok(true);
   // One conversion per element. The gradient layer gives no gradient when the
   // source or target dtype is not float.
   reg.define(ops::astype).set_args({"x"})
       .add_attr("dtype", AttrKind::kDType)
-      .set_type_rule(astype_type).set_flops(elementwise_flops).set_kernel(astype_kernel).set_vjp(astype_vjp)
+      .set_type_rule(astype_type).set_flops(elementwise_flops).set_kernel(astype_kernel).set_block(astype_block)
+      .set_vjp(astype_vjp)
       .set_doc(R"doc(
 Elementwise conversion of `x` to the dtype `dtype` (a dtype name such as `"float32"`, or a NumPy dtype). NumPy: `x.astype(dtype)`. PyTorch: `x.to(dtype)`.
 Float to int truncates toward zero, saturates out of range (infinities included) and maps NaN to 0, where NumPy's result is platform-dependent and PyTorch's undefined; any dtype to bool is `!= 0` (NaN is true); int64 to int32 wraps; bool is 0 or 1.

@@ -19,6 +19,8 @@
 #include <cstring>
 
 #include "adjoint/runtime/executor.h"
+
+#include "fusion.h"
 #include "buffer_pool.h"
 
 namespace aj {
@@ -96,13 +98,34 @@ bool CompiledFunction::can_write_directly(const Alias& a, int producer) const {
   if (!pooled_[out]) return false;
   if (std::find(ret_slots_.begin(), ret_slots_.end(), in) != ret_slots_.end()) return false;
   const Instr& made_by = instrs_[producer];
-  bool elementwise = made_by.ctx.call->op().inplace_ok && made_by.out_slots.size() == 1;
+  bool elementwise = made_by.group ? written_after_last_read(made_by, in, out)
+                                   : made_by.ctx.call->op().inplace_ok && made_by.out_slots.size() == 1;
   for (size_t i = static_cast<size_t>(producer); i < instrs_.size(); ++i) {
     const auto& reads = instrs_[i].in_slots;
     if (std::find(reads.begin(), reads.end(), in) == reads.end()) continue;
     if (static_cast<int>(i) > producer || !elementwise) return false;
   }
   return true;
+}
+
+// For a fused instruction: whether, within each block, its output slot `out`
+// is written by a step at or after every step reading input slot `in` at
+// the same index (a full-shape input). The block is then read before it is
+// overwritten, as by an elementwise op writing over its own input.
+bool CompiledFunction::written_after_last_read(const Instr& fused, int in, int out) const {
+  auto input = std::find(fused.in_slots.begin(), fused.in_slots.end(), in) - fused.in_slots.begin();
+  auto output = std::find(fused.out_slots.begin(), fused.out_slots.end(), out) - fused.out_slots.begin();
+  if (static_cast<size_t>(output) == fused.out_slots.size()) return false;
+  if (static_cast<size_t>(input) == fused.in_slots.size()) return true;
+  if (!type_equal(fused.in_types[static_cast<size_t>(input)], fused.out_types[static_cast<size_t>(output)])) return false;
+  const auto& steps = fused.group->steps;
+  size_t writer = steps.size();
+  for (size_t s = 0; s < steps.size(); ++s)
+    if (steps[s].out.where == BlockRef::kOutput && steps[s].out.index == output) writer = s;
+  for (size_t s = 0; s < steps.size(); ++s)
+    for (const BlockRef& r : steps[s].args)
+      if (r.where == BlockRef::kInput && r.index == input && s > writer) return false;
+  return writer < steps.size();
 }
 
 // Before the first direct write: every output shape of the tail evaluated

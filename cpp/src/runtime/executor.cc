@@ -49,8 +49,9 @@ bool used_only_by_matmul(const DataflowIndex& index, const VarNode* v) {
 
 }  // namespace
 
-CompiledFunction::CompiledFunction(std::string name, Function fn, std::vector<Alias> aliases)
-    : name_(std::move(name)), fn_(std::move(fn)), aliases_(std::move(aliases)), pool_(std::make_unique<BufferPool>()) {
+CompiledFunction::CompiledFunction(std::string name, Function fn, std::vector<Alias> aliases, bool fuse)
+    : name_(std::move(name)), fn_(std::move(fn)), aliases_(std::move(aliases)), fuse_(fuse),
+      pool_(std::make_unique<BufferPool>()) {
   check_aliases();
   plan();
 }
@@ -171,6 +172,7 @@ void CompiledFunction::plan() {
   }
   bound = static_cast<int64_t>(index.num_defs());
   ret_slots_ = slots_of(fn.ret());
+  if (fuse_) fuse_elementwise();
 
   // Liveness: release each pooled slot after its last reader (or its producer
   // when nothing reads it); returned slots live on.
@@ -198,15 +200,18 @@ void CompiledFunction::plan() {
 // decided per run by take_view). The input then leaves the release list: the
 // output owns it. Only a dying input is viewed, so no later op, in place or
 // not, can write to bytes the view still reads, nor read bytes it overwrites.
+// A fused instruction (fusion.cc) with one output writes it from its last op,
+// after its other ops have read each block, so it may write over an input too.
 void CompiledFunction::choose_inplace(Instr& ins, int index, std::vector<int>& last) {
   const OpDef& op = ins.ctx.call->op();
   if ((!op.inplace_ok && !op.is_view) || ins.out_slots.size() != 1 || !ins.write_into.empty()) return;
   const Type& out_type = ins.out_types[0];
   const auto& args = ins.ctx.call->args();
-  for (size_t a = 0; a < ins.in_slots.size() && a < args.size(); ++a) {
+  size_t num_typed = ins.in_types.empty() ? args.size() : ins.in_types.size();
+  for (size_t a = 0; a < ins.in_slots.size() && a < num_typed; ++a) {
     int s = ins.in_slots[a];
     if (!pooled_[s] || last[s] != index) continue;
-    const Type& in_type = args[a]->type();
+    const Type& in_type = ins.in_types.empty() ? args[a]->type() : ins.in_types[a];
     bool fits = op.is_view ? in_type->is_tensor() && in_type->dtype() == out_type->dtype()
                            : type_equal(in_type, out_type);
     if (!fits) continue;
@@ -412,11 +417,11 @@ size_t CompiledFunction::peak_bytes() const { return last_peak_; }
 std::unique_ptr<CompiledFunction> Executable::donating(const std::string& name, std::vector<Alias> aliases) const {
   auto it = fns_.find(name);
   if (it == fns_.end()) throw Error(str("the executable has no function '", name, "'"));
-  return std::make_unique<CompiledFunction>(name, it->second->function(), std::move(aliases));
+  return std::make_unique<CompiledFunction>(name, it->second->function(), std::move(aliases), fuse_);
 }
 
-Executable::Executable(const Module& mod) : mod_(mod) {
-  for (const auto& [name, fn] : mod->functions()) fns_[name] = std::make_unique<CompiledFunction>(name, fn);
+Executable::Executable(const Module& mod, bool fuse) : mod_(mod), fuse_(fuse) {
+  for (const auto& [name, fn] : mod->functions()) fns_[name] = std::make_unique<CompiledFunction>(name, fn, std::vector<Alias>{}, fuse);
 }
 
 CompiledFunction& Executable::get(const std::string& name) {

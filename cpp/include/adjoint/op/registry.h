@@ -109,6 +109,12 @@ using Kernel = std::function<void(KernelContext& ctx)>;
 // (then the kernel runs).
 using ViewOffset = std::optional<int64_t> (*)(const CallNode& call, const std::vector<int64_t>& in_shape,
                                               const std::vector<int64_t>& out_shape);
+// Fused elementwise execution (runtime/fusion.cc): an elementwise op's work
+// on one block of elements (runtime/block_kernel.h), and the rule that picks
+// it for a call's dtypes (null when the op has none for them).
+struct BlockArgs;
+using BlockFn = void (*)(const BlockArgs& args);
+using BlockRule = BlockFn (*)(const CallNode& call);
 
 struct OpDef {
   std::string name;
@@ -136,6 +142,10 @@ struct OpDef {
   // scratch in proportion to its input. No donated input is written before
   // such an op has run (runtime/executor.h).
   bool may_fail = false;
+  // The block function the executor's fusion runs in place of the kernel,
+  // computing each element with the kernel's own functor (same bits); null:
+  // the op is never fused.
+  BlockRule block = nullptr;
   // The op's reference text (Markdown): semantics with the NumPy/PyTorch
   // equivalent, then "Type:", "VJP:", "FLOPs:" and "Dtypes:" paragraphs. It
   // is the docstring of aj.op.<name> and its entry in docs/ops.md.
@@ -157,6 +167,7 @@ struct OpDef {
   OpDef& set_may_fail() { may_fail = true; return *this; }
   OpDef& set_view_offset(ViewOffset f) { is_view = true; view_offset = f; return *this; }
   OpDef& set_vjp(VJPRule r) { vjp = std::move(r); return *this; }
+  OpDef& set_block(BlockRule r) { block = r; return *this; }
 };
 
 class OpRegistry {

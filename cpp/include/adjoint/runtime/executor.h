@@ -17,6 +17,9 @@
 //      straight into them when that is safe (plan_aliases says when), else
 //      computed apart and copied in once every instruction has succeeded, so
 //      a run that fails leaves every donated input as it was.
+// Before 3, with fusion on (the default), chains of elementwise ops of one
+// shape become single instructions that run block by block (fusion.cc), so
+// liveness, in-place and alias choices see the fused plan.
 // run() executes the plan with the GIL released (the bindings do that).
 #pragma once
 
@@ -32,6 +35,7 @@
 namespace aj {
 
 class BufferPool;
+struct FusedGroup;
 
 // Input `param` is donated to flat result `output`: the run writes that
 // result over the input's bytes and returns the input's array for it.
@@ -52,7 +56,8 @@ class CompiledFunction {
  public:
   // Throws ExecutionError naming both ends of an alias whose input and
   // output differ in type, are out of range or appear in another alias.
-  CompiledFunction(std::string name, Function fn, std::vector<Alias> aliases = {});
+  // fuse: group elementwise ops into fused instructions (runtime/fusion.cc).
+  CompiledFunction(std::string name, Function fn, std::vector<Alias> aliases = {}, bool fuse = true);
   ~CompiledFunction();
 
   const std::string& name() const { return name_; }
@@ -71,6 +76,8 @@ class CompiledFunction {
 
   size_t num_instructions() const { return instrs_.size(); }
   size_t num_folded_transposes() const { return folded_transposes_; }
+  size_t num_fused_groups() const { return fused_groups_; }  // fused instructions
+  size_t num_fused_ops() const { return fused_ops_; }        // the ops they hold
   size_t pool_bytes() const;  // bytes held by the buffer pool between runs
   // Peak bytes of intermediate and result buffers alive at once in the last
   // run (inputs and constants excluded).
@@ -92,13 +99,20 @@ class CompiledFunction {
     bool skip_kernel = false;  // a view taking over its input: the bytes are already there (when take_view agrees)
     std::vector<int> write_into;  // per output: the donated param slot it is written into, or -1 (empty: none)
     bool in_tail = false;  // at or after the first direct write: its pool buffers are taken before that write
+    std::vector<Type> in_types;  // a fused instruction's: the type of each in_slot
+    std::shared_ptr<const Kernel> own_kernel;  // a fused instruction's kernel (`kernel` points to it)
+    std::shared_ptr<const FusedGroup> group;   // a fused instruction's steps (which step reads and writes what)
   };
 
   void plan();
+  // runtime/fusion.cc: groups elementwise instructions, each group into one.
+  void fuse_elementwise();
+  Instr fuse_group(const std::vector<int>& members, const std::vector<int>& producer, const std::vector<bool>& escapes);
   void choose_inplace(Instr& ins, int index, std::vector<int>& last);
   void check_aliases() const;
   void plan_aliases();
   bool can_write_directly(const Alias& a, int producer) const;
+  bool written_after_last_read(const Instr& fused, int in, int out) const;
   void take_tail_buffers(const std::map<std::string, int64_t>& env);
   std::vector<NDArray> collect_results(const std::vector<NDArray>& inputs);
   NDArray counted_copy(const NDArray& a);
@@ -116,6 +130,9 @@ class CompiledFunction {
   std::vector<int> ret_slots_;
   std::vector<Instr> instrs_;
   size_t folded_transposes_ = 0;
+  bool fuse_ = true;
+  size_t fused_groups_ = 0;
+  size_t fused_ops_ = 0;
   size_t last_peak_ = 0;
   std::vector<Alias> aliases_;
   std::vector<int> producer_;      // by slot: the instruction writing it, or -1
@@ -128,7 +145,7 @@ class CompiledFunction {
 
 class Executable {
  public:
-  explicit Executable(const Module& mod);
+  explicit Executable(const Module& mod, bool fuse = true);
   CompiledFunction& get(const std::string& name);  // throws Error when absent
   std::vector<std::string> names() const;
   const Module& module() const { return mod_; }
@@ -137,6 +154,7 @@ class Executable {
 
  private:
   Module mod_;
+  bool fuse_ = true;
   std::map<std::string, std::unique_ptr<CompiledFunction>> fns_;
 };
 
