@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, note
 
 import adjoint as aj
+from adjoint import training
 from programs import programs
 
 try:
@@ -298,3 +299,39 @@ def test_passes_are_idempotent(prog):
         for mod in inputs:
             once = p(mod)
             aj.assert_structural_equal(p(once), once)
+
+
+def _scaled(pred, label):
+    """A loss for any float scalar prediction: pred * label."""
+    return pred * label
+
+
+_scaled.label_types = lambda t: [((), t.dtype)]
+
+
+@given(programs())
+def test_train_step_computes_the_loss_and_the_update(prog):
+    # AppendLoss + train_step (SetupTrainer) over a program with float
+    # weights: step's loss is main's result times the label, and its new
+    # weights are w - lr * (the adjoint's grad), with SGD and with Adam's
+    # first step (whose update is lr * grad / (|grad| + eps) per element)
+    fn = prog.mod["main"]
+    n = fn.attrs.get("num_input")
+    weights = fn.params[n:] if n is not None else []
+    if not weights or any(p.type.dtype != "float64" for p in weights):
+        return
+    with_loss = training.AppendLoss("main", _scaled)(prog.mod)
+    grads = aj.build(T.Gradient("main_loss", require_grads=[p.name_hint for p in weights])(with_loss))
+    label, lr = np.float64(0.75), np.float64(0.1)
+    args = [*prog.inputs[:n], label, *prog.inputs[n:]]
+    result, want_grads = grads["main_loss_adjoint"](*args)
+    for opt in [training.SGD(lr=0.1), training.Adam(lr=0.1)]:
+        mod = training.train_step(prog.mod, _scaled, opt)
+        aj.analysis.verify(mod)
+        state = opt.init_state([(p.name_hint, tuple(prog.inputs[n + i].shape), "float64") for i, p in enumerate(weights)])
+        out = aj.build(mod)["step"](*args, *state, lr)
+        loss, new = out[0], out[1:1 + len(weights)]
+        assert_close(loss, result[0] if isinstance(result, tuple) else result, RTOL, f"{opt} loss")
+        for w, g, got in zip(prog.inputs[n:], want_grads, new):
+            step = lr * g if isinstance(opt, training.SGD) else lr * g / (np.abs(g) + 1e-8)
+            assert_close(got, w - step, RTOL, f"{opt} update")

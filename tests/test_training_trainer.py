@@ -1,0 +1,235 @@
+"""Trainer: resident params and state updated in place (live read-only views,
+no allocation per step, every update written straight into its buffer),
+atomic failed steps, NaN detection, fit, predict, state_dict round trips,
+initialization, and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adjoint as aj
+from adjoint import training as T
+
+
+def mlp(dtype: str = "float64", hidden: int = 8) -> aj.Module:
+    bb = aj.FunctionBuilder("main", num_input=1)
+    x = bb.param("x", ("n", 4), dtype)
+    w1, b1 = bb.param("w1", (4, hidden), dtype), bb.param("b1", (hidden,), dtype)
+    w2, b2 = bb.param("w2", (hidden, 3), dtype), bb.param("b2", (3,), dtype)
+    return bb.finish(aj.op.relu(x @ w1 + b1) @ w2 + b2)
+
+
+def data(n: int = 32, seed: int = 0, dtype: str = "float64") -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, 4)).astype(dtype)
+    return x, (x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0)
+
+
+def test_every_update_is_written_in_place_with_no_allocation():
+    trainer = T.Trainer(mlp("float32"), T.cross_entropy, T.Adam(lr=1e-2))
+    step = trainer._step
+    assert all(d.direct for d in step.donations), step.donations
+    x, y = data(dtype="float32")
+    buffers = [trainer.params[k] for k in trainer.params]
+    for _ in range(3):
+        trainer.step(x, y)
+    assert step.last_run_stats == aj.runtime.RunStats(allocations=1, allocated_bytes=4, copied_bytes=0)  # the loss
+    assert all(np.shares_memory(a, trainer.params[k]) for a, k in zip(buffers, trainer.params))
+
+
+def test_params_are_live_read_only_views():
+    trainer = T.Trainer(mlp(), T.cross_entropy, T.SGD(lr=0.5))
+    view = trainer.params["w2"]
+    before = view.copy()
+    trainer.step(*data())
+    assert not np.array_equal(view, before)
+    with pytest.raises(ValueError):
+        view[0, 0] = 1.0
+    assert set(trainer.params) == {"w1", "b1", "w2", "b2"} and len(trainer.params) == 4
+    assert "w1" in repr(trainer.params)
+
+
+def test_training_learns_and_predict_uses_the_current_weights():
+    trainer = T.Trainer(mlp(hidden=16), T.cross_entropy, T.Adam(lr=3e-2), seed=1)
+    x, y = data(256)
+    losses = trainer.fit([(x[i:i + 32], y[i:i + 32]) for i in range(0, 256, 32)], epochs=40)
+    assert len(losses) == 320 and losses[-1] < losses[0] / 5
+    assert (trainer.predict(x).argmax(axis=1) == y).mean() > 0.95
+    p = {k: np.array(v) for k, v in trainer.params.items()}
+    want = np.maximum(x @ p["w1"] + p["b1"], 0) @ p["w2"] + p["b2"]
+    np.testing.assert_allclose(trainer.predict(x), want, rtol=1e-12)
+    assert trainer.step_count == 320 and "step 320" in repr(trainer)
+
+
+def test_a_failed_step_changes_nothing():
+    trainer = T.Trainer(mlp("float32"), T.cross_entropy, T.AdamW(lr=1e-2))
+    x, y = data(dtype="float32")
+    trainer.step(x, y)
+    before = trainer.state_dict()
+    bad = y.copy()
+    bad[-1] = 7  # no class 7: nll_loss fails at run time
+    with pytest.raises(aj.ExecutionError, match="7"):
+        trainer.step(x, bad)
+    after = trainer.state_dict()
+    assert before.keys() == after.keys()
+    assert all(np.array_equal(before[k], after[k]) for k in before)
+    assert trainer.step_count == 1
+    trainer.step(x, y)  # and it trains on
+    assert trainer.step_count == 2
+
+
+def test_labels_of_the_wrong_shape_or_dtype_name_the_loss_and_both_shapes():
+    trainer = T.Trainer(mlp(), T.cross_entropy, T.SGD(lr=0.1))
+    x, y = data()
+    with pytest.raises(aj.ExecutionError, match=r"cross_entropy: label 'label' has shape \(32, 3\).*expected shape \(32,\)"):
+        trainer.step(x, np.zeros((32, 3), np.int64))
+    with pytest.raises(aj.ExecutionError, match=r"cross_entropy: label 'label' has shape \(32,\) and dtype float64"):
+        trainer.step(x, y.astype(np.float64))
+    with pytest.raises(aj.ExecutionError, match=r"takes 2 arrays \(x, label\), got 1"):
+        trainer.step(x)
+    trainer.step(x, y.astype(np.int32))  # a safe cast is made
+
+
+def test_a_nan_loss_stops_naming_the_step_unless_turned_off():
+    x, y = data()
+    trainer = T.Trainer(mlp(), T.mse, T.SGD(lr=1e3), params={"w1": np.full((4, 8), 10.0)})
+    targets = np.zeros((32, 3))
+    with pytest.raises(aj.ExecutionError, match=r"the loss of step \d+ is (nan|inf)"):
+        trainer.fit([(x, targets)] * 50)
+    quiet = T.Trainer(mlp(), T.mse, T.SGD(lr=1e3), params={"w1": np.full((4, 8), 10.0)}, check_nan=False)
+    losses = quiet.fit([(x, targets)] * 50)
+    assert not np.isfinite(losses[-1])
+
+
+def test_state_dict_round_trips_through_savez(tmp_path):
+    trainer = T.Trainer(mlp(), T.cross_entropy, T.Adam(lr=1e-2, amsgrad=True))
+    x, y = data()
+    for _ in range(5):
+        trainer.step(x, y)
+    state = trainer.state_dict()
+    assert list(state)[:4] == ["w1", "b1", "w2", "b2"]
+    assert {"step", "w1.exp_avg", "w1.exp_avg_sq", "w1.max_exp_avg_sq"} <= set(state)
+    assert state["step"] == 5
+    np.savez(tmp_path / "ckpt.npz", **state)
+    again = T.Trainer(mlp(), T.cross_entropy, T.Adam(lr=1e-2, amsgrad=True))
+    again.load_state_dict(np.load(tmp_path / "ckpt.npz"))
+    assert again.step_count == 5
+    assert again.step(x, y) == trainer.step(x, y)
+    assert all(np.array_equal(again.state_dict()[k], v) for k, v in trainer.state_dict().items())
+
+
+def test_sgd_state_dict_keeps_the_step_count():
+    trainer = T.Trainer(mlp(), T.mse, T.SGD(lr=0.01))
+    trainer.step(data()[0], np.zeros((32, 3)))
+    assert set(trainer.state_dict()) == {"w1", "b1", "w2", "b2", "step"}
+    assert trainer.state_dict()["step"] == 1
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda d: d.pop("w1"), "missing 'w1'"),
+    (lambda d: d.update(extra=np.zeros(1)), "unexpected 'extra'"),
+    (lambda d: d.update(w2=np.zeros((3, 8))), r"'w2' has shape \(3, 8\), expected \(8, 3\)"),
+    (lambda d: d.update(b1=np.zeros(8, np.complex128)), "'b1' has dtype complex128"),
+])
+def test_load_state_dict_checks_everything_before_writing(edit, message):
+    trainer = T.Trainer(mlp(), T.cross_entropy, T.Adam(lr=1e-2))
+    trainer.step(*data())
+    before = trainer.state_dict()
+    bad = {k: v * 2 for k, v in before.items()}
+    edit(bad)
+    with pytest.raises(aj.Error, match=message):
+        trainer.load_state_dict(bad)
+    assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())
+
+
+def test_lr_override_and_schedule():
+    trainer = T.Trainer(mlp(), T.mse, T.SGD(lr=lambda step: 0.1 / (step + 1)))
+    assert trainer.lr == 0.1
+    trainer.step(data()[0], np.zeros((32, 3)))
+    assert trainer.lr == 0.05
+    trainer.lr = 0.3
+    assert trainer.lr == 0.3
+    trainer.lr = None
+    assert trainer.lr == 0.05
+    with pytest.raises(aj.Error, match="finite number"):
+        trainer.lr = float("nan")
+
+
+def test_an_lr_of_zero_changes_nothing():
+    trainer = T.Trainer(mlp(), T.cross_entropy, T.SGD(lr=0.0, momentum=0.9))
+    before = {k: np.array(v) for k, v in trainer.params.items()}
+    trainer.step(*data())
+    assert all(np.array_equal(before[k], trainer.params[k]) for k in before)
+
+
+def test_fit_takes_a_callable_and_refuses_an_iterator_for_several_epochs():
+    trainer = T.Trainer(mlp(), T.cross_entropy, T.SGD(lr=0.1))
+    x, y = data()
+    calls = []
+
+    def epoch():
+        calls.append(1)
+        return [(x, y)] * 2
+
+    assert len(trainer.fit(epoch, epochs=3)) == 6 and len(calls) == 3
+    with pytest.raises(aj.Error, match="iterator"):
+        trainer.fit(iter([(x, y)]), epochs=2)
+    assert len(trainer.fit(iter([(x, y)]), epochs=1)) == 1
+    with pytest.raises(aj.Error, match="epochs"):
+        trainer.fit([(x, y)], epochs=-1)
+
+
+def test_fit_shows_a_progress_bar(capsys):
+    pytest.importorskip("tqdm")
+    trainer = T.Trainer(mlp(), T.cross_entropy, T.SGD(lr=0.1))
+    trainer.fit([data()] * 3, epochs=2, progress=True)
+    err = capsys.readouterr().err
+    assert "epoch 2/2" in err and "loss=" in err
+
+
+def test_initial_params_follow_fan_in_and_given_values_win():
+    fn = mlp()["main"]
+    init = T.init_params(fn, seed=3)
+    assert set(init) == {"w1", "b1", "w2", "b2"}
+    assert np.abs(init["w1"]).max() <= 0.5 and np.abs(init["w2"]).max() <= 1 / np.sqrt(8)
+    assert np.abs(init["w1"]).max() > 0.3
+    assert not init["b1"].any() and not init["b2"].any()
+    again = T.init_params(fn, seed=3, skip={"w1"})
+    assert "w1" not in again and np.array_equal(again["w2"], init["w2"])
+    w1 = np.ones((4, 8))
+    trainer = T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), params={"w1": w1}, seed=3)
+    assert np.array_equal(trainer.params["w1"], w1) and np.array_equal(trainer.params["w2"], init["w2"])
+
+
+def test_layer_norm_gamma_starts_at_one_and_transposed_weights_use_their_fan_in():
+    mod = aj.parse('''@function(num_input=1)
+def main(x: Tensor((2, 6), "float32"), w: Tensor((5, 6), "float32"), g: Tensor((5,), "float32"), b: Tensor((5,), "float32")) -> Tensor((2, 5), "float32"):
+    wt: Tensor((6, 5), "float32") = permute_dims(w)
+    y: Tensor((2, 5), "float32") = matmul(x, wt)
+    z: Tensor((2, 5), "float32") = layer_norm(y, g, b)
+    return z
+''')
+    init = T.init_params(mod["main"])
+    assert np.array_equal(init["g"], np.ones(5, np.float32)) and not init["b"].any()
+    assert np.abs(init["w"]).max() <= 1 / np.sqrt(6) and init["w"].dtype == np.float32
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: T.Trainer("main", T.mse, T.SGD(lr=0.1)), "expected an aj.Module"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), params={"w9": np.zeros(3)}), "'w9', which is not a weight"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), params={"w1": np.zeros((8, 4))}),
+     r"param 'w1' has shape \(8, 4\), expected \(4, 8\)"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), func_name="nope"), "has no function 'nope'"),
+])
+def test_bad_trainers_are_errors(make, message):
+    with pytest.raises(aj.Error, match=message):
+        make()
+
+
+def test_predict_checks_its_inputs():
+    trainer = T.Trainer(mlp(), T.mse, T.SGD(lr=0.1))
+    with pytest.raises(aj.ExecutionError, match=r"takes 1 array\(s\) \(x\), got 2"):
+        trainer.predict(np.zeros((2, 4)), np.zeros(2))
+    with pytest.raises(aj.ExecutionError, match="dim 1 must be 4"):
+        trainer.predict(np.zeros((2, 5)))
