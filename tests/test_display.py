@@ -215,7 +215,8 @@ def test_a_short_signature_stays_on_one_line():
 def test_executable_html_shows_each_function_signature_and_plan():
     text = shown_text(DISPLAYS["executable"]._repr_html_())
     assert "aj.Executable \u00b7 2 functions" in text
-    assert "main_adjoint 17 instructions \u00b7 1 input then 4 weights" in text
+    count = DISPLAYS["executable"]["main_adjoint"].num_instructions  # fused groups count once
+    assert f"main_adjoint {count} instructions \u00b7 1 input then 4 weights" in text
     assert '    w1: Tensor((784, 128), "float32"),' in code_lines(DISPLAYS["executable"]._repr_html_())
 
 
