@@ -262,7 +262,9 @@ def test_gil_is_released_so_threads_overlap():
         t.join()
     assert len(results) == 4
     for r in results:
-        np.testing.assert_allclose(r, a @ b, rtol=1e-12)
+        np.testing.assert_array_equal(r, results[0])
+        # NumPy's BLAS splits the sum differently: last-bit differences, absolute near zero.
+        np.testing.assert_allclose(r, a @ b, rtol=1e-12, atol=1e-12)
 
 
 def test_build_errors():

@@ -21,8 +21,8 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, in
 
 // `count` GEMMs c_i = op(a_i) op(b_i), as gemm with beta 0, the operands of
 // the i-th at element offsets i * stride_a, i * stride_b, i * stride_c (a
-// stride may be 0); one call that OpenBLAS spreads over its threads, for
-// many small GEMMs.
+// stride may be 0); runs of whole GEMMs spread over adjoint's pool, for many
+// small GEMMs.
 void gemm_batch_strided(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
                         int64_t stride_a, const float* b, int64_t ldb, int64_t stride_b, float* c, int64_t ldc,
                         int64_t stride_c, int64_t count);
@@ -31,6 +31,9 @@ void gemm_batch_strided(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
                         int64_t stride_c, int64_t count);
 
 std::string config();      // OpenBLAS build configuration string
+// Threads GEMMs use: adjoint's pool splits them, OpenBLAS runs on one
+// (blas.cc says why). Until set, OpenBLAS's count when it loaded
+// (OPENBLAS_NUM_THREADS, else the cores).
 int num_threads();
 void set_num_threads(int n);
 

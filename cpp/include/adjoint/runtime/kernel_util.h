@@ -168,14 +168,16 @@ void binary_map(const NDArray& a, const NDArray& b, NDArray& out, F&& f) {
 
 // ---- Reduction building blocks (reduce and nn kernels) ----
 
-// Compiles a function holding a hot loop twice, with AVX2 and for the
-// baseline the build targets (SSE2), and picks the copy for the CPU at load
-// time (GCC's target_clones). The helpers it calls are inlined into it
+// Compiles a function holding a hot loop three times, with AVX-512F, with
+// AVX2 and for the baseline the build targets (SSE2), and picks the copy for
+// the CPU at load time (GCC's target_clones). The copies agree bit for bit:
+// the build turns off FMA contraction (CMakeLists.txt), and reductions fix
+// their lanes in the source, not by vector width. The helpers it calls are inlined into it
 // (flatten), or they would run their baseline code; an ISA option rather
 // than an arch= one, as GCC inlines only across the same arch. Empty where
 // that is unavailable.
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
-#define AJ_MULTIVERSION __attribute__((target_clones("avx2", "default"), flatten))
+#define AJ_MULTIVERSION __attribute__((target_clones("avx512f", "avx2", "default"), flatten))
 #else
 #define AJ_MULTIVERSION
 #endif

@@ -1,8 +1,8 @@
 // A small persistent thread pool for kernels: parallel_for splits [0, n) into
 // contiguous chunks run by the pool's workers and the caller. Work below
 // `grain` items, or with one thread configured, runs inline. The thread count
-// follows aj.set_num_threads (the BLAS thread count), so kernels and GEMMs
-// use the same cores. All three functions may be called from any thread at any
+// follows aj.set_num_threads (blas::num_threads), and GEMMs are split over
+// this pool too (blas.cc), so kernels and GEMMs share one set of threads. All three functions may be called from any thread at any
 // time, also while other threads are inside parallel_for; a parallel_for
 // called from inside a chunk runs inline.
 #pragma once
