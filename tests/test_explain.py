@@ -68,15 +68,17 @@ def test_gradient_reports_each_stage():
 
 
 def test_gradient_counts_values_it_binds_once():
-    # d(sum(x*x))/dx: the two products of the adjoint are one value
+    # d(sum(exp(x*x)))/dx: the two products exp(x*x) * x of the adjoint are one value
     mod = aj.parse('''@function
 def main(x: Tensor((3,), "float64")) -> Tensor((), "float64"):
     y: Tensor((3,), "float64") = multiply(x, x)
-    s: Tensor((), "float64") = sum(y)
+    e: Tensor((3,), "float64") = exp(y)
+    s: Tensor((), "float64") = sum(e)
     return s
 ''')
     report = T.Gradient().explain(mod)
-    assert report.counts["SimplifyGradient"] == {"bindings merged": 1}
+    assert report.counts["SimplifyGradient"] == {"binary_of_broadcast_lhs": 1, "multiply_by_ones_lhs": 1,
+                                                 "bindings merged": 1}
 
 
 def test_sequential_reports_each_pass_and_numbers_repeats():

@@ -217,21 +217,19 @@ def main_adjoint(x: Tensor((64, 32), "float32"), w: Tensor((48, 32), "float32"))
     return (gv, (x_adjoint, w_adjoint))
 '''
 
-# mean: the seed is scaled by 1 / 3072 before it is broadcast
+# mean: each row or column sum is scaled by 1 / 3072, then broadcast
 LINEAR_MEAN_ADJOINT = '''\
 @function
 def main_adjoint(x: Tensor((64, 32), "float32"), w: Tensor((48, 32), "float32")) -> Tuple(Tensor((), "float32"), Tuple(Tensor((64, 32), "float32"), Tensor((48, 32), "float32"))):
     lv: Tensor((32, 48), "float32") = permute_dims(w)
     lv1: Tensor((64, 48), "float32") = matmul(x, lv)
     gv: Tensor((), "float32") = mean(lv1)
-    gv_adjoint: Tensor((), "float32") = ones((), "float32")
-    lv_1: Tensor((), "float32") = multiply(gv_adjoint, const(0.00032552084, "float32"))
-    lv_2: Tensor((1, 32), "float32") = sum(w, axis=[-2], keepdims=True)
-    lv_3: Tensor((1, 32), "float32") = multiply(lv_2, lv_1)
-    x_adjoint: Tensor((64, 32), "float32") = broadcast_to(lv_3, (64, 32))
-    lv_4: Tensor((1, 32), "float32") = sum(x, axis=[-2], keepdims=True)
-    lv_5: Tensor((1, 32), "float32") = multiply(lv_4, lv_1)
-    w_adjoint: Tensor((48, 32), "float32") = broadcast_to(lv_5, (48, 32))
+    lv_1: Tensor((1, 32), "float32") = sum(w, axis=[-2], keepdims=True)
+    lv_2: Tensor((1, 32), "float32") = multiply(lv_1, const(0.00032552084, "float32"))
+    x_adjoint: Tensor((64, 32), "float32") = broadcast_to(lv_2, (64, 32))
+    lv_3: Tensor((1, 32), "float32") = sum(x, axis=[-2], keepdims=True)
+    lv_4: Tensor((1, 32), "float32") = multiply(lv_3, const(0.00032552084, "float32"))
+    w_adjoint: Tensor((48, 32), "float32") = broadcast_to(lv_4, (48, 32))
     return (gv, (x_adjoint, w_adjoint))
 '''
 

@@ -193,6 +193,91 @@ def main(x: {t(1, 5)}) -> {t(5, 4)}:
     return t
 '''),
     ],
+    "multiply_by_ones_lhs": [
+        (f'''@function
+def main(x: {t(3, 4)}) -> {t(3, 4)}:
+    o: {t()} = ones((), {F64})
+    y: {t(3, 4)} = multiply(o, x)
+    z: {t(3, 4)} = exp(y)
+    return z
+''', f'''@function
+def main(x: {t(3, 4)}) -> {t(3, 4)}:
+    z: {t(3, 4)} = exp(x)
+    return z
+'''),
+        # ones of a larger shape broadcast x: the product is not x
+        (f'''@function
+def main(x: {t(4)}) -> {t(3, 4)}:
+    o: {t(3, 4)} = ones((3, 4), {F64})
+    y: {t(3, 4)} = multiply(o, x)
+    return y
+''', f'''@function
+def main(x: {t(4)}) -> {t(3, 4)}:
+    o: {t(3, 4)} = ones((3, 4), {F64})
+    y: {t(3, 4)} = multiply(o, x)
+    return y
+'''),
+    ],
+    "multiply_by_ones_rhs": [
+        (f'''@function
+def main(x: {t(3, 4)}) -> {t(3, 4)}:
+    o: {t(1, 4)} = ones((1, 4), {F64})
+    y: {t(3, 4)} = multiply(x, o)
+    z: {t(3, 4)} = exp(y)
+    return z
+''', f'''@function
+def main(x: {t(3, 4)}) -> {t(3, 4)}:
+    z: {t(3, 4)} = exp(x)
+    return z
+'''),
+    ],
+    "binary_of_broadcast_lhs": [
+        (f'''@function
+def main(s: {t()}, y: {t(3, 4)}) -> {t(3, 4)}:
+    b: {t(3, 4)} = broadcast_to(s, (3, 4))
+    d: {t(3, 4)} = subtract(b, y)
+    return d
+''', f'''@function
+def main(s: {t()}, y: {t(3, 4)}) -> {t(3, 4)}:
+    d: {t(3, 4)} = subtract(s, y)
+    return d
+'''),
+        # a row broadcast to the shape of y (2, 3, 4)'s last two dims; y gives the result's shape
+        (f'''@function
+def main(r: {t(1, 4)}, y: {t(2, 3, 4)}) -> {t(2, 3, 4)}:
+    b: {t(3, 4)} = broadcast_to(r, (3, 4))
+    d: {t(2, 3, 4)} = divide(b, y)
+    return d
+''', f'''@function
+def main(r: {t(1, 4)}, y: {t(2, 3, 4)}) -> {t(2, 3, 4)}:
+    d: {t(2, 3, 4)} = divide(r, y)
+    return d
+'''),
+        # y (4,) does not have the result's shape: the broadcast stays
+        (f'''@function
+def main(s: {t()}, y: {t(4)}) -> {t(3, 4)}:
+    b: {t(3, 4)} = broadcast_to(s, (3, 4))
+    d: {t(3, 4)} = add(b, y)
+    return d
+''', f'''@function
+def main(s: {t()}, y: {t(4)}) -> {t(3, 4)}:
+    b: {t(3, 4)} = broadcast_to(s, (3, 4))
+    d: {t(3, 4)} = add(b, y)
+    return d
+'''),
+    ],
+    "binary_of_broadcast_rhs": [
+        (f'''@function
+def main(y: {t(3, 4)}, s: {t(3, 1)}) -> {t(3, 4)}:
+    b: {t(3, 4)} = broadcast_to(s, (3, 4))
+    d: {t(3, 4)} = maximum(y, b)
+    return d
+''', f'''@function
+def main(y: {t(3, 4)}, s: {t(3, 1)}) -> {t(3, 4)}:
+    d: {t(3, 4)} = maximum(y, s)
+    return d
+'''),
+    ],
 }
 
 ALL_NAMES = sorted(set(RULES) | set(CASES))

@@ -12,6 +12,8 @@
 
 #include "adjoint/analysis/verifier.h"
 #include "adjoint/ir/builder.h"
+#include "adjoint/ir/substitute.h"
+#include "adjoint/ir/var_map.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/support/error.h"
 #include "convert.h"
@@ -178,6 +180,35 @@ class PyFunctionBuilder {
     return unconst(out);
   }
 
+  // Calls `fn` by inlining it: emits its bindings (names kept, made unique)
+  // with its params replaced by `args`, one expr of the param's type each,
+  // and returns its result over the new vars.
+  py::object inline_function(const py::handle& fn_arg, const py::handle& args_arg) {
+    std::string what = label(*state_) + ".inline";
+    if (fn_arg.is_none() || !py::isinstance<NamedFunction>(fn_arg))
+      throw Error(str(what, ": expected an aj.Function, got ", fn_arg.is_none() ? "None" : py_type_name(fn_arg)));
+    Function fn = fn_arg.cast<const NamedFunction&>().fn;
+    std::vector<Expr> args = exprs_in(args_arg, what);
+    check_owned(args, what);
+    live(what);
+    const auto& params = fn->params();
+    if (args.size() != params.size())
+      throw TypeInferenceError(str(what, ": the function takes ", params.size(), " argument(s), got ", args.size()));
+    VarTable<Expr> replaced(*fn);
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (!type_equal(args[i]->type(), params[i]->type()))
+        throw TypeInferenceError(str(what, ": param '", params[i]->name_hint(), "' (#", i, ") is ",
+                                     params[i]->type()->to_string(), ", the argument is ", args[i]->type()->to_string()));
+      replaced.set(params[i].get(), args[i]);
+    }
+    auto lookup = [&](const VarNode* v) -> const Expr* { return replaced.find(v); };
+    size_t before = builder_->num_bindings();
+    for (const Binding& b : fn->bindings())
+      replaced.set(b.var.get(), builder_->emit(substitute(b.value, lookup), b.var->name_hint()));
+    own_bindings_from(before);
+    return py::cast(unconst(substitute(fn->ret(), lookup)));
+  }
+
   // Ends the function and verifies it; a problem (a free var, num_input out
   // of range) is a VerifyError naming the var.
   PyModule finish(const py::handle& ret) {
@@ -277,6 +308,7 @@ void bind_builder(py::module_& m) {
       .def("emit_call", &PyFunctionBuilder::emit_call, py::arg("op"), py::arg("args"),
            py::arg("positional"), py::arg("keyword"), py::arg("name") = py::str(""))
       .def("emit", &PyFunctionBuilder::emit, py::arg("value"), py::arg("name") = py::str(""))
+      .def("inline_function", &PyFunctionBuilder::inline_function, py::arg("fn"), py::arg("args"))
       .def("finish", &PyFunctionBuilder::finish, py::arg("ret"))
       .def("abandon", &PyFunctionBuilder::abandon, py::arg("reason"))
       .def_property_readonly("name", &PyFunctionBuilder::name)

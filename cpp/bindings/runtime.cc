@@ -1,7 +1,9 @@
-// Bindings of the runtime: the executor (aj.build, exe["name"](*arrays)),
-// BLAS information and thread control. Inputs are read in place when
-// contiguous, native-endian and of the param's dtype; outputs are handed to
-// NumPy without copying; the GIL is released while a function runs.
+// Bindings of the runtime: the executor (aj.build, exe["name"](*arrays),
+// exe["name"].donating({param: output})), BLAS information and thread
+// control. Inputs are read in place when contiguous, native-endian and of
+// the param's dtype; outputs are handed to NumPy without copying; a donated
+// input is written in place and returned as its aliased result; the GIL is
+// released while a function runs.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -147,11 +149,34 @@ NDArray view_of(const py::array& a, DType dtype) {
   return NDArray(std::move(shape), dtype, nullptr, const_cast<void*>(a.data()));
 }
 
-py::object rebuild(const Type& t, const std::vector<NDArray>& flat, size_t& pos) {
-  if (t->is_tensor()) return ndarray_to_py(flat[pos++], /*writeable=*/true);
+// The result as the type nests it; flat tensor k is `given[k]` when set (a
+// donated input's array).
+py::object rebuild(const Type& t, const std::vector<NDArray>& flat, const std::vector<py::object>& given, size_t& pos) {
+  if (t->is_tensor()) {
+    size_t k = pos++;
+    return given[k] ? given[k] : ndarray_to_py(flat[k], /*writeable=*/true);
+  }
   py::tuple out(t->fields().size());
-  for (size_t i = 0; i < t->fields().size(); ++i) out[i] = rebuild(t->fields()[i], flat, pos);
+  for (size_t i = 0; i < t->fields().size(); ++i) out[i] = rebuild(t->fields()[i], flat, given, pos);
   return out;
+}
+
+// The bytes an array spans, [first, last), empty for an empty array.
+std::pair<const char*, const char*> byte_range(const py::array& a) {
+  if (a.size() == 0) return {nullptr, nullptr};
+  const char* base = static_cast<const char*>(a.data());
+  ptrdiff_t lo = 0, hi = 0;
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) {
+    ptrdiff_t extent = static_cast<ptrdiff_t>(a.shape(d) - 1) * a.strides(d);
+    (extent < 0 ? lo : hi) += extent;
+  }
+  return {base + lo, base + hi + a.itemsize()};
+}
+
+bool overlap(const py::array& a, const py::array& b) {
+  auto [a0, a1] = byte_range(a);
+  auto [b0, b1] = byte_range(b);
+  return a0 && b0 && a0 < b1 && b0 < a1;
 }
 
 // "main, main_adjoint"
@@ -165,6 +190,11 @@ std::string function_list(const Executable& exe) {
 struct ExecFunction {
   std::shared_ptr<Executable> exe;
   CompiledFunction* fn;
+  std::shared_ptr<CompiledFunction> donating_fn;  // owns fn when planned with aliases
+
+  std::string param_text(size_t i) const {
+    return str("function '", fn->name(), "', param '", fn->function()->params()[i]->name_hint(), "' (#", i, ")");
+  }
 
   std::string signature() const { return signature_text(fn->name(), *fn->function()); }
 
@@ -198,6 +228,7 @@ struct ExecFunction {
   py::object call(const py::args& args, const py::kwargs& kwargs) {
     const auto& params = fn->function()->params();
     std::vector<py::object> given = arguments(args, kwargs);
+    for (const Alias& a : fn->aliases()) check_donated(given[a.param], a.param);
     std::vector<py::array> keep(params.size());
     std::vector<NDArray> inputs(params.size());
     std::vector<size_t> copy_later;  // strided or byte-swapped arrays: stand-ins with their shapes first
@@ -219,13 +250,92 @@ struct ExecFunction {
         inputs[i] = view_of(keep[i], params[i]->type()->dtype());
       }
     }
+    for (const Alias& a : fn->aliases()) check_not_shared(given, keep, a.param);
     std::vector<NDArray> out;
     {
       py::gil_scoped_release nogil;
       out = fn->run(inputs);
     }
+    std::vector<py::object> same(out.size());
+    for (const Alias& a : fn->aliases()) same[a.output] = given[a.param];
     size_t pos = 0;
-    return rebuild(fn->function()->ret_type(), out, pos);
+    return rebuild(fn->function()->ret_type(), out, same, pos);
+  }
+
+  // A donated argument is written in place, so it must be a NumPy array the
+  // executor can write as it is: of the param's dtype, writable,
+  // C-contiguous, aligned and native-endian (no converting copy).
+  void check_donated(const py::handle& obj, size_t i) const {
+    const char* want = dtype_name(fn->function()->params()[i]->type()->dtype());
+    auto fail = [&](const std::string& why) { throw ExecutionError(str(param_text(i), " is donated: ", why)); };
+    if (!py::isinstance<py::array>(obj))
+      fail(str("expected a writable ", want, " NumPy array (the result is written into it), got ",
+               obj.is_none() ? "None" : py_type_name(obj)));
+    auto a = py::reinterpret_borrow<py::array>(obj);
+    std::string got = py::str(a.dtype().attr("name"));
+    if (got != want) fail(str("expected dtype ", want, " (a donated array is not converted), got ", got));
+    if (!a.writeable()) fail("the array is read-only");
+    if (!(a.flags() & py::array::c_style)) fail("the array is not C-contiguous (a donated array is not copied)");
+    if (!ready_as_is(a)) fail("the array is unaligned or byte-swapped (a donated array is not copied)");
+  }
+
+  // No other argument may share a donated argument's bytes: neither as given
+  // nor as read (a view converted by NumPy may still be the same memory).
+  void check_not_shared(const std::vector<py::object>& given, const std::vector<py::array>& keep, size_t i) const {
+    const py::array& donated = keep[i];
+    for (size_t j = 0; j < keep.size(); ++j) {
+      if (j == i) continue;
+      bool shared = overlap(donated, keep[j]) ||
+                    (py::isinstance<py::array>(given[j]) && overlap(donated, py::reinterpret_borrow<py::array>(given[j])));
+      if (shared)
+        throw ExecutionError(str(param_text(i), " is donated, so no other argument may share its memory, but ",
+                                 "param '", fn->function()->params()[j]->name_hint(), "' (#", j, ") does"));
+    }
+  }
+
+  // exe["f"].donating({param: output}): a param index or name to a flat
+  // result index; planned anew (the executable's own plan is unchanged).
+  ExecFunction donating(const py::handle& mapping) const {
+    std::string what = str("function '", fn->name(), "': cannot donate");
+    if (!py::isinstance(mapping, py::module_::import("collections.abc").attr("Mapping")))
+      throw ExecutionError(str(what, ": expected a dict {param index or name: result index}, got ",
+                               py_type_name(mapping)));
+    std::vector<Alias> aliases;
+    for (const auto& item : mapping.attr("items")()) {
+      auto pair = py::reinterpret_borrow<py::tuple>(item);
+      size_t param = param_index(pair[0], what);
+      std::string result_of = str(what, ": the result index for param '",
+                                  fn->function()->params()[param]->name_hint(), "' (#", param, ")");
+      int64_t output = int_arg<ExecutionError>(pair[1], result_of);
+      if (output < 0) throw ExecutionError(str(result_of, " must be >= 0, got ", output));
+      aliases.push_back({param, static_cast<size_t>(output)});
+    }
+    std::shared_ptr<CompiledFunction> planned;
+    {
+      py::gil_scoped_release nogil;
+      planned = exe->donating(fn->name(), std::move(aliases));
+    }
+    return ExecFunction{exe, planned.get(), planned};
+  }
+
+  size_t param_index(const py::handle& key, const std::string& what) const {
+    const auto& params = fn->function()->params();
+    if (py::isinstance<py::str>(key)) {
+      std::string name = string_arg<ExecutionError>(key, what);
+      size_t found = params.size(), count = 0;
+      for (size_t i = 0; i < params.size(); ++i)
+        if (params[i]->name_hint() == name) found = i, ++count;
+      if (count == 0) throw ExecutionError(str(what, ": the function has no param named '", name, "'"));
+      if (count > 1) throw ExecutionError(str(what, ": the function has several params named '", name, "': give the index"));
+      return found;
+    }
+    if (!is_int_like(key))
+      throw ExecutionError(str(what, ": a key must be a param index or name, got ", key.is_none() ? "None" : py_type_name(key)));
+    int64_t i = int_arg<ExecutionError>(key, what);
+    if (i < 0 || static_cast<size_t>(i) >= params.size())
+      throw ExecutionError(str(what, ": param index ", i, " is out of range: the function has ", params.size(),
+                               " param(s)"));
+    return static_cast<size_t>(i);
   }
 };
 
@@ -267,6 +377,17 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("function", [](const ExecFunction& f) { return NamedFunction{f.fn->name(), f.fn->function()}; },
                              "The aj.Function this was compiled from.")
       .def_property_readonly("_signature_text", &ExecFunction::signature)
+      .def("donating", &ExecFunction::donating, py::arg("aliases"),
+           "This function planned anew with donated inputs: {param index or name: flat result index}.")
+      .def_property_readonly("_aliases", [](const ExecFunction& f) {
+        py::list out;
+        for (const Alias& a : f.fn->aliases()) out.append(py::make_tuple(a.param, a.output, a.direct));
+        return out;
+      })
+      .def_property_readonly("_last_run_stats", [](const ExecFunction& f) {
+        const RunStats& s = f.fn->last_run_stats();
+        return py::make_tuple(s.allocations, s.allocated_bytes, s.copied_bytes);
+      })
       .def("__repr__", [](const ExecFunction& f) { return "<ExecFunction " + f.signature() + ">"; });
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable", "Every function of a module, planned for the CPU.")
       .def(py::init([](const py::handle& arg) {
@@ -277,7 +398,7 @@ void bind_runtime(py::module_& m) {
       .def("__getitem__", [](const std::shared_ptr<Executable>& exe, const py::handle& key) {
         std::string name = function_name_key(key, "the executable");
         if (!exe->module()->contains(name)) throw_function_not_found(str("the executable has no function '", name, "'"));
-        return ExecFunction{exe, &exe->get(name)};
+        return ExecFunction{exe, &exe->get(name), nullptr};
       })
       .def("__contains__", [](const Executable& exe, const py::handle& key) {
         if (!py::isinstance<py::str>(key)) return false;
@@ -289,7 +410,7 @@ void bind_runtime(py::module_& m) {
         if (!exe->module()->contains(name))
           throw py::attribute_error(str("aj.Executable has no attribute or function '", name, "'; its functions: ",
                                         function_list(*exe)));
-        return ExecFunction{exe, &exe->get(name)};
+        return ExecFunction{exe, &exe->get(name), nullptr};
       })
       .def("__dir__", [](const py::object& self) {
         py::list out = py::module_::import("builtins").attr("object").attr("__dir__")(self);

@@ -120,6 +120,14 @@ class FunctionBuilder:
         """Binds an expr (a tuple, tuple item, constant or call) to a new var."""
         return self._guarded(lambda: self._builder.emit(as_expr(value), name))
 
+    def inline(self, fn: "_core.Function", *args: Any) -> Any:
+        """Calls ``fn`` here by inlining it: its bindings are emitted with its
+        params replaced by ``args`` (one value of the param's type each) and
+        its result is returned over the new vars, a tuple result as a Python
+        tuple. ``aj.TypeInferenceError`` on a wrong count or type."""
+        ret = self._guarded(self._builder.inline_function, fn, [as_expr(a) for a in args])
+        return _untuple(ret)
+
     def finish(self, ret: Any) -> "_core.Module":
         """Ends the function, returning ``ret`` (an expr or a nested tuple of
         exprs), verifies it (``aj.VerifyError`` names the offending var) and
@@ -198,6 +206,13 @@ def _end_cell(result: Any) -> None:
             if builder.status == "active":
                 builder._abandon(error)
     _cell_builders.clear()
+
+
+def _untuple(e: Any) -> Any:
+    """A Tuple expr as a Python tuple of its fields (recursively); others as they are."""
+    if isinstance(e, _core.Tuple):
+        return tuple(_untuple(f) for f in e.fields)
+    return e
 
 
 def as_expr(value: Any, like: Expr | None = None) -> Expr:

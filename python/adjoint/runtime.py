@@ -1,6 +1,8 @@
 """Running modules on the CPU: ``exe = aj.build(mod); exe["main"](*arrays)``,
-also ``exe.main(x=..., w=...)``, and what a compiled function takes
-(``exe["main"].signature``)."""
+also ``exe.main(x=..., w=...)``, what a compiled function takes
+(``exe["main"].signature``), donated inputs
+(``exe["step"].donating({"w": 1})``) and what a run allocated
+(``last_run_stats``)."""
 
 from __future__ import annotations
 
@@ -62,6 +64,39 @@ def _signature(self: ExecFunction) -> Signature:
 ExecFunction.signature = property(_signature, doc="The params (name, shape, dtype, input or weight) and the result.")
 
 
+@dataclass(frozen=True)
+class Donation:
+    """Param ``param`` (#``index``) is donated to flat result ``output``;
+    ``direct``: the plan writes the result straight into the param's array
+    (else it is computed apart and copied in once the run has succeeded)."""
+
+    param: str
+    index: int
+    output: int
+    direct: bool
+
+
+@dataclass(frozen=True)
+class RunStats:
+    """What the last run of a compiled function allocated: fresh buffers
+    (the pool had none to reuse, and copies of results) and their bytes, and
+    the bytes of donated results copied into their inputs after the run."""
+
+    allocations: int
+    allocated_bytes: int
+    copied_bytes: int
+
+
+def _donations(self: ExecFunction) -> tuple[Donation, ...]:
+    params = self.function.params
+    return tuple(Donation(params[p].name_hint, p, out, direct) for p, out, direct in self._aliases)
+
+
+ExecFunction.donations = property(_donations, doc="The donated params, as planned (empty unless made by donating).")
+ExecFunction.last_run_stats = property(lambda self: RunStats(*self._last_run_stats),
+                                       doc="Allocations and copies of the last run (a RunStats).")
+
+
 def build(mod: Module) -> Executable:
     """Plans every function of ``mod`` for the CPU and returns the executable.
 
@@ -71,10 +106,16 @@ def build(mod: Module) -> Executable:
     ``aj.ExecutionError`` names the param otherwise), runs with the GIL
     released, and returns NumPy arrays (tuples for tuple results). Inputs are
     read without copying when C-contiguous and of the param's dtype.
+
+    ``exe["step"].donating({param: output, ...})`` (a param index or name to
+    a flat result index) plans the function anew with those inputs donated:
+    each result is written over its input's array, which the call then
+    returns at that position (``new_w is w``); a run that raises leaves the
+    donated arrays unchanged (docs/executor.md, "Donated inputs").
     """
     if not isinstance(mod, Module):
         raise Error(f"build expects an aj.Module, got {type(mod).__name__}")
     return _core.Executable(mod)
 
 
-__all__ = ["Executable", "ExecFunction", "Param", "Signature", "build"]
+__all__ = ["Donation", "Executable", "ExecFunction", "Param", "RunStats", "Signature", "build"]

@@ -1309,7 +1309,7 @@ Dtypes: all (float32, float64, int32, int64, bool).)doc");
   reg.define(ops::take).set_args({"x", "indices"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(take_type).set_flops(zero_flops)
-      .set_kernel(take_kernel).set_vjp(take_vjp)
+      .set_kernel(take_kernel).set_may_fail().set_vjp(take_vjp)
       .set_doc(R"doc(Gathers the entries of x along `axis` (default 0) at integer `indices` of any shape: out[a..., j...,
 b...] = x[a..., indices[j...], b...], negative indices counting from the end. NumPy:
 `np.take(x, indices, axis)`. PyTorch: `torch.index_select(x, axis, indices)` (for 1-D indices, none
@@ -1327,7 +1327,7 @@ Dtypes: all for x (float32, float64, int32, int64, bool); int32, int64 for indic
   reg.define(ops::index_add).set_args({"x", "indices", "source"})
       .add_attr("axis", AttrKind::kInt, int64_t{0})
       .set_type_rule(index_add_type).set_flops(index_add_flops)
-      .set_kernel(index_add_kernel).set_vjp(index_add_vjp)
+      .set_kernel(index_add_kernel).set_may_fail().set_vjp(index_add_vjp)
       .set_doc(R"doc(x with `source` added at `indices` along `axis` (default 0): out = x, then out[a..., indices[j...],
 b...] += source[a..., j..., b...] for every j, repeated indices accumulating. It is take's
 transpose; take's VJP emits it. NumPy:
@@ -1384,7 +1384,7 @@ Dtypes: all (float32, float64, int32, int64, bool).)doc");
       .add_attr("axes", AttrKind::kIntList).add_attr("begin", AttrKind::kIntList)
       .add_attr("end", AttrKind::kIntList).add_attr("strides", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(strided_slice_type).set_flops(zero_flops)
-      .set_kernel(strided_slice_kernel).set_vjp(strided_slice_vjp)
+      .set_kernel(strided_slice_kernel).set_may_fail().set_vjp(strided_slice_vjp)
       .set_view_offset(strided_slice_view_offset)
       .set_doc(R"doc(Python slicing along listed axes: axis `axes[i]` becomes x[begin[i]:end[i]:strides[i]] along it, and
 the other axes stay whole; strides=None means step 1 everywhere. NumPy:
@@ -1414,7 +1414,7 @@ Dtypes: all (float32, float64, int32, int64, bool).)doc");
       .add_attr("axes", AttrKind::kIntList).add_attr("begin", AttrKind::kIntList)
       .add_attr("end", AttrKind::kIntList).add_attr("strides", AttrKind::kOptIntList, NoneValue{})
       .set_type_rule(strided_slice_backward_type).set_flops(zero_flops)
-      .set_kernel(strided_slice_backward_kernel).set_vjp(strided_slice_backward_vjp)
+      .set_kernel(strided_slice_backward_kernel).set_may_fail().set_vjp(strided_slice_backward_vjp)
       .set_doc(R"doc(The gradient of strided_slice, which strided_slice's VJP emits: zeros of `shape` with `dy` written
 into the elements `strided_slice(z, axes, begin, end, strides)` reads from a tensor `z` of that shape. The slice's
 elements are distinct, so nothing accumulates. NumPy:

@@ -1190,7 +1190,7 @@ void register_nn_ops(OpRegistry& reg) {
   reg.define(ops::softmax).set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(softmax_type).set_flops(per_input_element_flops<5>)
-      .set_kernel(softmax_kernel<false>).set_vjp(softmax_vjp)
+      .set_kernel(softmax_kernel<false>).set_may_fail().set_vjp(softmax_vjp)
       .set_doc(R"doc(exp(x) normalized to sum to 1 along `axis` (default -1), computed as exp(x - max) / sum(exp(x -
 max)) so that large inputs do not overflow. NumPy: none
 (`m = x.max(axis, keepdims=True); e = np.exp(x - m); e / e.sum(axis, keepdims=True)`, or
@@ -1206,7 +1206,7 @@ Dtypes: float32, float64.)doc");
   reg.define(ops::log_softmax).set_args({"x"})
       .add_attr("axis", AttrKind::kInt, int64_t{-1})
       .set_type_rule(softmax_type).set_flops(per_input_element_flops<5>)
-      .set_kernel(softmax_kernel<true>).set_vjp(log_softmax_vjp)
+      .set_kernel(softmax_kernel<true>).set_may_fail().set_vjp(log_softmax_vjp)
       .set_doc(R"doc(log(softmax(x)) along `axis` (default -1), computed as (x - max) - log(sum(exp(x - max))) without
 forming softmax. NumPy: none
 (`m = x.max(axis, keepdims=True); x - m - np.log(np.exp(x - m).sum(axis, keepdims=True))`, or
@@ -1220,7 +1220,7 @@ Dtypes: float32, float64.)doc");
       .add_attr("axes", AttrKind::kIntList, std::vector<int64_t>{-1})
       .add_attr("epsilon", AttrKind::kFloat, 1e-5)
       .set_type_rule(layer_norm_type).set_flops(per_input_element_flops<7>)
-      .set_kernel(layer_norm_kernel).set_vjp(layer_norm_vjp)
+      .set_kernel(layer_norm_kernel).set_may_fail().set_vjp(layer_norm_vjp)
       .set_doc(R"doc(Normalizes x over `axes` (default [-1]) to zero mean and unit variance, then scales by `gamma` and
 shifts by `beta`: (x - mean) / sqrt(var + epsilon) * gamma + beta, with the mean and the biased
 variance (divided by the count, not count - 1) taken over all the listed axes together. NumPy: none
@@ -1239,7 +1239,7 @@ FLOPs: 7 per element of x (mean, center, square, sum, normalize, scale, shift).
 Dtypes: float32, float64.)doc");
   reg.define(ops::cross_entropy_with_logits).set_args({"logits", "labels"})
       .set_type_rule(cross_entropy_type).set_flops(per_input_element_flops<7>)
-      .set_kernel(cross_entropy_kernel).set_vjp(cross_entropy_vjp)
+      .set_kernel(cross_entropy_kernel).set_may_fail().set_vjp(cross_entropy_vjp)
       .set_doc(R"doc(The softmax cross entropy of unnormalized scores `logits` against a target distribution `labels`:
 for (N, C) inputs, the mean over the N rows of -sum(labels * log_softmax(logits, -1), -1); for (C,)
 inputs, that sum. NumPy: none
@@ -1265,7 +1265,7 @@ Dtypes: float32, float64.)doc");
   reg.define(ops::nll_loss).set_args({"predictions", "targets"})
       .add_attr("reduction", AttrKind::kString, std::string(nll_reduction_name(NllReduction::kMean)))
       .add_attr("ignore_index", AttrKind::kInt, int64_t{-100})
-      .set_type_rule(nll_loss_type).set_flops(nll_loss_flops).set_kernel(nll_loss_kernel)
+      .set_type_rule(nll_loss_type).set_flops(nll_loss_flops).set_kernel(nll_loss_kernel).set_may_fail()
       .set_vjp(nll_loss_vjp)
       .set_doc(R"doc(Negative log likelihood of class-index targets: per row r, -predictions[r, targets[r]], or 0 where
 targets[r] is `ignore_index` (default -100); then `reduction` "mean" (the default: the sum over the
@@ -1292,7 +1292,7 @@ Dtypes: float32, float64 for predictions; int32, int64 for targets.)doc");
       .add_attr("reduction", AttrKind::kString, std::string(nll_reduction_name(NllReduction::kMean)))
       .add_attr("ignore_index", AttrKind::kInt, int64_t{-100})
       .set_type_rule(nll_loss_backward_type).set_flops(nll_loss_backward_flops)
-      .set_kernel(nll_loss_backward_kernel).set_vjp(nll_loss_backward_vjp)
+      .set_kernel(nll_loss_backward_kernel).set_may_fail().set_vjp(nll_loss_backward_vjp)
       .set_doc(R"doc(The gradient of nll_loss with respect to its predictions, which nll_loss's VJP emits: zeros of
 predictions' shape, except -output_grad[r] (reduction "none") or -output_grad (reduction "sum"; for
 "mean", divided by the number of targets not ignored) at (r, targets[r]) of each row whose target is
@@ -1308,7 +1308,7 @@ FLOPs: one per target.
 Dtypes: float32, float64 for output_grad and predictions (one dtype); int32, int64 for targets.)doc");
   add_window_attrs(reg.define(ops::conv2d).set_args({"data", "weight"}))
       .add_attr("groups", AttrKind::kInt, int64_t{1})
-      .set_type_rule(conv2d_type).set_flops(conv2d_flops).set_kernel(conv2d_kernel)
+      .set_type_rule(conv2d_type).set_flops(conv2d_flops).set_kernel(conv2d_kernel).set_may_fail()
       .set_vjp(conv2d_vjp)
       .set_doc(R"doc(2-D convolution (a cross-correlation, the kernel not flipped, as in deep-learning frameworks) of
 `data` in NCHW layout with `weight` in OIHW layout, without bias: out[n, o, y, x] = sum over c, i, j
@@ -1333,7 +1333,7 @@ Dtypes: float32, float64.)doc");
                        .add_attr("data_shape", AttrKind::kShape))
       .add_attr("groups", AttrKind::kInt, int64_t{1})
       .set_type_rule(conv2d_backward_data_type).set_flops(conv2d_backward_data_flops)
-      .set_kernel(conv2d_backward_data_kernel).set_vjp(conv2d_backward_data_vjp)
+      .set_kernel(conv2d_backward_data_kernel).set_may_fail().set_vjp(conv2d_backward_data_vjp)
       .set_doc(R"doc(The gradient of conv2d with respect to its data, which conv2d's VJP emits: given `output_grad` (N,
 O, OH, OW) and `weight` (O, C / groups, KH, KW), the transposed convolution of output_grad, an array
 of shape `data_shape` (N, C, H, W). NumPy: none. PyTorch:
@@ -1352,7 +1352,7 @@ Dtypes: float32, float64.)doc");
                        .add_attr("weight_shape", AttrKind::kShape))
       .add_attr("groups", AttrKind::kInt, int64_t{1})
       .set_type_rule(conv2d_backward_weight_type).set_flops(conv2d_backward_weight_flops)
-      .set_kernel(conv2d_backward_weight_kernel).set_vjp(conv2d_backward_weight_vjp)
+      .set_kernel(conv2d_backward_weight_kernel).set_may_fail().set_vjp(conv2d_backward_weight_vjp)
       .set_doc(R"doc(The gradient of conv2d with respect to its weight, which conv2d's VJP emits: given `output_grad` (N,
 O, OH, OW) and `data` (N, C, H, W), the correlation of data with output_grad summed over the batch,
 an array of shape `weight_shape` (O, C / groups, KH, KW). NumPy: none. PyTorch:

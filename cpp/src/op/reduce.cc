@@ -249,9 +249,9 @@ std::vector<Expr> variance_vjp(VJPContext& ctx) {
   return {ctx.make(ops::multiply, {ctx.make(ops::subtract, {ctx.arg(0), mean}), unreduce(ctx, scaled)})};
 }
 
-void define_reduce(OpRegistry& reg, OpHandle op, TypeRule rule, FlopRule flops, Kernel kernel,
-                   VJPRule vjp, const char* doc) {
-  reg.define(op).set_args({"x"})
+OpDef& define_reduce(OpRegistry& reg, OpHandle op, TypeRule rule, FlopRule flops, Kernel kernel,
+                     VJPRule vjp, const char* doc) {
+  return reg.define(op).set_args({"x"})
       .add_attr("axis", AttrKind::kOptIntList, NoneValue{})
       .add_attr("keepdims", AttrKind::kBool, false)
       .set_type_rule(rule).set_flops(flops).set_kernel(std::move(kernel)).set_vjp(std::move(vjp)).set_doc(doc);
@@ -293,7 +293,7 @@ Type: `x` must be numeric (not bool); each axis must be in `[-ndim, ndim)` and a
 VJP: the gradient is split evenly among the elements equal to the maximum, as `torch.amax`'s: with `mask = astype(equal(x, unreduce(y)), dtype=<x's dtype>)`, where `y` is the op's result, `grad_x = multiply(mask, divide(unreduce(grad), sum(mask, axis=axis, keepdims=True)))`, where `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
 FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
 Dtypes: float32, float64, int32, int64.
-)doc");
+)doc").set_may_fail();
   define_reduce(reg, ops::min, numeric_reduce_type, per_input_element_flops<1>, extremum_kernel<false>,
                 extremum_vjp, R"doc(
 Minimum of the elements of `x` over the axes `axis`. NumPy: `np.min(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.amin(x, dim=axis, keepdim=keepdims)`.
@@ -304,7 +304,7 @@ Type: `x` must be numeric (not bool); each axis must be in `[-ndim, ndim)` and a
 VJP: the gradient is split evenly among the elements equal to the minimum, as `torch.amin`'s: with `mask = astype(equal(x, unreduce(y)), dtype=<x's dtype>)`, where `y` is the op's result, `grad_x = multiply(mask, divide(unreduce(grad), sum(mask, axis=axis, keepdims=True)))`, where `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
 FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
 Dtypes: float32, float64, int32, int64.
-)doc");
+)doc").set_may_fail();
   define_reduce(reg, ops::variance, float_reduce_type, per_input_element_flops<1>, variance_kernel,
                 variance_vjp, R"doc(
 Population variance (divided by the count, `ddof=0`) of the elements of `x` over the axes `axis`. NumPy: `np.var(x, axis=tuple(axis), keepdims=keepdims)`. PyTorch: `torch.var(x, dim=axis, correction=0, keepdim=keepdims)` (PyTorch's default divides by the count minus one).
@@ -315,7 +315,7 @@ Type: `x` must be float32 or float64; each axis must be in `[-ndim, ndim)` and a
 VJP: `grad_x = multiply(subtract(x, mean(x, axis=axis, keepdims=True)), unreduce(multiply(grad, 2 / n)))`, where `n` is the number of elements reduced into each result element, a constant, or `sum(ones(shape=<reduced dims>))` at run time when those dims are symbolic, and `unreduce(e)` is `reshape(e, shape=<x's shape with the reduced axes as 1>)`, left out when `keepdims` is true or only leading axes are reduced, where broadcasting already lines `e` up with `x`.
 FLOPs: one per input element (the count is the same for every reduction, the final scaling of `mean` and `variance` and `variance`'s second pass not counted).
 Dtypes: float32, float64.
-)doc");
+)doc").set_may_fail();
 }
 
 }  // namespace aj

@@ -20,6 +20,8 @@ NDArray BufferPool::take(std::vector<int64_t> shape, DType dtype) {
   if (best == free_.size()) {
     NDArray fresh = NDArray::empty(std::move(shape), dtype);
     capacity_[fresh.owner().get()] = std::max<size_t>(((need + 63) / 64) * 64, 64);
+    ++allocations_;
+    allocated_bytes_ += need;
     return fresh;
   }
   Buffer buf = std::move(free_[best]);

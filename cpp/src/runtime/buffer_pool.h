@@ -32,6 +32,11 @@ class BufferPool {
   size_t peak_bytes() const { return peak_; }
   void reset_peak() { peak_ = live_; }
 
+  // Fresh buffers take() allocated (it found none to reuse) and their bytes, since reset_counts().
+  size_t allocations() const { return allocations_; }
+  size_t allocated_bytes() const { return allocated_bytes_; }
+  void reset_counts() { allocations_ = allocated_bytes_ = 0; }
+
  private:
   struct Buffer {
     size_t capacity;
@@ -43,6 +48,8 @@ class BufferPool {
   std::unordered_map<const void*, size_t> capacity_;
   size_t live_ = 0;
   size_t peak_ = 0;
+  size_t allocations_ = 0;
+  size_t allocated_bytes_ = 0;
 };
 
 }  // namespace aj

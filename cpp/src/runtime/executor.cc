@@ -49,8 +49,9 @@ bool used_only_by_matmul(const DataflowIndex& index, const VarNode* v) {
 
 }  // namespace
 
-CompiledFunction::CompiledFunction(std::string name, Function fn)
-    : name_(std::move(name)), fn_(std::move(fn)), pool_(std::make_unique<BufferPool>()) {
+CompiledFunction::CompiledFunction(std::string name, Function fn, std::vector<Alias> aliases)
+    : name_(std::move(name)), fn_(std::move(fn)), aliases_(std::move(aliases)), pool_(std::make_unique<BufferPool>()) {
+  check_aliases();
   plan();
 }
 
@@ -179,6 +180,7 @@ void CompiledFunction::plan() {
     for (int s : instrs_[i].in_slots) last[s] = static_cast<int>(i);
   }
   for (int s : ret_slots_) last[s] = -2;
+  plan_aliases();
   for (size_t i = 0; i < instrs_.size(); ++i) choose_inplace(instrs_[i], static_cast<int>(i), last);
   for (size_t s = 0; s < slots_.size(); ++s)
     if (pooled_[s] && last[s] >= 0) instrs_[last[s]].release_after.push_back(static_cast<int>(s));
@@ -198,7 +200,7 @@ void CompiledFunction::plan() {
 // not, can write to bytes the view still reads, nor read bytes it overwrites.
 void CompiledFunction::choose_inplace(Instr& ins, int index, std::vector<int>& last) {
   const OpDef& op = ins.ctx.call->op();
-  if ((!op.inplace_ok && !op.is_view) || ins.out_slots.size() != 1) return;
+  if ((!op.inplace_ok && !op.is_view) || ins.out_slots.size() != 1 || !ins.write_into.empty()) return;
   const Type& out_type = ins.out_types[0];
   const auto& args = ins.ctx.call->args();
   for (size_t a = 0; a < ins.in_slots.size() && a < args.size(); ++a) {
@@ -307,13 +309,13 @@ std::vector<int64_t> CompiledFunction::output_shape(const Instr& ins, size_t k,
   return out;
 }
 
-namespace {
-NDArray copy_of(const NDArray& a) {
+NDArray CompiledFunction::counted_copy(const NDArray& a) {
   NDArray out = NDArray::empty(a.shape(), a.dtype());
   if (a.nbytes()) std::memcpy(out.data(), a.data(), a.nbytes());
+  ++last_stats_.allocations;
+  last_stats_.allocated_bytes += a.nbytes();
   return out;
 }
-}  // namespace
 
 // Gives the instruction its output buffers, runs its kernel and returns the
 // buffers that die here to the pool.
@@ -328,6 +330,12 @@ void CompiledFunction::execute(Instr& ins, const std::map<std::string, int64_t>&
         slots_[ins.out_slots[k]] = NDArray(std::move(shape), from.dtype(), from.owner(), from.data());
         continue;
       }
+      if (!ins.write_into.empty() && ins.write_into[k] >= 0) {
+        const NDArray& into = slots_[ins.write_into[k]];
+        slots_[ins.out_slots[k]] = NDArray(std::move(shape), into.dtype(), into.owner(), into.data());
+        continue;
+      }
+      if (ins.in_tail) continue;  // taken by take_tail_buffers
       slots_[ins.out_slots[k]] = pool_->take(std::move(shape), ins.out_types[k]->dtype());
     }
     (*ins.kernel)(ins.ctx);
@@ -360,16 +368,23 @@ std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
   std::lock_guard<std::mutex> lock(mu_);
   std::map<std::string, int64_t> env = bind_symbols(inputs);
   pool_->reset_peak();
+  pool_->reset_counts();
+  last_stats_ = RunStats{};
   for (size_t i = 0; i < inputs.size(); ++i) slots_[param_slots_[i]] = inputs[i];
   // Returns what the pool lent to still-filled slots and drops the inputs.
   auto release_all = [&] {
+    for (int s : direct_slots_) slots_[s] = NDArray();
     for (size_t s = 0; s < slots_.size(); ++s)
       if (pooled_[s]) pool_->give(slots_[s]);
     for (int s : param_slots_) slots_[s] = NDArray();
+    last_stats_.allocations += pool_->allocations();
+    last_stats_.allocated_bytes += pool_->allocated_bytes();
   };
   try {
-    for (auto& ins : instrs_) {
+    for (size_t i = 0; i < instrs_.size(); ++i) {
+      Instr& ins = instrs_[i];
       try {
+        if (static_cast<int>(i) == tail_start_) take_tail_buffers(env);
         execute(ins, env);
       } catch (const std::bad_alloc&) {
         throw OutOfMemoryError(str(where(ins), "out of memory"));
@@ -379,22 +394,13 @@ std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
     release_all();
     throw;
   }
-  // Results leave without a copy, once each; a result that is an input, a
-  // constant or a repeat of another result is copied.
   std::vector<NDArray> out;
-  out.reserve(ret_slots_.size());
-  std::vector<int> handed;
-  for (int s : ret_slots_) {
-    bool first = pooled_[s] && std::find(handed.begin(), handed.end(), s) == handed.end();
-    if (first) {
-      handed.push_back(s);
-      pool_->hand_out(slots_[s]);
-      out.push_back(slots_[s]);
-    } else {
-      out.push_back(copy_of(slots_[s]));
-    }
+  try {
+    out = collect_results(inputs);
+  } catch (const std::bad_alloc&) {
+    release_all();
+    throw OutOfMemoryError(str("function '", name_, "': out of memory copying its results"));
   }
-  for (int s : handed) slots_[s] = NDArray();
   last_peak_ = pool_->peak_bytes();
   release_all();
   return out;
@@ -402,6 +408,12 @@ std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
 
 size_t CompiledFunction::pool_bytes() const { return pool_->bytes(); }
 size_t CompiledFunction::peak_bytes() const { return last_peak_; }
+
+std::unique_ptr<CompiledFunction> Executable::donating(const std::string& name, std::vector<Alias> aliases) const {
+  auto it = fns_.find(name);
+  if (it == fns_.end()) throw Error(str("the executable has no function '", name, "'"));
+  return std::make_unique<CompiledFunction>(name, it->second->function(), std::move(aliases));
+}
 
 Executable::Executable(const Module& mod) : mod_(mod) {
   for (const auto& [name, fn] : mod->functions()) fns_[name] = std::make_unique<CompiledFunction>(name, fn);

@@ -76,6 +76,18 @@ bool large_float_matmul(const ExprNode& e) {
   return flops.is_const() && flops.value() >= kMinMatmulFlops;
 }
 
+// multiply(a, b) whose result has the type of its arg `keep` (0 or 1): the
+// other factor only broadcasts into it.
+template <int keep>
+bool product_keeps_type_of(const ExprNode& e) { return type_equal(as_call(e).args()[keep]->type(), e.type()); }
+
+// A binary call whose result has the type of its other arg than `source`
+// (0 or 1): broadcasting that arg alone already gives the result's shape.
+template <int source>
+bool other_arg_has_result_type(const ExprNode& e) {
+  return type_equal(as_call(e).args()[1 - source]->type(), e.type());
+}
+
 // ---- patterns ----
 
 Pattern permute_dims_of(const Pattern& x) { return is_op(ops::permute_dims)({x}); }
@@ -88,6 +100,13 @@ Pattern identity_call(OpHandle op) { return is_op(op)({wildcard().named("x")}).w
 Pattern broadcast_scalar() {
   Pattern broadcast = is_op(ops::broadcast_to)({wildcard().named("s").where("one_element", one_element)});
   return broadcast | permute_dims_of(broadcast);
+}
+// A broadcasting binary arithmetic op (where a broadcast operand need not be materialized).
+Pattern broadcasting_binary(const Pattern& a, const Pattern& b) {
+  Pattern out = is_op(ops::add)({a, b});
+  for (OpHandle op : {ops::subtract, ops::multiply, ops::divide, ops::power, ops::maximum, ops::minimum})
+    out = out | is_op(op)({a, b});
+  return out;
 }
 Pattern large_matmul(const Pattern& a, const Pattern& b) {
   return is_op(ops::matmul)({a, b}).where("large_float_matmul", large_float_matmul);
@@ -122,6 +141,16 @@ Expr scaled_sum(const Match& m, const Expr& x, int64_t axis) {
 }
 
 const Shape& root_shape(const Match& m) { return m.root()->type()->shape(); }
+
+// The matched binary call with its arg `source` (0 or 1) replaced by what
+// that arg broadcast ("s").
+template <int source>
+Expr without_broadcast(const Match& m) {
+  const CallNode& call = *m.call(m.root());
+  std::vector<Expr> args = call.args();
+  args[source] = m["s"];
+  return make_call(call.op(), std::move(args), call.attrs());
+}
 
 // ---- replacements ----
 
@@ -186,6 +215,20 @@ RuleSet make_rules() {
       {"transpose_of_broadcast", "T(broadcast_to(x, shape)) -> broadcast_to(T(x), T(shape)), x a row or column of the same rank",
        transpose_of(is_op(ops::broadcast_to)({x.where("row_or_column", row_or_column)}).where("keeps_rank", keeps_rank)),
        broadcast_of_transpose},
+      {"multiply_by_ones_lhs", "multiply(ones(shape), x) -> x, the product of x's type",
+       is_op(ops::multiply)({is_op(ops::ones)({}), x}).where("product_keeps_type_of_x", product_keeps_type_of<1>), x_itself},
+      {"multiply_by_ones_rhs", "multiply(x, ones(shape)) -> x, the product of x's type",
+       is_op(ops::multiply)({x, is_op(ops::ones)({})}).where("product_keeps_type_of_x", product_keeps_type_of<0>), x_itself},
+      {"binary_of_broadcast_lhs", "op(broadcast_to(s, shape), y) -> op(s, y), y of the result's type, "
+                                  "op add, subtract, multiply, divide, power, maximum or minimum",
+       broadcasting_binary(is_op(ops::broadcast_to)({wildcard().named("s")}), wildcard())
+           .where("other_arg_has_result_type", other_arg_has_result_type<0>),
+       without_broadcast<0>},
+      {"binary_of_broadcast_rhs", "op(y, broadcast_to(s, shape)) -> op(y, s), y of the result's type, "
+                                  "op add, subtract, multiply, divide, power, maximum or minimum",
+       broadcasting_binary(wildcard(), is_op(ops::broadcast_to)({wildcard().named("s")}))
+           .where("other_arg_has_result_type", other_arg_has_result_type<1>),
+       without_broadcast<1>},
   });
 }
 

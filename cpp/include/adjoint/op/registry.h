@@ -131,6 +131,11 @@ struct OpDef {
   // A view op's offset into its input per run (strided_slice); null: the
   // output is always the whole input (offset 0).
   ViewOffset view_offset = nullptr;
+  // The kernel can throw in a run whose inputs passed the checks: it checks
+  // the data (indices, labels, slice bounds, empty max/min) or allocates
+  // scratch in proportion to its input. No donated input is written before
+  // such an op has run (runtime/executor.h).
+  bool may_fail = false;
   // The op's reference text (Markdown): semantics with the NumPy/PyTorch
   // equivalent, then "Type:", "VJP:", "FLOPs:" and "Dtypes:" paragraphs. It
   // is the docstring of aj.op.<name> and its entry in docs/ops.md.
@@ -149,6 +154,7 @@ struct OpDef {
   OpDef& set_kernel(Kernel k) { kernel = std::move(k); return *this; }
   OpDef& set_inplace_ok(bool ok) { inplace_ok = ok; return *this; }
   OpDef& set_view(bool view) { is_view = view; return *this; }
+  OpDef& set_may_fail() { may_fail = true; return *this; }
   OpDef& set_view_offset(ViewOffset f) { is_view = true; view_offset = f; return *this; }
   OpDef& set_vjp(VJPRule r) { vjp = std::move(r); return *this; }
 };

@@ -11,7 +11,12 @@
 //      strided_slice too, at an offset, when its slice is one contiguous
 //      block of the input);
 //   4. output shapes are computed once when static, or per run by evaluating
-//      the symbolic dims with the symbols bound from the inputs.
+//      the symbolic dims with the symbols bound from the inputs;
+//   5. a function planned with aliases (donated inputs, as JAX's
+//      donate_argnums) writes each aliased output over its input's bytes:
+//      straight into them when that is safe (plan_aliases says when), else
+//      computed apart and copied in once every instruction has succeeded, so
+//      a run that fails leaves every donated input as it was.
 // run() executes the plan with the GIL released (the bindings do that).
 #pragma once
 
@@ -28,9 +33,26 @@ namespace aj {
 
 class BufferPool;
 
+// Input `param` is donated to flat result `output`: the run writes that
+// result over the input's bytes and returns the input's array for it.
+struct Alias {
+  size_t param = 0;
+  size_t output = 0;
+  bool direct = false;  // planned: written straight into the input (else copied in after the run)
+};
+
+// What the last run allocated and copied.
+struct RunStats {
+  size_t allocations = 0;      // fresh buffers (pool misses and copies of results)
+  size_t allocated_bytes = 0;
+  size_t copied_bytes = 0;     // bytes of aliased results copied into their inputs after the run
+};
+
 class CompiledFunction {
  public:
-  CompiledFunction(std::string name, Function fn);
+  // Throws ExecutionError naming both ends of an alias whose input and
+  // output differ in type, are out of range or appear in another alias.
+  CompiledFunction(std::string name, Function fn, std::vector<Alias> aliases = {});
   ~CompiledFunction();
 
   const std::string& name() const { return name_; }
@@ -38,7 +60,10 @@ class CompiledFunction {
 
   // Checks inputs against the params (count, dtype, rank, dims; symbols bound
   // consistently) and runs. Inputs must be C-contiguous; they are read in place.
-  // Returns the tensors of the result, flattened in order.
+  // Returns the tensors of the result, flattened in order. A donated input
+  // (the caller checked that it is writable and overlaps no other input)
+  // holds its aliased result after a run that returns, and is unchanged
+  // after one that throws; the result holds the input's array there.
   std::vector<NDArray> run(const std::vector<NDArray>& inputs);
 
   // Validates inputs against the params and binds the symbolic dims.
@@ -50,6 +75,8 @@ class CompiledFunction {
   // Peak bytes of intermediate and result buffers alive at once in the last
   // run (inputs and constants excluded).
   size_t peak_bytes() const;
+  const RunStats& last_run_stats() const { return last_stats_; }
+  const std::vector<Alias>& aliases() const { return aliases_; }
 
  private:
   struct Instr {
@@ -63,10 +90,18 @@ class CompiledFunction {
     const VarNode* var = nullptr;                 // the binding's var, for messages
     int inplace_from = -1;  // an input slot whose buffer the (single) output takes over
     bool skip_kernel = false;  // a view taking over its input: the bytes are already there (when take_view agrees)
+    std::vector<int> write_into;  // per output: the donated param slot it is written into, or -1 (empty: none)
+    bool in_tail = false;  // at or after the first direct write: its pool buffers are taken before that write
   };
 
   void plan();
   void choose_inplace(Instr& ins, int index, std::vector<int>& last);
+  void check_aliases() const;
+  void plan_aliases();
+  bool can_write_directly(const Alias& a, int producer) const;
+  void take_tail_buffers(const std::map<std::string, int64_t>& env);
+  std::vector<NDArray> collect_results(const std::vector<NDArray>& inputs);
+  NDArray counted_copy(const NDArray& a);
   int new_slot();
   void execute(Instr& ins, const std::map<std::string, int64_t>& env);
   bool take_view(Instr& ins, const std::map<std::string, int64_t>& env);
@@ -82,6 +117,11 @@ class CompiledFunction {
   std::vector<Instr> instrs_;
   size_t folded_transposes_ = 0;
   size_t last_peak_ = 0;
+  std::vector<Alias> aliases_;
+  std::vector<int> producer_;      // by slot: the instruction writing it, or -1
+  std::vector<int> direct_slots_;  // slots that live in donated inputs' bytes
+  int tail_start_ = -1;            // the first instruction writing a donated input, or -1
+  RunStats last_stats_;
   std::unique_ptr<BufferPool> pool_;
   std::mutex mu_;  // one run at a time: the plan's slots are reused
 };
@@ -92,6 +132,8 @@ class Executable {
   CompiledFunction& get(const std::string& name);  // throws Error when absent
   std::vector<std::string> names() const;
   const Module& module() const { return mod_; }
+  // Function `name` planned anew with these aliases (its own plan and pool).
+  std::unique_ptr<CompiledFunction> donating(const std::string& name, std::vector<Alias> aliases) const;
 
  private:
   Module mod_;

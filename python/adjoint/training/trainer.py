@@ -1,0 +1,275 @@
+"""Trainer: a model, a loss and an optimizer compiled into one step function
+whose params and optimizer state stay in place between steps.
+
+The step function of ``train_step`` is built once with every param and state
+input donated to its new value (``ExecFunction.donating``), so each step
+writes the new values over the old buffers: no allocation per step for them,
+``trainer.params`` are live read-only views, and a step that raises leaves
+them as they were (the executor defers any write that could precede a
+failure). Schedules need no rebuild: the learning rate is a run-time input.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Iterable, Mapping
+
+import numpy as np
+
+from ..errors import Error, ExecutionError
+from ..ir import Module
+from ..runtime import build
+from .append_loss import loss_name
+from .init import init_params
+from .step import SetupTrainer, StepLayout
+
+
+class Trainer:
+    """Trains ``mod[func_name]`` (inputs, then weights past ``num_input``)
+    on ``loss`` (one of ``adjoint.training``'s losses, or a callable with
+    ``label_types``) with ``optimizer`` (``T.SGD(lr=0.1)``, ``T.AdamW(...)``).
+
+    ``params`` maps weight names to initial values (arrays of the weight's
+    shape; a float dtype is converted); weights left out are initialized by
+    ``init_params``. ``check_nan`` makes ``step`` and ``fit`` raise an
+    ``aj.ExecutionError`` naming the step whose loss is not finite.
+    """
+
+    def __init__(self, mod: Module, loss: Callable[..., Any], optimizer: Any,
+                 params: Mapping[str, Any] | None = None, *, func_name: str = "main",
+                 num_backbone_outputs: int = 1, check_nan: bool = True, seed: int = 0) -> None:
+        if not isinstance(mod, Module):
+            raise Error(f"Trainer: expected an aj.Module, got {type(mod).__name__}")
+        self.optimizer = optimizer
+        self.check_nan = check_nan
+        self._loss_name = loss_name(loss)
+        self._func_name = func_name
+        setup = SetupTrainer(loss, optimizer, func_name, num_backbone_outputs)
+        self.module, self.layout = setup.with_layout(mod)
+        self._exe = build(Module({func_name: self.module[func_name], "step": self.module["step"]}))
+        step_fn = self.module["step"]
+        self._param_types = [(p.name_hint, tuple(p.type.shape), p.type.dtype)
+                             for p in step_fn.params[self.layout.param_index:self.layout.state_index]]
+        self._lr_dtype = np.dtype(step_fn.params[self.layout.lr_index].type.dtype)
+        self._params = self._initial_params(params, seed)
+        self._state = [np.array(s, order="C") for s in optimizer.init_state(self._param_types)]
+        self._step = self._exe["step"].donating(self._donations())
+        self._count = 0
+        self._lr_override: float | None = None
+
+    # ---- what the trainer holds ----
+
+    @property
+    def params(self) -> Mapping[str, np.ndarray]:
+        """The current weights by name: read-only views of the buffers the
+        steps update in place (so they follow training; copy to keep one)."""
+        return _ReadOnlyViews(dict(zip(self.layout.params, self._params)))
+
+    @property
+    def step_count(self) -> int:
+        """How many steps have been taken (what a schedule is called with)."""
+        return self._count
+
+    @property
+    def lr(self) -> float:
+        """The learning rate of the next step: the optimizer's (its schedule
+        at ``step_count``) unless set here; ``trainer.lr = None`` returns to it."""
+        return self._lr_override if self._lr_override is not None else float(self.optimizer.lr_at(self._count))
+
+    @lr.setter
+    def lr(self, value: float | None) -> None:
+        if value is not None and (not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0):
+            raise Error(f"Trainer.lr must be a finite number >= 0 (or None for the optimizer's), got {value!r}")
+        self._lr_override = None if value is None else float(value)
+
+    def state_dict(self) -> dict[str, np.ndarray]:
+        """Copies of the weights by name, then of the optimizer state by its
+        names (``"w.exp_avg"``, ``"step"``), plus ``"step"`` (the step count)
+        when the optimizer keeps none; ``np.savez(path, **trainer.state_dict())``
+        saves it."""
+        out = {n: a.copy() for n, a in zip(self.layout.params, self._params)}
+        out.update({n: a.copy() for n, a in zip(self.layout.state, self._state)})
+        out.setdefault("step", np.array(self._count, dtype=np.int64))
+        return out
+
+    def load_state_dict(self, state: Mapping[str, Any]) -> None:
+        """Loads what ``state_dict`` gave (or ``np.load`` of its savez file):
+        every name must be there with its shape, and nothing else; all is
+        checked before anything is written."""
+        expected = list(self.layout.params) + list(self.layout.state)
+        names = set(state.keys())
+        missing = [n for n in expected if n not in names]
+        extra = sorted(names - set(expected) - {"step"})
+        if missing or extra:
+            what = f"missing {missing[0]!r}" if missing else f"unexpected {extra[0]!r}"
+            raise Error(f"Trainer.load_state_dict: {what} (expected {', '.join(expected)})")
+        targets = self._params + self._state
+        values = [_as_value(state[n], t, f"Trainer.load_state_dict: '{n}'") for n, t in zip(expected, targets)]
+        for target, value in zip(targets, values):
+            np.copyto(target, value)
+        if "step" in names:
+            self._count = int(np.asarray(state["step"]))
+
+    # ---- training ----
+
+    def step(self, *batch: Any, lr: float | None = None) -> float:
+        """One training step on ``batch`` (the model's inputs, then the labels):
+        the loss before the update, as a float."""
+        n_in, n_lab = len(self.layout.inputs), len(self.layout.labels)
+        if len(batch) != n_in + n_lab:
+            names = ", ".join(self.layout.inputs + self.layout.labels)
+            raise ExecutionError(f"Trainer.step takes {n_in + n_lab} arrays ({names}), got {len(batch)}")
+        rate = self.lr if lr is None else lr
+        arrays = self._inputs(batch)
+        self._check_labels(arrays)
+        args = [*arrays, *self._params, *self._state, np.asarray(rate, dtype=self._lr_dtype)]
+        try:
+            out = self._step(*args)
+        except ExecutionError as e:
+            raise self._explained(e) from None
+        loss = float(out[0])
+        self._count += 1
+        if self.check_nan and not math.isfinite(loss):
+            raise ExecutionError(f"Trainer: the loss of step {self._count} is {loss} (the params hold that "
+                                 f"step's update); Trainer(..., check_nan=False) trains on")
+        return loss
+
+    def fit(self, batches: Iterable[Any] | Callable[[], Iterable[Any]], epochs: int = 1,
+            progress: bool = False) -> list[float]:
+        """Steps over every batch ``(inputs..., labels...)`` of ``batches``
+        ``epochs`` times and returns the losses. ``batches`` is re-iterable (a
+        list) or a callable returning the batches of one epoch (to shuffle);
+        ``progress`` shows a tqdm bar with the running loss."""
+        if not isinstance(epochs, int) or epochs < 0:
+            raise Error(f"Trainer.fit: epochs must be an int >= 0, got {epochs!r}")
+        if epochs > 1 and not callable(batches) and iter(batches) is batches:  # type: ignore[arg-type]
+            raise Error("Trainer.fit: batches is an iterator, which one epoch uses up; pass a list or a callable "
+                        "returning the batches of an epoch")
+        bar = _progress_bar(progress)
+        losses: list[float] = []
+        for epoch in range(epochs):
+            epoch_batches = batches() if callable(batches) else batches
+            shown = bar(epoch_batches, desc=f"epoch {epoch + 1}/{epochs}") if bar else epoch_batches
+            for batch in shown:
+                losses.append(self.step(*batch) if isinstance(batch, (tuple, list)) else self.step(batch))
+                if bar:
+                    shown.set_postfix(loss=f"{losses[-1]:.4g}")
+        return losses
+
+    def predict(self, *inputs: Any) -> Any:
+        """The model's outputs for ``inputs`` with the current weights."""
+        n_in = len(self.layout.inputs)
+        if len(inputs) != n_in:
+            raise ExecutionError(f"Trainer.predict takes {n_in} array(s) ({', '.join(self.layout.inputs)}), "
+                                 f"got {len(inputs)}")
+        return self._exe[self._func_name](*self._inputs(inputs), *self._params)
+
+    def __repr__(self) -> str:
+        sizes = sum(int(np.prod(shape)) for _, shape, _ in self._param_types)
+        return (f"Trainer({self._func_name}: {len(self._params)} weights ({sizes:,} values), loss "
+                f"{self._loss_name}, {self.optimizer!r}, step {self._count})")
+
+    # ---- helpers ----
+
+    def _donations(self) -> dict[int, int]:
+        first_param, first_state = self.layout.param_index, self.layout.state_index
+        n_params = len(self.layout.params)
+        pairs = {first_param + i: 1 + i for i in range(n_params)}
+        pairs.update({first_state + j: 1 + n_params + j for j in range(len(self.layout.state))})
+        return pairs
+
+    def _initial_params(self, given: Mapping[str, Any] | None, seed: int) -> list[np.ndarray]:
+        given = dict(given or {})
+        names = [name for name, _, _ in self._param_types]
+        unknown = sorted(set(given) - set(names))
+        if unknown:
+            raise Error(f"Trainer: params has {unknown[0]!r}, which is not a weight of '{self._func_name}' "
+                        f"(its weights: {', '.join(names)})")
+        initial = init_params(self.module[self._func_name], seed=seed, skip=set(given))
+        out = []
+        for name, shape, dtype in self._param_types:
+            value = given[name] if name in given else initial[name]
+            out.append(_as_value(value, _Spec(shape, dtype), f"Trainer: param '{name}'"))
+        return out
+
+    def _inputs(self, arrays: Iterable[Any]) -> list[np.ndarray]:
+        step_fn = self.module["step"]
+        out = []
+        for value, p in zip(arrays, step_fn.params):
+            a = np.asarray(value)
+            want = np.dtype(p.type.dtype)
+            if a.dtype != want and np.can_cast(a.dtype, want, "same_kind"):
+                a = a.astype(want)
+            out.append(a)
+        return out
+
+    def _check_labels(self, arrays: list[np.ndarray]) -> None:
+        """Each label array against its param: an error naming the loss and both shapes."""
+        params = self.module["step"].params
+        symbols: dict[str, int] = {}
+        for a, p in zip(arrays, params[:len(self.layout.inputs)]):
+            for d, n in zip(p.type.shape, a.shape):
+                if isinstance(d, str):
+                    symbols.setdefault(d, n)
+        for i, name in enumerate(self.layout.labels):
+            a, t = arrays[len(self.layout.inputs) + i], params[len(self.layout.inputs) + i].type
+            want = tuple(symbols.get(d, d) if isinstance(d, str) else d for d in t.shape)
+            fits = a.ndim == len(want) and all(isinstance(w, str) or w == n for w, n in zip(want, a.shape))
+            if not fits or a.dtype != np.dtype(t.dtype):
+                raise ExecutionError(f"{self._loss_name}: label '{name}' has shape {a.shape} and dtype {a.dtype}, "
+                                     f"expected shape {want} and dtype {t.dtype}")
+
+    def _explained(self, error: ExecutionError) -> ExecutionError:
+        """An executor error about a label param, prefixed with the loss's name."""
+        text = str(error)
+        for label in self.layout.labels:
+            if f"param '{label}'" in text:
+                return ExecutionError(f"{self._loss_name}: labels: {text}")
+        return error
+
+
+class _Spec:
+    def __init__(self, shape: tuple, dtype: str) -> None:
+        self.shape, self.dtype = shape, np.dtype(dtype)
+
+
+def _as_value(value: Any, like: Any, what: str) -> np.ndarray:
+    """``value`` as a new C-contiguous array of ``like``'s shape and dtype."""
+    a = np.asarray(value)
+    shape = tuple(like.shape)
+    if a.shape != shape:
+        raise Error(f"{what} has shape {a.shape}, expected {shape}")
+    if a.dtype != like.dtype and not np.can_cast(a.dtype, like.dtype, "same_kind"):
+        raise Error(f"{what} has dtype {a.dtype}, expected {like.dtype}")
+    return np.array(a, dtype=like.dtype, order="C", copy=True)
+
+
+class _ReadOnlyViews(Mapping[str, np.ndarray]):
+    """Name -> read-only view of a live buffer."""
+
+    def __init__(self, arrays: dict[str, np.ndarray]) -> None:
+        self._arrays = arrays
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        view = self._arrays[name].view()
+        view.flags.writeable = False
+        return view
+
+    def __iter__(self):  # type: ignore[override]
+        return iter(self._arrays)
+
+    def __len__(self) -> int:
+        return len(self._arrays)
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{n!r}: array{a.shape} {a.dtype}" for n, a in self._arrays.items()) + "}"
+
+
+def _progress_bar(progress: bool) -> Any:
+    if not progress:
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        raise Error("Trainer.fit(progress=True) needs tqdm: pip install tqdm") from None
+    return tqdm

@@ -1,0 +1,452 @@
+"""The loss builders of adjoint.training against PyTorch's functions of the
+same names: values and gradients (aj.transform.Gradient + aj.build against
+torch autograd) for every loss, reduction and option, float64 at rtol 1e-9
+and float32 at rtol 1e-5; Hypothesis over random shapes and options for
+cross_entropy and binary_cross_entropy_with_logits; label_types; binding
+options; and the error messages of bad input.
+
+A "none" loss y is differentiated as sum(y * w) with a random w, so the
+adjoint reaching the loss is not uniform."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import adjoint as aj
+from adjoint.training import losses as T
+
+RNG = np.random.default_rng(16)
+REDUCTIONS = ["mean", "sum", "none"]
+RTOL = {"float64": 1e-9, "float32": 1e-5}
+ATOL = {"float64": 1e-12, "float32": 1e-6}
+TORCH_NAMES = {
+    "mse": "mse_loss", "l1": "l1_loss", "huber": "huber_loss", "cross_entropy": "cross_entropy",
+    "nll": "nll_loss", "binary_cross_entropy_with_logits": "binary_cross_entropy_with_logits",
+}
+
+
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch")
+
+
+# ---- inputs ----
+
+def probabilities(shape, axis, dtype, rng=RNG):
+    z = rng.standard_normal(shape)
+    e = np.exp(z - z.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).astype(dtype)
+
+
+def class_indices(pred_shape, index_dtype="int64", ignore_index=-100, ignored=0.0, rng=RNG):
+    axis = 0 if len(pred_shape) == 1 else 1
+    shape = pred_shape[:axis] + pred_shape[axis + 1:]
+    t = rng.integers(0, pred_shape[axis], size=shape)
+    t = np.where(rng.random(shape) < ignored, ignore_index, t)
+    return np.asarray(t, dtype=index_dtype)
+
+
+def log_probabilities(shape, dtype, rng=RNG):
+    axis = 0 if len(shape) == 1 else 1
+    return np.log(probabilities(shape, axis, "float64", rng)).astype(dtype)
+
+
+def case_inputs(name, shape, dtype, target_kind="indices", index_dtype="int64", ignored=0.0, rng=RNG, **options):
+    """[pred, target] arrays for a loss."""
+    if name in ("mse", "l1", "huber"):
+        return [rng.standard_normal(shape).astype(dtype), rng.standard_normal(shape).astype(dtype)]
+    if name == "binary_cross_entropy_with_logits":
+        logits = (3 * rng.standard_normal(shape)).astype(dtype)
+        target = rng.random(shape) if target_kind == "probabilities" else rng.integers(0, 2, shape)
+        return [logits, np.asarray(target, dtype)]
+    pred = rng.standard_normal(shape).astype(dtype) if name == "cross_entropy" else log_probabilities(shape, dtype, rng)
+    if target_kind == "probabilities":
+        return [pred, probabilities(shape, 0 if len(shape) == 1 else 1, dtype, rng)]
+    return [pred, class_indices(shape, index_dtype, options.get("ignore_index", -100), ignored, rng)]
+
+
+# ---- running a loss in adjoint and in torch ----
+
+def loss_modules(loss, arrays, **options):
+    """(value module, gradient module) of loss over params p, t (and pos_weight
+    when an array); the gradient module's main is sum(loss * w) for "none"."""
+    specs = [("p", arrays[0]), ("t", arrays[1])] + ([("pos_weight", arrays[2])] if len(arrays) > 2 else [])
+
+    def build(weighted):
+        bb = aj.FunctionBuilder("main")
+        params = {n: bb.param(n, a.shape, a.dtype.name) for n, a in specs}
+        if "pos_weight" in params:
+            options["pos_weight"] = params["pos_weight"]
+        y = loss(params["p"], params["t"], **options)
+        if weighted and y.type.ndim > 0:
+            y = aj.op.sum(y * bb.param("w", tuple(y.type.shape), y.type.dtype))
+        return bb.finish(y)
+
+    return build(False), build(True)
+
+
+def run_adjoint(loss, arrays, weight_seed=0, **options):
+    """(value, grads of the float pred and target, w) computed by adjoint
+    (torch gives pos_weight no gradient)."""
+    value_mod, grad_mod = loss_modules(loss, arrays, **dict(options))
+    value = aj.build(value_mod)["main"](*arrays)
+    w_params = [p for p in grad_mod["main"].params if p.name_hint == "w"]
+    w = [np.random.default_rng(weight_seed).standard_normal(tuple(p.type.shape)).astype(value.dtype)
+         for p in w_params]
+    floats = [p.name_hint for p in grad_mod["main"].params[:2] if p.type.dtype.startswith("float")]
+    adjoint = aj.transform.Gradient(require_grads=floats)(grad_mod)
+    _, grads = aj.build(adjoint)["main_adjoint"](*arrays, *w)
+    return value, list(grads), w
+
+
+def run_torch(torch, name, arrays, w, **options):
+    """(value, grads of the float arrays) of torch.nn.functional's loss."""
+    tensors = [torch.tensor(a, requires_grad=a.dtype.kind == "f" and i < 2) for i, a in enumerate(arrays)]
+    if len(tensors) > 2:
+        options["pos_weight"] = tensors[2]
+    if name == "huber" and "delta" in options:
+        options["delta"] = float(options["delta"])
+    options.pop("targets", None)
+    value = getattr(torch.nn.functional, TORCH_NAMES[name])(tensors[0], tensors[1], **options)
+    target = (value * torch.tensor(w[0])).sum() if w else value
+    target.backward()
+    return value.detach().numpy(), [t.grad.numpy() for t in tensors if t.requires_grad]
+
+
+def check_against_torch(torch, name, arrays, **options):
+    loss = getattr(T, name)
+    value, grads, w = run_adjoint(loss, arrays, **options)
+    expected, expected_grads = run_torch(torch, name, arrays, w, **options)
+    dtype = arrays[0].dtype.name
+    assert value.dtype == arrays[0].dtype and value.shape == expected.shape
+    np.testing.assert_allclose(value, expected, rtol=RTOL[dtype], atol=ATOL[dtype])
+    assert len(grads) == len(expected_grads)
+    for got, want in zip(grads, expected_grads):
+        np.testing.assert_allclose(got, want, rtol=RTOL[dtype], atol=ATOL[dtype])
+
+
+# ---- every loss x reduction x option, against torch ----
+
+ELEMENTWISE = [("mse", {}), ("l1", {}), ("huber", {}), ("huber", {"delta": 0.5}), ("huber", {"delta": 2})]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", [(7,), (4, 5), (2, 3, 4)])
+@pytest.mark.parametrize("name, options", ELEMENTWISE)
+def test_elementwise_losses_match_torch(torch, name, options, shape, reduction, dtype):
+    check_against_torch(torch, name, case_inputs(name, shape, dtype), reduction=reduction, **options)
+
+
+CLASS_SHAPES = [(6,), (8, 5), (3, 4, 2), (2, 3, 2, 2)]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", CLASS_SHAPES)
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.25, 1.0])
+def test_cross_entropy_with_class_indices_matches_torch(torch, label_smoothing, shape, reduction, dtype):
+    arrays = case_inputs("cross_entropy", shape, dtype, ignored=0.3 if len(shape) > 1 else 0.0)
+    check_against_torch(torch, "cross_entropy", arrays, reduction=reduction, label_smoothing=label_smoothing)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", CLASS_SHAPES)
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.25, 1.0])
+def test_cross_entropy_with_probabilities_matches_torch(torch, label_smoothing, shape, reduction, dtype):
+    arrays = case_inputs("cross_entropy", shape, dtype, target_kind="probabilities")
+    check_against_torch(torch, "cross_entropy", arrays, reduction=reduction, label_smoothing=label_smoothing)
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("ignore_index", [-100, 0, 2])
+def test_cross_entropy_ignore_index_rows_are_left_out(torch, ignore_index, reduction):
+    arrays = case_inputs("cross_entropy", (9, 4), "float64", ignore_index=ignore_index, ignored=0.4)
+    check_against_torch(torch, "cross_entropy", arrays, reduction=reduction, ignore_index=ignore_index,
+                        label_smoothing=0.1)
+
+
+def test_cross_entropy_int32_indices(torch):
+    arrays = case_inputs("cross_entropy", (5, 3), "float64", index_dtype="int32", ignored=0.3)
+    check_against_torch(torch, "cross_entropy", [arrays[0], arrays[1].astype(np.int64)], label_smoothing=0.2)
+    value, grads, _ = run_adjoint(T.cross_entropy, arrays, label_smoothing=0.2)
+    value64, grads64, _ = run_adjoint(T.cross_entropy, [arrays[0], arrays[1].astype(np.int64)], label_smoothing=0.2)
+    assert value == value64 and np.array_equal(grads[0], grads64[0])
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.3])
+def test_cross_entropy_mean_with_every_row_ignored_is_nan(torch, label_smoothing):
+    pred = RNG.standard_normal((3, 4))
+    target = np.full(3, -100, np.int64)
+    value, _, _ = run_adjoint(T.cross_entropy, [pred, target], label_smoothing=label_smoothing)
+    expected, _ = run_torch(torch, "cross_entropy", [pred, target], [], label_smoothing=label_smoothing)
+    assert np.isnan(value) and np.isnan(expected)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", CLASS_SHAPES)
+def test_nll_matches_torch(torch, shape, reduction, dtype):
+    ignored = 0.3 if len(shape) > 1 else 0.0
+    check_against_torch(torch, "nll", case_inputs("nll", shape, dtype, ignored=ignored), reduction=reduction)
+    arrays = case_inputs("nll", shape, dtype, ignored=ignored, ignore_index=1)
+    check_against_torch(torch, "nll", arrays, reduction=reduction, ignore_index=1)
+
+
+POS_WEIGHTS = [None, 1.0, 2.5, "vector", "scalar var"]
+
+
+def pos_weight_arrays(pos_weight, shape, dtype, rng=RNG):
+    """(extra arrays, options) for a pos_weight case."""
+    if pos_weight == "vector":
+        return [rng.uniform(0.2, 3.0, shape[-1:]).astype(dtype)], {}
+    if pos_weight == "scalar var":
+        return [np.asarray(rng.uniform(0.2, 3.0), dtype)], {}
+    return [], {} if pos_weight is None else {"pos_weight": pos_weight}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", [(6,), (5, 3), (2, 3, 4)])
+@pytest.mark.parametrize("pos_weight", POS_WEIGHTS)
+@pytest.mark.parametrize("target_kind", ["binary", "probabilities"])
+def test_binary_cross_entropy_with_logits_matches_torch(torch, target_kind, pos_weight, shape, reduction, dtype):
+    arrays = case_inputs("binary_cross_entropy_with_logits", shape, dtype, target_kind=target_kind)
+    extra, options = pos_weight_arrays(pos_weight, shape, dtype)
+    if "pos_weight" in options:  # torch takes a tensor only
+        value, grads, w = run_adjoint(T.binary_cross_entropy_with_logits, arrays, reduction=reduction, **options)
+        expected, expected_grads = run_torch(torch, "binary_cross_entropy_with_logits",
+                                             arrays + [np.full(shape[-1:], options["pos_weight"], dtype)], w,
+                                             reduction=reduction)
+        np.testing.assert_allclose(value, expected, rtol=RTOL[dtype], atol=ATOL[dtype])
+        for got, want in zip(grads, expected_grads):
+            np.testing.assert_allclose(got, want, rtol=RTOL[dtype], atol=ATOL[dtype])
+        return
+    check_against_torch(torch, "binary_cross_entropy_with_logits", arrays + extra, reduction=reduction)
+
+
+@pytest.mark.parametrize("pos_weight", [None, 3.0])
+def test_binary_cross_entropy_with_logits_at_zero_and_far_out(torch, pos_weight):
+    """Logits of 0 (a zero-initialized last layer: the kinks of max and abs meet
+    there) and far from 0 (exp would overflow there if taken of a positive number)."""
+    logits = np.array([0.0, 0.0, 0.0, -800.0, 800.0, -800.0, 800.0, 30.0])
+    target = np.array([0.0, 1.0, 0.5, 0.0, 1.0, 1.0, 0.0, 0.25])
+    options = {} if pos_weight is None else {"pos_weight": pos_weight}
+    value, grads, w = run_adjoint(T.binary_cross_entropy_with_logits, [logits, target], reduction="none", **options)
+    torch_options = {} if pos_weight is None else {"pos_weight": torch.full((8,), pos_weight, dtype=torch.float64)}
+    x, y = torch.tensor(logits, requires_grad=True), torch.tensor(target, requires_grad=True)
+    expected = torch.nn.functional.binary_cross_entropy_with_logits(x, y, reduction="none", **torch_options)
+    (expected * torch.tensor(w[0])).sum().backward()
+    assert np.all(np.isfinite(value)) and all(np.all(np.isfinite(g)) for g in grads)
+    np.testing.assert_allclose(value, expected.detach().numpy(), rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(grads[0], x.grad.numpy(), rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(grads[1], y.grad.numpy(), rtol=1e-9, atol=1e-15)
+
+
+# ---- Hypothesis: random shapes and options ----
+
+@st.composite
+def class_problems(draw):
+    rank = draw(st.integers(1, 4))
+    shape = tuple(draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
+    kind = draw(st.sampled_from(["indices", "probabilities"]))
+    options = {
+        "reduction": draw(st.sampled_from(REDUCTIONS)),
+        "label_smoothing": draw(st.sampled_from([0.0, 0.05, 0.5, 1.0])),
+    }
+    if kind == "indices":
+        options["ignore_index"] = draw(st.sampled_from([-100, 0, 1]))
+    ignored = draw(st.sampled_from([0.0, 0.5])) if rank > 1 else 0.0
+    return shape, kind, ignored, options
+
+
+@settings(max_examples=60, deadline=None)
+@given(class_problems(), st.sampled_from(["float64", "float32"]), st.integers(0, 2**32 - 1))
+def test_cross_entropy_matches_torch_for_all_shapes_and_options(problem, dtype, seed):
+    torch = pytest.importorskip("torch")
+    shape, kind, ignored, options = problem
+    rng = np.random.default_rng(seed)
+    arrays = case_inputs("cross_entropy", shape, dtype, target_kind=kind, ignored=ignored, rng=rng, **options)
+    with np.errstate(invalid="ignore"):
+        check_against_torch(torch, "cross_entropy", arrays, **options)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 4), min_size=0, max_size=3), st.sampled_from(REDUCTIONS),
+       st.sampled_from(POS_WEIGHTS), st.sampled_from(["binary", "probabilities"]),
+       st.sampled_from(["float64", "float32"]), st.integers(0, 2**32 - 1))
+def test_binary_cross_entropy_with_logits_matches_torch_for_all_shapes(shape, reduction, pos_weight, kind, dtype,
+                                                                       seed):
+    torch = pytest.importorskip("torch")
+    shape, rng = tuple(shape), np.random.default_rng(seed)
+    if pos_weight == "vector" and not shape:
+        pos_weight = "scalar var"
+    arrays = case_inputs("binary_cross_entropy_with_logits", shape, dtype, target_kind=kind, rng=rng)
+    extra, options = pos_weight_arrays(pos_weight, shape, dtype, rng)
+    if "pos_weight" in options:
+        extra = [np.asarray(options.pop("pos_weight"), dtype)]
+    check_against_torch(torch, "binary_cross_entropy_with_logits", arrays + extra, reduction=reduction)
+
+
+# ---- symbolic dims ----
+
+@pytest.mark.parametrize("n", [1, 5])
+def test_cross_entropy_over_symbolic_batch_and_classes(torch, n):
+    bb = aj.FunctionBuilder("main")
+    x, t = bb.param("x", ("n", "c", 3), "float64"), bb.param("t", ("n", "c", 3), "float64")
+    mod = bb.finish(T.cross_entropy(x, t, label_smoothing=0.3, reduction="none"))
+    pred, target = case_inputs("cross_entropy", (n, 4, 3), "float64", target_kind="probabilities")
+    expected = torch.nn.functional.cross_entropy(torch.tensor(pred), torch.tensor(target), label_smoothing=0.3,
+                                                 reduction="none")
+    np.testing.assert_allclose(aj.build(mod)["main"](pred, target), expected.numpy(), rtol=1e-9)
+
+
+def test_nll_over_symbolic_dims(torch):
+    bb = aj.FunctionBuilder("main")
+    x, t = bb.param("x", ("n", 5, "d"), "float64"), bb.param("t", ("n", "d"), "int64")
+    mod = bb.finish(T.nll(x, t, reduction="none"))
+    pred, target = case_inputs("nll", (3, 5, 2), "float64")
+    expected = torch.nn.functional.nll_loss(torch.tensor(pred), torch.tensor(target), reduction="none")
+    np.testing.assert_allclose(aj.build(mod)["main"](pred, target), expected.numpy(), rtol=1e-9)
+
+
+# ---- the ops emitted ----
+
+def ops_of(loss, pred, target, **options):
+    bb = aj.FunctionBuilder("main")
+    y = loss(bb.param("p", *pred), bb.param("t", *target), **options)
+    return [b.value.op for b in bb.finish(y)["main"].bindings]
+
+
+def test_the_common_losses_take_few_ops():
+    f64 = "float64"
+    assert ops_of(T.mse, ((4, 3), f64), ((4, 3), f64)) == ["subtract", "square", "mean"]
+    assert ops_of(T.cross_entropy, ((4, 3), f64), ((4,), "int64")) == ["log_softmax", "nll_loss"]
+    assert ops_of(T.cross_entropy, ((4, 3), f64), ((4, 3), f64)) == ["cross_entropy_with_logits"]
+    assert ops_of(T.nll, ((4, 3), f64), ((4,), "int64"), reduction="sum") == ["nll_loss"]
+    assert ops_of(T.mse, ((4, 3), f64), ((4, 3), f64), reduction="none") == ["subtract", "square"]
+
+
+# ---- the Loss object: binding options, repr, label_types ----
+
+def test_bound_options_are_defaults_that_call_options_override(torch):
+    smoothed = T.cross_entropy(label_smoothing=0.2, reduction="sum")
+    assert smoothed.name == "cross_entropy" and smoothed.options == {"label_smoothing": 0.2, "reduction": "sum"}
+    assert T.cross_entropy.options == {}
+    assert repr(smoothed) == "<Loss cross_entropy(label_smoothing=0.2, reduction='sum')>"
+    assert repr(smoothed(reduction="none")) == "<Loss cross_entropy(label_smoothing=0.2, reduction='none')>"
+    arrays = case_inputs("cross_entropy", (6, 4), "float64", ignored=0.2)
+    for options in ({}, {"reduction": "mean"}, {"label_smoothing": 0.0}):
+        value, _, _ = run_adjoint(smoothed, arrays, **options)
+        expected, _ = run_torch(torch, "cross_entropy", arrays, [], **{"label_smoothing": 0.2, "reduction": "sum",
+                                                                      **options})
+        np.testing.assert_allclose(value, expected, rtol=1e-9)
+
+
+def test_label_types():
+    bb = aj.FunctionBuilder("main")
+    p2, p1 = bb.param("a", ("n", 10), "float32"), bb.param("b", (10,), "float64")
+    p4 = bb.param("c", (2, 5, 3, 4), "float32")
+    for loss in (T.mse, T.l1, T.huber(delta=2.0), T.binary_cross_entropy_with_logits):
+        assert loss.label_types(p2.type) == [(("n", 10), "float32")]
+    for loss in (T.cross_entropy, T.nll, T.cross_entropy(targets="indices")):
+        assert loss.label_types(p2.type) == [(("n",), "int64")]
+        assert loss.label_types(p1.type) == [((), "int64")]
+        assert loss.label_types(p4.type) == [((2, 3, 4), "int64")]
+    probs = T.cross_entropy(targets="probabilities")
+    assert probs.label_types(p2.type) == [(("n", 10), "float32")]
+    assert probs.label_types(p4.type) == [((2, 5, 3, 4), "float32")]
+    scalar = bb.param("s", (), "float32")
+    with pytest.raises(aj.TypeInferenceError, match=r"cross_entropy: input shape \(\) has no class axis"):
+        T.cross_entropy.label_types(scalar.type)
+
+
+def test_targets_option_does_not_change_what_is_emitted(torch):
+    """PyTorch tells the kind of target by its dtype; so does the loss."""
+    arrays = case_inputs("cross_entropy", (5, 4), "float64", target_kind="probabilities")
+    value, _, _ = run_adjoint(T.cross_entropy(targets="indices"), arrays)
+    expected, _ = run_torch(torch, "cross_entropy", arrays, [])
+    np.testing.assert_allclose(value, expected, rtol=1e-9)
+
+
+# ---- bad input ----
+
+def emit(loss, pred, target, **options):
+    bb = aj.FunctionBuilder("main")
+    return loss(bb.param("p", *pred), bb.param("t", *target), **options)
+
+
+BAD = [
+    (T.cross_entropy, ((8, 10), "float32"), ((8, 3), "int64"), {},
+     "cross_entropy: target shape (8, 3) does not match input shape (8, 10) without its class axis (8,)"),
+    (T.cross_entropy, ((8, 10), "float32"), ((8, 3), "float32"), {},
+     "cross_entropy: target shape (8, 3) does not match input shape (8, 10)"),
+    (T.cross_entropy, ((8, 10), "float32"), ((8, 10), "float64"), {},
+     "cross_entropy: target dtype float64 does not match input dtype float32"),
+    (T.cross_entropy, ((8, 10), "float32"), ((8,), "bool"), {},
+     "cross_entropy: target dtype bool is neither class indices (int32 or int64) nor probabilities"),
+    (T.cross_entropy, ((), "float32"), ((), "int64"), {},
+     "cross_entropy: input shape () has no class axis"),
+    (T.cross_entropy, ((8, 10), "int64"), ((8,), "int64"), {},
+     "cross_entropy: input dtype int64 is not a float dtype (float32 or float64)"),
+    (T.nll, (("n", 4, 3), "float64"), (("n", 4), "int64"), {},
+     "nll: target shape (n, 4) does not match input shape (n, 4, 3) without its class axis (n, 3)"),
+    (T.mse, ((4, 3), "float64"), ((4,), "float64"), {},
+     "mse: target shape (4,) does not match input shape (4, 3)"),
+    (T.l1, ((4, 3), "float64"), ((4, 3), "float32"), {},
+     "l1: target dtype float32 does not match input dtype float64 (input shape (4, 3), target shape (4, 3))"),
+    (T.huber, ((4, 3), "float64"), ((4, 3), "float64"), {"delta": 0},
+     "huber: delta must be a positive finite number, got 0"),
+    (T.mse, ((4, 3), "float64"), ((4, 3), "float64"), {"reduction": "avg"},
+     "mse: unknown reduction 'avg'; known: 'mean', 'sum', 'none'"),
+    (T.mse, ((4, 3), "float64"), ((4, 3), "float64"), {"delta": 1.0},
+     "mse: unknown option 'delta'; known: 'reduction'"),
+    (T.cross_entropy, ((4, 3), "float64"), ((4,), "int64"), {"label_smoothing": 1.5},
+     "cross_entropy: label_smoothing must be a number from 0 to 1, got 1.5"),
+    (T.cross_entropy, ((4, 3), "float64"), ((4,), "int64"), {"ignore_index": 1.0},
+     "cross_entropy: ignore_index must be an int, got 1.0"),
+    (T.cross_entropy, ((4, 3), "float64"), ((4,), "int64"), {"targets": "onehot"},
+     "cross_entropy: unknown targets 'onehot'; known: 'indices', 'probabilities'"),
+    (T.binary_cross_entropy_with_logits, ((4, 3), "float64"), ((4, 3), "float64"), {"pos_weight": "2"},
+     "binary_cross_entropy_with_logits: pos_weight must be None, a finite number or an aj.Var, got '2'"),
+]
+
+
+@pytest.mark.parametrize("loss, pred, target, options, message", BAD)
+def test_bad_input_names_the_loss_and_the_shapes(loss, pred, target, options, message):
+    with pytest.raises(aj.TypeInferenceError) as info:
+        emit(loss, pred, target, **options)
+    assert str(info.value).startswith(message)
+
+
+def test_pos_weight_var_of_the_wrong_shape_or_dtype():
+    for shape, dtype, message in [((4,), "float64", "pos_weight shape (4,) does not broadcast to input shape (5, 3)"),
+                                  ((3,), "float32", "pos_weight must be a float64 tensor like the input")]:
+        bb = aj.FunctionBuilder("main")
+        p, t, w = bb.param("p", (5, 3), "float64"), bb.param("t", (5, 3), "float64"), bb.param("w", shape, dtype)
+        with pytest.raises(aj.TypeInferenceError, match=message.replace("(", r"\(").replace(")", r"\)")):
+            T.binary_cross_entropy_with_logits(p, t, pos_weight=w)
+
+
+def test_bad_options_fail_when_bound():
+    with pytest.raises(aj.TypeInferenceError, match="huber: unknown option 'beta'; known: 'reduction', 'delta'"):
+        T.huber(beta=1.0)
+    with pytest.raises(aj.TypeInferenceError, match="nll: unknown reduction 'batchmean'"):
+        T.nll(reduction="batchmean")
+
+
+def test_bad_arguments():
+    bb = aj.FunctionBuilder("main")
+    p = bb.param("p", (4, 3), "float64")
+    with pytest.raises(aj.TypeInferenceError, match=r"mse takes \(pred, target\) and options by keyword; got 1"):
+        T.mse(p)
+    bb = aj.FunctionBuilder("main")
+    p = bb.param("p", (4, 3), "float64")
+    message = "mse: target must be a tensor var of a FunctionBuilder, got ndarray"
+    with pytest.raises(aj.TypeInferenceError, match=message):
+        T.mse(p, np.zeros((4, 3)))
+    assert bb.status == "abandoned"

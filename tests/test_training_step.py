@@ -1,0 +1,138 @@
+"""AppendLoss and train_step / SetupTrainer: the printed step of a 1-layer
+model with SGD (golden: the update is w - lr * grad, nothing redundant), the
+layout of step's params, several backbone outputs, and bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import adjoint as aj
+from adjoint import training as T
+
+LINEAR = '''@function(num_input=1)
+def main(x: Tensor((4, 3), "float32"), w: Tensor((3, 2), "float32")) -> Tensor((4, 2), "float32"):
+    y: Tensor((4, 2), "float32") = matmul(x, w)
+    return y
+'''
+
+# forward, the loss, its adjoint (the seed of the mean folded into one
+# scalar), the weight's grad as one GEMM, and SGD's w - lr * grad
+LINEAR_SGD_STEP = '''@function
+def step(x: Tensor((4, 3), "float32"), label: Tensor((4, 2), "float32"), w: Tensor((3, 2), "float32"), lr: Tensor((), "float32")) -> Tuple(Tensor((), "float32"), Tensor((3, 2), "float32")):
+    y: Tensor((4, 2), "float32") = matmul(x, w)
+    lv: Tensor((4, 2), "float32") = subtract(y, label)
+    lv_1: Tensor((4, 2), "float32") = square(lv)
+    lv_2: Tensor((), "float32") = mean(lv_1)
+    lv_3: Tensor((4, 2), "float32") = multiply(lv, const(2.0, "float32"))
+    lv_adjoint: Tensor((4, 2), "float32") = multiply(const(0.125, "float32"), lv_3)
+    lv_4: Tensor((3, 4), "float32") = permute_dims(x)
+    w_adjoint: Tensor((3, 2), "float32") = matmul(lv_4, lv_adjoint)
+    lv_5: Tensor((3, 2), "float32") = multiply(lr, w_adjoint)
+    w_1: Tensor((3, 2), "float32") = subtract(w, lv_5)
+    return (lv_2, w_1)
+'''
+
+
+def test_golden_step_of_a_linear_model_with_sgd():
+    step = T.train_step(aj.parse(LINEAR), T.mse, T.SGD(lr=0.1))["step"]
+    assert step.script() == LINEAR_SGD_STEP, step.script()
+    *_, scaled, update = step.bindings
+    assert (scaled.value.op, update.value.op) == ("multiply", "subtract")
+    assert [a.name_hint for a in scaled.value.args] == ["lr", "w_adjoint"]
+    assert [a.name_hint for a in update.value.args] == ["w", scaled.var.name_hint]
+
+
+def test_step_computes_the_loss_and_the_sgd_update():
+    mod = T.train_step(aj.parse(LINEAR.replace("float32", "float64")), T.mse, T.SGD(lr=0.1))
+    rng = np.random.default_rng(0)
+    x, y, w = rng.standard_normal((4, 3)), rng.standard_normal((4, 2)), rng.standard_normal((3, 2))
+    loss, new_w = aj.build(mod)["step"](x, y, w, np.float64(0.1))
+    np.testing.assert_allclose(loss, np.mean((x @ w - y) ** 2), rtol=1e-12)
+    np.testing.assert_allclose(new_w, w - 0.1 * x.T @ (2 * (x @ w - y) / 8), rtol=1e-12)
+
+
+def test_layout_orders_inputs_labels_params_state_lr():
+    mod, layout = T.SetupTrainer(T.cross_entropy, T.Adam(lr=1e-3)).with_layout(aj.parse(LINEAR))
+    assert layout == T.StepLayout(("x",), ("label",), ("w",), ("step", "w.exp_avg", "w.exp_avg_sq"))
+    names = [p.name_hint for p in mod["step"].params]
+    assert names == ["x", "label", "w", "step", "w_exp_avg", "w_exp_avg_sq", "lr"]
+    assert layout.lr_index == 6 and mod["step"].params[1].type.dtype == "int64"
+    assert set(mod.functions) == {"main", "step"}
+
+
+def test_append_loss_keeps_num_input_and_returns_the_other_outputs():
+    mod = aj.parse('''@function(num_input=1)
+def main(x: Tensor(("n", 3), "float64"), w: Tensor((3, 2), "float64")) -> Tuple(Tensor(("n", 2), "float64"), Tensor((), "float64")):
+    y: Tensor(("n", 2), "float64") = matmul(x, w)
+    s: Tensor((), "float64") = sum(w)
+    return (y, s)
+''')
+    out = T.AppendLoss("main", T.mse)(mod)
+    fn = out["main_loss"]
+    assert [p.name_hint for p in fn.params] == ["x", "label", "w"]
+    assert fn.attrs["num_input"] == 2 and fn.params[1].type.shape == ("n", 2)
+    rng = np.random.default_rng(1)
+    x, y, w = rng.standard_normal((5, 3)), rng.standard_normal((5, 2)), rng.standard_normal((3, 2))
+    loss, s = aj.build(out)["main_loss"](x, y, w)
+    np.testing.assert_allclose(loss, np.mean((x @ w - y) ** 2), rtol=1e-12)
+    np.testing.assert_allclose(s, w.sum(), rtol=1e-12)
+
+
+def test_append_loss_with_two_predictions_and_a_callable_loss():
+    mod = aj.parse('''@function
+def main(x: Tensor((3,), "float64")) -> Tuple(Tensor((3,), "float64"), Tensor((3,), "float64")):
+    a: Tensor((3,), "float64") = exp(x)
+    b: Tensor((3,), "float64") = sin(x)
+    return (a, b)
+''')
+
+    def both(a, b, ta, tb):
+        return T.mse(a, ta) + T.l1(b, tb)
+
+    fn = T.AppendLoss("main", both, num_backbone_outputs=2, labels=[((3,), "float64")] * 2)(mod)["main_loss"]
+    assert [p.name_hint for p in fn.params] == ["x", "label_0", "label_1"]
+    x, ta, tb = np.array([0.1, 0.2, 0.3]), np.ones(3), np.zeros(3)
+    got = aj.build(aj.Module({"f": fn}))["f"](x, ta, tb)
+    np.testing.assert_allclose(got, np.mean((np.exp(x) - 1) ** 2) + np.mean(np.abs(np.sin(x))), rtol=1e-12)
+
+
+def test_label_names_do_not_clash_with_params():
+    mod = aj.parse(LINEAR.replace("x:", "label:").replace("(x, w)", "(label, w)"))
+    fn = T.AppendLoss("main", T.mse)(mod)["main_loss"]
+    assert [p.name_hint for p in fn.params] == ["label", "label_1", "w"]
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda m: T.AppendLoss("nope", T.mse)(m), "has no function 'nope'"),
+    (lambda m: T.AppendLoss("main", T.mse(reduction="none"))(m), "must give a float scalar"),
+    (lambda m: T.AppendLoss("main", lambda p, t: p, labels=[((4, 2), "float32")])(m), "must give a float scalar"),
+    (lambda m: T.AppendLoss("main", lambda p, t: p)(m), "cannot tell what labels"),
+    (lambda m: T.AppendLoss("main", T.mse, num_backbone_outputs=2)(m), "returns 1 value"),
+    (lambda m: T.train_step(m, T.mse, "sgd"), "must be an adjoint.training optimizer"),
+    (lambda m: T.train_step(T.train_step(m, T.mse, T.SGD(lr=1.0)), T.mse, T.SGD(lr=1.0)), "already has a function 'step'"),
+    (lambda m: T.train_step(aj.parse(LINEAR.replace("(num_input=1)", "")), T.mse, T.SGD(lr=1.0)), "has no num_input"),
+    (lambda m: T.train_step(aj.parse(LINEAR.replace("num_input=1", "num_input=2")), T.mse, T.SGD(lr=1.0)),
+     "no weights to train"),
+])
+def test_bad_setups_are_errors_naming_the_problem(make, message):
+    with pytest.raises(aj.Error, match=message):
+        make(aj.parse(LINEAR))
+
+
+def test_label_type_mismatch_names_the_loss_and_both_shapes():
+    with pytest.raises(aj.Error, match=r"cross_entropy.*\(4, 2\)"):
+        T.AppendLoss("main", T.cross_entropy, labels=[((4, 2), "int64")])(aj.parse(LINEAR))
+
+
+def test_every_random_program_step_verifies():
+    # the step of a deeper model goes through every pass: it must verify and print back
+    bb = aj.FunctionBuilder("main", num_input=1)
+    x = bb.param("x", ("n", 6), "float32")
+    ws = [bb.param(f"w{i}", (6, 6), "float32") for i in range(3)]
+    h = x
+    for w in ws:
+        h = aj.op.gelu(h @ w)
+    mod = T.train_step(bb.finish(h), T.mse, T.AdamW(lr=1e-3, clip_grad_norm=1.0))
+    aj.analysis.verify(mod)
+    aj.assert_structural_equal(aj.parse(mod.script()), mod)
