@@ -95,5 +95,9 @@ def test_the_suite_runs_at_small_sizes(capsys):
     assert [r[2] for r in memory] == present
     for row in memory:
         assert row[:2] == ["mlp", "2"] and int(row[3]) >= 300 and float(row[4]) > 0 and math.isfinite(float(row[5]))
+    adjoint_row = next(r for r in memory if r[2] == "adjoint")
+    param_bytes = sum(a.nbytes for a in MODELS["mlp"](**TINY["mlp"]).init)
+    assert float(adjoint_row[8]) * 2**20 / (int(adjoint_row[3]) - 10) < param_bytes  # no params allocated per step
+    assert float(adjoint_row[9]) == 0
     goals = [line for line in lines if re.match(r"  mlp, \d threads?: aj/", line)]
     assert len(goals) == 2 * (len(present) - 1)

@@ -17,6 +17,7 @@ JAX's; no allocation per step (resident memory flat over 1,000 steps)."""
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import json
 import os
 import statistics
@@ -25,6 +26,7 @@ import sys
 import time
 
 from adjoint.bench import print_table
+from adjoint.bench.train_models import MODELS
 
 SYSTEMS = ("adjoint", "torch", "jax")
 GOALS = {"torch": 0.8, "jax": 1.0}
@@ -111,6 +113,25 @@ def run_model(model: str, dims: dict, systems: list[str], threads: int, repeat: 
             w.close()
 
 
+MODEL_LOSSES = {"mlp": "relu MLP, mean cross-entropy on class indices",
+                "transformer": "graphs.transformer_block, mean squared error against a random target"}
+
+
+def describe(model: str, dims: dict) -> str:
+    """The sizes a model is built with: its builder's defaults, then ``dims``."""
+    params = inspect.signature(MODELS[model]).parameters.values()
+    sizes = {**{p.name: p.default for p in params if p.name != "seed"}, **dims}
+    return ", ".join(f"{k} {'-'.join(map(str, v)) if isinstance(v, (tuple, list)) else v}" for k, v in sizes.items())
+
+
+def memory_row(model: str, threads: int, system: str, m: dict) -> list[object]:
+    executor = m["executor"]
+    return [model, threads, system, m["steps"], m["at_warmup"]["rss"] / MiB,
+            (m["now"]["rss"] - m["at_warmup"]["rss"]) / MiB, (m["now"]["peak"] - m["at_warmup"]["peak"]) / MiB,
+            executor.get("allocations", "-"), executor.get("allocated_bytes", float("nan")) / 2**20,
+            executor.get("copied_bytes", float("nan")) / 2**20]
+
+
 def ratio(seconds: dict, other: str) -> float:
     return seconds["adjoint"] / seconds[other] if other in seconds else float("nan")
 
@@ -131,17 +152,14 @@ def run(repeat: int = 3, models: dict | None = None, thread_counts: tuple[int, .
                         + [1 / seconds[s] if s in seconds else float("nan") for s in SYSTEMS])
             loss_rows.append([model, threads] + [losses.get(s, float("nan")) for s in SYSTEMS]
                              + [loss_spread(losses)])
-            memory_rows += [[model, threads, s, m["steps"], m["at_warmup"]["rss"] / MiB,
-                             (m["now"]["rss"] - m["at_warmup"]["rss"]) / MiB,
-                             (m["now"]["peak"] - m["at_warmup"]["peak"]) / MiB,
-                             m.get("peak_bytes", float("nan")) / 2**20] for s, m in mem.items()]
+            memory_rows += [memory_row(model, threads, s, m) for s, m in mem.items()]
             goal_lines += [f"  {model}, {threads} thread{'s' * (threads > 1)}: aj/{o} "
                            f"{ratio(seconds, o):.2f} (<= {g})" for o, g in GOALS.items() if o in seconds]
     print(f"Training step with Adam (lr 1e-3): ms per step, median of {repeat} interleaved samples of "
           f"~{sample_seconds:g} s; each system in its own process pinned to the first n CPUs "
           f"({cpus} available); systems: {', '.join(systems)}")
-    print("mlp: batch 256 (unless set), 784-1024-1024-10, cross-entropy on class indices; "
-          "transformer: graphs.transformer_block, MSE against a random target")
+    for model, dims in models.items():
+        print(f"  {model}: {MODEL_LOSSES[model]}; {describe(model, dims)}")
     print_table(["model", "threads", "adjoint ms", "torch ms", "jax ms", "aj/torch", "aj/jax",
                  "adjoint steps/s", "torch steps/s", "jax steps/s"], rows)
     print()
@@ -150,8 +168,10 @@ def run(repeat: int = 3, models: dict | None = None, thread_counts: tuple[int, .
     print()
     print(f"Resident memory (MiB) after step 10 and its growth to step {memory_steps}, "
           f"at {thread_counts[-1] if thread_counts else '-'} threads:")
+    print("(allocations, allocated and copied: the adjoint executor's own counts over those steps, "
+          "from its last_run_stats; copied: bytes of results copied into their donated inputs)")
     print_table(["model", "threads", "system", "steps", "RSS@10", "RSS growth", "peak RSS growth",
-                 "aj executor peak"], memory_rows)
+                 "allocations", "allocated MiB", "copied MiB"], memory_rows)
     print()
     print("goals:")
     for line in goal_lines:

@@ -53,24 +53,23 @@ def set_threads(system: str, threads: int) -> None:
 
 
 def serve(spec: dict, replies) -> None:
-    from adjoint.bench.train_models import MODELS, adjoint_step, torch_step, jax_step
+    from adjoint.bench.train_models import MODELS, adjoint_step, jax_step, torch_step
 
     system = spec["system"]
     pin(spec["cpus"])
     set_threads(system, spec["threads"])
     model = MODELS[spec["model"]](**spec["dims"])
-    trainer = None
     if system == "adjoint":
-        step, trainer = adjoint_step(model)
+        step, counters = counted(*adjoint_step(model))
     else:
-        step = {"torch": torch_step, "jax": jax_step}[system](model)
+        step, counters = {"torch": torch_step, "jax": jax_step}[system](model), dict
     reply = replies_to(replies)
     first_loss = step()
     t0 = time.perf_counter()
     for _ in range(WARMUP_STEPS - 1):
         step()
     done = WARMUP_STEPS
-    at_warmup = memory_kib()
+    at_warmup, counted_from = memory_kib(), counters()
     reply({"loss1": first_loss, "step_seconds": (time.perf_counter() - t0) / (WARMUP_STEPS - 1), **at_warmup})
     for line in sys.stdin:
         command = json.loads(line)
@@ -84,17 +83,28 @@ def serve(spec: dict, replies) -> None:
             while done < command["until"]:
                 step()
                 done += 1
-            reply({"steps": done, "at_warmup": at_warmup, "now": memory_kib(), **executor_counters(trainer)})
+            now = counters()
+            reply({"steps": done, "at_warmup": at_warmup, "now": memory_kib(),
+                   "executor": {k: now[k] - counted_from[k] for k in now}})
         else:
             return
 
 
-def executor_counters(trainer) -> dict:
-    """The adjoint executor's own memory figures for the trainer's step
-    function, when it exposes them."""
-    exe = getattr(trainer, "executable", None)
-    names = ("peak_bytes", "pool_bytes", "num_allocations")
-    return {n: getattr(exe, n) for n in names if exe is not None and hasattr(exe, n)}
+def counted(step, trainer):
+    """The adjoint step, adding up the executor's own counts of each run
+    (``last_run_stats`` of the trainer's step function: fresh buffers, their
+    bytes, bytes copied into donated inputs); and a function giving the sums."""
+    step_function = trainer._step
+    totals = {"allocations": 0, "allocated_bytes": 0, "copied_bytes": 0}
+
+    def counted_step() -> float:
+        loss = step()
+        stats = step_function.last_run_stats
+        for name in totals:
+            totals[name] += getattr(stats, name)
+        return loss
+
+    return counted_step, lambda: dict(totals)
 
 
 def replies_to(stream):
