@@ -8,7 +8,7 @@ import sys
 
 SUITES = {"ir": "adjoint.bench.ir", "exec": "adjoint.bench.exec", "passes": "adjoint.bench.passes",
           "patterns": "adjoint.bench.patterns", "compile": "adjoint.bench.compile",
-          "gradcheck": "adjoint.bench.gradcheck"}
+          "gradcheck": "adjoint.bench.gradcheck", "train": "adjoint.bench.train"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,119 @@
+"""The training-step benchmark at tiny sizes: each system's step computes
+the model's loss (against NumPy in float64) and trains it as PyTorch's Adam
+does, and the whole suite runs (worker processes, tables, goal lines).
+The PyTorch and JAX parts skip when those libraries are absent."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from adjoint.bench import train as bench
+from adjoint.bench.__main__ import SUITES
+from adjoint.bench.graphs import transformer_block
+from adjoint.bench.train_models import MODELS, SYSTEMS
+
+TINY = {"mlp": {"batch": 8, "sizes": (12, 16, 16, 5)},
+        "transformer": {"batch": 2, "seq": 8, "hidden": 16, "heads": 2, "ffn": 32}}
+
+
+def reference_loss(model) -> float:
+    """The model's loss at its initial params, in float64 NumPy."""
+    init = [a.astype(np.float64) for a in model.init]
+    if model.name == "transformer":
+        out = transformer_block(**model.dims).numpy_fn(model.x.astype(np.float64), *init)
+        return float(np.mean((out - model.y) ** 2))
+    h = model.x.astype(np.float64)
+    for i in range(0, len(init), 2):
+        h = h @ init[i].T + init[i + 1]
+        if i < len(init) - 2:
+            h = np.maximum(h, 0)
+    z = h - h.max(-1, keepdims=True)
+    log_p = z - np.log(np.exp(z).sum(-1, keepdims=True))
+    return float(-log_p[np.arange(len(model.y)), model.y].mean())
+
+
+def needs(system: str) -> None:
+    for module in {"adjoint": [], "torch": ["torch"], "jax": ["jax", "optax"]}[system]:
+        pytest.importorskip(module)
+
+
+def losses(system: str, model_name: str, steps: int) -> list[float]:
+    """The losses of the first ``steps`` steps of ``system`` on the tiny model.
+    JAX runs in a process of its own: once imported, its threads would make
+    the os.fork of later tests (test_executor's) unsafe."""
+    if system != "jax":
+        step = SYSTEMS[system](MODELS[model_name](**TINY[model_name]))
+        return [step() for _ in range(steps)]
+    script = ("import json, sys; from adjoint.bench.train_models import MODELS, SYSTEMS; "
+              "name, dims, steps = json.loads(sys.argv[1]); step = SYSTEMS['jax'](MODELS[name](**dims)); "
+              "print(json.dumps([step() for _ in range(steps)]))")
+    run = subprocess.run([sys.executable, "-c", script, json.dumps([model_name, TINY[model_name], steps])],
+                         capture_output=True, text=True, check=True)
+    return json.loads(run.stdout)
+
+
+@pytest.mark.parametrize("system", sorted(SYSTEMS))
+@pytest.mark.parametrize("model_name", sorted(TINY))
+def test_first_step_loss_is_the_models_loss(system, model_name):
+    needs(system)
+    model = MODELS[model_name](**TINY[model_name])
+    assert losses(system, model_name, 1)[0] == pytest.approx(reference_loss(model), rel=1e-5)
+
+
+@pytest.mark.parametrize("system", ["adjoint", "jax"])
+@pytest.mark.parametrize("model_name", sorted(TINY))
+def test_steps_train_as_torch_adam_does(system, model_name):
+    needs(system)
+    needs("torch")
+    got, want = losses(system, model_name, 20), losses("torch", model_name, 20)
+    assert want[-1] < want[0]
+    np.testing.assert_allclose(got, want, rtol=1e-4)
+
+
+def test_a_failing_worker_is_an_error_naming_its_system():
+    worker = bench.Worker("nonesuch", "mlp", TINY["mlp"], 1)
+    with pytest.raises(RuntimeError, match="^the nonesuch worker stopped"):
+        worker.receive()
+    worker.close()
+
+
+def table(lines: list[str], title: str) -> list[list[str]]:
+    """The rows of the table printed under the line starting with ``title``."""
+    title_at = next(i for i, line in enumerate(lines) if line.startswith(title))
+    start = next(i for i in range(title_at, len(lines)) if lines[i].startswith("---")) + 1
+    end = next(i for i in range(start, len(lines) + 1) if i == len(lines) or not lines[i].strip())
+    return [line.split() for line in lines[start:end]]
+
+
+def test_the_suite_runs_at_small_sizes(capsys):
+    assert SUITES["train"] == "adjoint.bench.train"
+    bench.run(repeat=2, models={"mlp": TINY["mlp"]}, thread_counts=(1, 2), memory_steps=300, sample_seconds=0.01)
+    lines = capsys.readouterr().out.splitlines()
+    present = bench.available_systems()
+    times, losses = table(lines, "Training step with Adam"), table(lines, "Loss of step 1")
+    assert [r[:2] for r in times] == [r[:2] for r in losses] == [["mlp", "1"], ["mlp", "2"]]
+    for row, loss_row in zip(times, losses):
+        for k, system in enumerate(bench.SYSTEMS):
+            assert (row[2 + k] == "nan") == (system not in present) == (row[7 + k] == "nan"), (system, row)
+            assert (loss_row[2 + k] == "nan") == (system not in present), (system, loss_row)
+        for k, other in enumerate(("torch", "jax")):
+            if other in present:
+                assert float(row[5 + k]) == pytest.approx(float(row[2]) / float(row[3 + k]), rel=1e-2)
+        assert float(loss_row[-1]) < 1e-5
+    memory = table(lines, "Resident memory")
+    assert [r[2] for r in memory] == present
+    for row in memory:
+        assert row[:2] == ["mlp", "2"] and int(row[3]) >= 300 and float(row[4]) > 0 and math.isfinite(float(row[5]))
+    adjoint_row = next(r for r in memory if r[2] == "adjoint")
+    param_bytes = sum(a.nbytes for a in MODELS["mlp"](**TINY["mlp"]).init)
+    assert float(adjoint_row[8]) * 2**20 / (int(adjoint_row[3]) - 10) < param_bytes  # no params allocated per step
+    assert float(adjoint_row[9]) == 0
+    goals = [line for line in lines if re.match(r"  mlp, \d threads?: aj/", line)]
+    assert len(goals) == 2 * (len(present) - 1)
