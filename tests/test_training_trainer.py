@@ -28,7 +28,7 @@ def data(n: int = 32, seed: int = 0, dtype: str = "float64") -> tuple[np.ndarray
 
 def test_every_update_is_written_in_place_with_no_allocation():
     trainer = T.Trainer(mlp("float32"), T.cross_entropy, T.Adam(lr=1e-2))
-    step = trainer._step
+    step = trainer.step_function
     assert all(d.direct for d in step.donations), step.donations
     x, y = data(dtype="float32")
     buffers = [trainer.params[k] for k in trainer.params]

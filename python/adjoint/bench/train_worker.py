@@ -94,7 +94,7 @@ def counted(step, trainer):
     """The adjoint step, adding up the executor's own counts of each run
     (``last_run_stats`` of the trainer's step function: fresh buffers, their
     bytes, bytes copied into donated inputs); and a function giving the sums."""
-    step_function = trainer._step
+    step_function = trainer.step_function
     totals = {"allocations": 0, "allocated_bytes": 0, "copied_bytes": 0}
 
     def counted_step() -> float:

@@ -66,6 +66,13 @@ class Trainer:
         return _ReadOnlyViews(dict(zip(self.layout.params, self._params)))
 
     @property
+    def step_function(self) -> Any:
+        """The compiled, donating ``step`` this trainer runs: its
+        ``donations`` (which updates are written straight in) and
+        ``last_run_stats`` (allocations and copies of the last step)."""
+        return self._step
+
+    @property
     def step_count(self) -> int:
         """How many steps have been taken (what a schedule is called with)."""
         return self._count
