@@ -174,3 +174,16 @@ def test_var_defined_twice_prints_and_hashes_by_first_definition():
     assert text.count("a: Tensor") == 2
     assert aj.structural_hash(twice) == aj.structural_hash(twice)
     assert aj.structural_equal(twice, twice)
+
+
+def test_a_type_made_and_freed_over_and_over_keeps_one_interned_entry():
+    # Tensor types are interned; a lookup that passed the entries of freed
+    # types kept them, so a pass run over and over (each run making and
+    # freeing the same types) scanned a growing list on every lookup.
+    from adjoint import _core
+
+    aj.TensorType((7, 11, 13), "float64")  # made and freed once
+    before = _core._interned_tensor_types()
+    for _ in range(5000):
+        aj.TensorType((7, 11, 13), "float64")
+    assert _core._interned_tensor_types() - before <= 1

@@ -171,6 +171,8 @@ void bind_types(py::module_& m) {
         return py::isinstance<TypeNode>(b) && type_equal(a, b.cast<PyType>());
       })
       .def("__hash__", [](const PyType& t) { return type_hash(t); });
+  m.def("_interned_tensor_types", &interned_tensor_types,
+        "Entries of the tensor type intern table (for tests of its upkeep).");
   m.def("TensorType", [](const py::handle& shape, const py::handle& dtype) {
     return unconst(tensor_type_from_py(shape, dtype, "TensorType"));
   }, py::arg("shape"), py::arg("dtype") = "float32", "A tensor type: TensorType((3, \"n\"), \"float32\").");

@@ -418,7 +418,7 @@ def erf(x: TensorLike, *, name: str = "") -> Var:
     """erf(x) -> Tensor
 
     Elementwise Gauss error function. NumPy: none (SciPy's `scipy.special.erf(x)`). PyTorch: `torch.erf(x)`.
-    It is here for the gradient of `gelu`; both dtypes call the C library's `erf`.
+    It is here for the gradient of `gelu`. float32 uses an approximation that vectorizes, within 1.6 ulp of `erf` (the C library's `erff`: 1 ulp); float64 calls the C library's `erf`.
 
     Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
     VJP: `grad_x = multiply(grad, multiply(exp(negative(square(x))), 1.1283791670955126))` (the constant is `2 / sqrt(pi)`).

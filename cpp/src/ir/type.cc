@@ -76,17 +76,24 @@ void check_static_shape(const Shape& shape, DType dtype) {
 
 // Tensor types are interned: equal types share one node while any user holds
 // it, so the thousands of bindings of one type cost one allocation and
-// comparisons usually stop at the pointer. Entries of freed types are purged
-// whenever the table has doubled since the last purge.
+// comparisons usually stop at the pointer. A lookup erases the entries of
+// freed types it passes (so a type made and freed over and over keeps one
+// entry, not one per time), and the whole table is purged of them whenever
+// it has doubled since the last purge.
 class TensorTypeTable {
  public:
   Type get(Shape shape, DType dtype) {
     size_t h = hash(shape, dtype);
     std::lock_guard<std::mutex> lock(mu_);
     auto range = table_.equal_range(h);
-    for (auto it = range.first; it != range.second; ++it) {
+    for (auto it = range.first; it != range.second;) {
       Type t = it->second.lock();
-      if (t && t->dtype() == dtype && t->shape() == shape) return t;
+      if (!t) {
+        it = table_.erase(it);
+        continue;
+      }
+      if (t->dtype() == dtype && t->shape() == shape) return t;
+      ++it;
     }
     check_static_shape(shape, dtype);
     auto t = std::make_shared<TypeNode>();
@@ -106,6 +113,7 @@ class TensorTypeTable {
     for (auto it = table_.begin(); it != table_.end();) it = it->second.expired() ? table_.erase(it) : std::next(it);
     purge_at_ = std::max<size_t>(1024, table_.size());
   }
+  friend size_t interned_tensor_types();
   std::mutex mu_;
   std::unordered_multimap<size_t, std::weak_ptr<const TypeNode>> table_;
   size_t purge_at_ = 1024;
@@ -117,9 +125,19 @@ void TypeNode::init_tensor(TypeNode& t, Shape shape, DType dtype) {
   t.dtype_ = dtype;
 }
 
-Type TypeNode::tensor(Shape shape, DType dtype) {
+namespace {
+TensorTypeTable& tensor_type_table() {
   static TensorTypeTable* table = new TensorTypeTable();
-  return table->get(std::move(shape), dtype);
+  return *table;
+}
+}  // namespace
+
+Type TypeNode::tensor(Shape shape, DType dtype) { return tensor_type_table().get(std::move(shape), dtype); }
+
+size_t interned_tensor_types() {
+  TensorTypeTable& table = tensor_type_table();
+  std::lock_guard<std::mutex> lock(table.mu_);
+  return table.table_.size();
 }
 
 Type TypeNode::tuple(std::vector<Type> fields) {

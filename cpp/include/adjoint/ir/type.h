@@ -45,5 +45,8 @@ class TypeNode {
 
 bool type_equal(const Type& a, const Type& b);
 size_t type_hash(const Type& t);
+// Entries of the intern table of tensor types (live types and freed ones
+// not yet erased), for tests of its upkeep.
+size_t interned_tensor_types();
 
 }  // namespace aj
