@@ -141,6 +141,17 @@ def test_elementwise_losses_match_torch(torch, name, options, shape, reduction, 
     check_against_torch(torch, name, case_inputs(name, shape, dtype), reduction=reduction, **options)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name, options", ELEMENTWISE)
+def test_elementwise_losses_at_ties_match_torch(torch, name, options, reduction, dtype):
+    # pred == target in half the places (exactly, and at +-0): l1's gradient there is
+    # PyTorch's sign(0) = 0, not abs's +1
+    pred = np.array([1.5, -2.0, 0.0, -0.0, 3.0, 0.25], dtype)
+    target = np.array([1.5, 1.0, 0.0, 0.0, -1.0, 0.25], dtype)
+    check_against_torch(torch, name, [pred, target], reduction=reduction, **options)
+
+
 CLASS_SHAPES = [(6,), (8, 5), (3, 4, 2), (2, 3, 2, 2)]
 
 

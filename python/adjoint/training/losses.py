@@ -213,9 +213,12 @@ def _mse(name: str, pred: Expr, target: Expr, reduction: str) -> Expr:
 
 
 def _l1(name: str, pred: Expr, target: Expr, reduction: str) -> Expr:
-    # mean(|pred - target|); at pred == target the gradient is abs's, +1 (PyTorch's sign gives 0)
+    # mean(|pred - target|), as |d| * (d != 0) so that the gradient at pred == target is
+    # PyTorch's sign(0) = 0 (abs's own is +1); the mask changes no value
     _require_like_input(name, pred, target)
-    return _reduce(op.abs(op.subtract(pred, target)), reduction)
+    d = op.subtract(pred, target)
+    untied = op.astype(op.not_equal(d, 0.0), d.type.dtype)
+    return _reduce(op.multiply(op.abs(d), untied), reduction)
 
 
 def _huber(name: str, pred: Expr, target: Expr, reduction: str, delta: float) -> Expr:
