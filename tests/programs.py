@@ -310,6 +310,7 @@ UNARY = {
     "negative": (None, lambda lo, hi: (-hi, -lo)),
     "exp": ("small", _monotone(math.exp)),
     "log": ("positive", _monotone(math.log)),
+    "log1p": ("positive", _monotone(math.log1p)),
     "sqrt": ("positive", _monotone(math.sqrt)),
     "rsqrt": ("positive", lambda lo, hi: (1 / math.sqrt(hi), 1 / math.sqrt(lo))),
     "sin": (None, lambda lo, hi: (-1.0, 1.0)),

@@ -28,7 +28,7 @@ def check(build, *inputs):
 
 
 UNARY = {
-    "negative": (-2, 2), "exp": (-2, 2), "log": (0.5, 2), "sqrt": (0.5, 2), "rsqrt": (0.5, 2), "sin": (-2, 2),
+    "negative": (-2, 2), "exp": (-2, 2), "log": (0.5, 2), "log1p": (-0.5, 2), "sqrt": (0.5, 2), "rsqrt": (0.5, 2), "sin": (-2, 2),
     "cos": (-2, 2), "tanh": (-2, 2), "sigmoid": (-3, 3), "relu": (-2, 2), "gelu": (-3, 3), "silu": (-3, 3),
     "abs": (-2, 2), "square": (-2, 2), "erf": (-2, 2),
 }

@@ -194,13 +194,13 @@ def sigmoid(x):
 
 # Float references, evaluated in float64 and rounded to the dtype under test.
 UNARY_REF = {
-    "negative": np.negative, "exp": np.exp, "log": np.log, "sqrt": np.sqrt,
+    "negative": np.negative, "exp": np.exp, "log": np.log, "log1p": np.log1p, "sqrt": np.sqrt,
     "rsqrt": lambda x: 1 / np.sqrt(x), "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
     "sigmoid": sigmoid, "relu": lambda x: np.maximum(x, 0),
     "gelu": lambda x: 0.5 * x * erfc(-x / math.sqrt(2)), "silu": lambda x: x * sigmoid(x),
     "abs": np.abs, "square": np.square, "erf": erf,
 }
-TRANSCENDENTAL = {"exp", "log", "sin", "cos", "tanh", "sigmoid", "gelu", "silu", "erf"}
+TRANSCENDENTAL = {"exp", "log", "log1p", "sin", "cos", "tanh", "sigmoid", "gelu", "silu", "erf"}
 NUMERIC_UNARY = ["negative", "relu", "abs", "square"]  # these also take ints
 
 
@@ -221,7 +221,7 @@ def assert_unary_matches(op, x):
 @pytest.mark.parametrize("op", sorted(UNARY_REF))
 def test_unary_matches_numpy(op, dtype, shape):
     x = rand(shape, dtype)
-    if op in ("log", "sqrt", "rsqrt"):
+    if op in ("log", "log1p", "sqrt", "rsqrt"):
         x = np.abs(x)
     assert_unary_matches(op, x)
 
@@ -234,7 +234,7 @@ def test_unary_over_the_whole_range(op, dtype):
     edges = [0.0, -0.0, 88.72, 88.73, 709.78, 709.79]
     x = np.concatenate([np.linspace(-20, 20, 4001), np.linspace(-0.4, 0.4, 801),
                         np.linspace(-120, 100, 2201), edges]).astype(dtype)
-    if op in ("log", "sqrt", "rsqrt"):
+    if op in ("log", "log1p", "sqrt", "rsqrt"):
         x = np.abs(x)
     assert_unary_matches(op, x)
 

@@ -208,7 +208,7 @@ def test_methods_build_their_ops():
     build_both(lambda x, y: x.astype("int32"), lambda x, y: aj.op.astype(x, "int32"))
 
 
-UNARY = ["negative", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu",
+UNARY = ["negative", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu", "gelu", "silu",
          "abs", "square", "erf"]
 
 

@@ -258,6 +258,18 @@ def test_binary_cross_entropy_with_logits_at_zero_and_far_out(torch, pos_weight)
     np.testing.assert_allclose(grads[1], y.grad.numpy(), rtol=1e-9, atol=1e-15)
 
 
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_binary_cross_entropy_with_logits_keeps_tiny_losses(dtype):
+    """Confidently correct logits have losses of log1p(exp(-|x|)), far below
+    an ulp of 1: kept to full relative precision (not rounded to 0 as
+    log(1 + exp(-|x|)) would), for positives and negatives alike."""
+    logits = np.array([17.0, 30.0, -30.0, 60.0, -60.0], dtype)
+    target = np.array([1.0, 1.0, 0.0, 1.0, 0.0], dtype)
+    value, _, _ = run_adjoint(T.binary_cross_entropy_with_logits, [logits, target], reduction="none")
+    want = np.log1p(np.exp(-np.abs(logits.astype(np.float64))))
+    np.testing.assert_allclose(value, want, rtol=RTOL[dtype])
+
+
 # ---- Hypothesis: random shapes and options ----
 
 @st.composite

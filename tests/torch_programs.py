@@ -140,6 +140,7 @@ TORCH = {
     "negative": lambda s, x: -x,
     "exp": lambda s, x: torch.exp(x),
     "log": lambda s, x: torch.log(x),
+    "log1p": lambda s, x: torch.log1p(x),
     "sqrt": lambda s, x: torch.sqrt(x),
     "rsqrt": lambda s, x: torch.rsqrt(x),
     "sin": lambda s, x: torch.sin(x),

@@ -262,6 +262,20 @@ def log(x: TensorLike, *, name: str = "") -> Var:
     Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
     """
 
+def log1p(x: TensorLike, *, name: str = "") -> Var:
+    """log1p(x) -> Tensor
+
+    Elementwise `log(1 + x)`, exact for small `x` where `log(add(x, 1))` rounds `1 + x` first (`log1p(1e-10)` is `1e-10`; `log(1 + 1e-10)` is 0 in float32). NumPy: `np.log1p(x)`. PyTorch: `torch.log1p(x)`.
+    `log1p(-1) = -inf`; `x < -1` gives NaN. Both dtypes call the C library's `log1p`.
+
+    Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+    VJP: `grad_x = divide(grad, add(x, 1))`.
+    FLOPs: one per output element.
+    Dtypes: float32, float64.
+
+    Emits a binding into the FunctionBuilder of its var arguments; name= is the var's name hint.
+    """
+
 def sqrt(x: TensorLike, *, name: str = "") -> Var:
     """sqrt(x) -> Tensor
 
@@ -1354,4 +1368,4 @@ def avg_pool2d_backward(output_grad: TensorLike, x: TensorLike, pool_size: int |
     """
 
 
-__all__: list[str] = ['add', 'subtract', 'multiply', 'divide', 'floor_divide', 'floor_mod', 'power', 'maximum', 'minimum', 'equal', 'not_equal', 'less', 'less_equal', 'greater', 'greater_equal', 'negative', 'exp', 'log', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu', 'abs', 'square', 'erf', 'astype', 'matmul', 'permute_dims', 'reshape', 'broadcast_to', 'collapse_sum_to', 'expand_dims', 'squeeze', 'concat', 'split', 'take', 'index_add', 'where', 'cumsum', 'triu', 'strided_slice', 'strided_slice_backward', 'sum', 'mean', 'max', 'min', 'variance', 'zeros', 'ones', 'full', 'zeros_like', 'ones_like', 'full_like', 'softmax', 'log_softmax', 'layer_norm', 'cross_entropy_with_logits', 'nll_loss', 'nll_loss_backward', 'conv2d', 'conv2d_backward_data', 'conv2d_backward_weight', 'max_pool2d', 'max_pool2d_backward', 'avg_pool2d', 'avg_pool2d_backward']
+__all__: list[str] = ['add', 'subtract', 'multiply', 'divide', 'floor_divide', 'floor_mod', 'power', 'maximum', 'minimum', 'equal', 'not_equal', 'less', 'less_equal', 'greater', 'greater_equal', 'negative', 'exp', 'log', 'log1p', 'sqrt', 'rsqrt', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'gelu', 'silu', 'abs', 'square', 'erf', 'astype', 'matmul', 'permute_dims', 'reshape', 'broadcast_to', 'collapse_sum_to', 'expand_dims', 'squeeze', 'concat', 'split', 'take', 'index_add', 'where', 'cumsum', 'triu', 'strided_slice', 'strided_slice_backward', 'sum', 'mean', 'max', 'min', 'variance', 'zeros', 'ones', 'full', 'zeros_like', 'ones_like', 'full_like', 'softmax', 'log_softmax', 'layer_norm', 'cross_entropy_with_logits', 'nll_loss', 'nll_loss_backward', 'conv2d', 'conv2d_backward_data', 'conv2d_backward_weight', 'max_pool2d', 'max_pool2d_backward', 'avg_pool2d', 'avg_pool2d_backward']

@@ -62,7 +62,7 @@ COMPARISONS = {
     "ge": ("greater_equal", operator.ge, ">="),
 }
 # The registry's unary family, each a method (x.exp()); astype has its own.
-UNARY_METHODS = ("negative", "exp", "log", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu", "gelu",
+UNARY_METHODS = ("negative", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu", "gelu",
                  "silu", "abs", "square", "erf")
 
 

@@ -149,6 +149,7 @@ template <typename T>
 struct Negative { template <typename T> T operator()(T x) const { return wrap_neg(x); } };
 struct Exp { template <typename T> T operator()(T x) const { return exp_of(x); } };
 struct Log { template <typename T> T operator()(T x) const { return std::log(x); } };
+struct Log1p { template <typename T> T operator()(T x) const { return std::log1p(x); } };
 struct Sqrt { template <typename T> T operator()(T x) const { return std::sqrt(x); } };
 struct Rsqrt { template <typename T> T operator()(T x) const { return T(1) / std::sqrt(x); } };
 struct Sin { template <typename T> T operator()(T x) const { return std::sin(x); } };
@@ -259,6 +260,10 @@ std::vector<Expr> negative_vjp(VJPContext& ctx) { return {ctx.make(ops::negative
 std::vector<Expr> exp_vjp(VJPContext& ctx) { return {times(ctx, ctx.grad, ctx.result)}; }
 // log: g / x
 std::vector<Expr> log_vjp(VJPContext& ctx) { return {ctx.make(ops::divide, {ctx.grad, ctx.arg(0)})}; }
+// log1p: g / (1 + x)
+std::vector<Expr> log1p_vjp(VJPContext& ctx) {
+  return {ctx.make(ops::divide, {ctx.grad, ctx.make(ops::add, {ctx.arg(0), scalar_of(ctx, 1.0)})})};
+}
 // sqrt: g / (2 y)
 std::vector<Expr> sqrt_vjp(VJPContext& ctx) {
   return {ctx.make(ops::divide, {ctx.grad, times(ctx, ctx.result, scalar_of(ctx, 2.0))})};
@@ -360,6 +365,15 @@ Elementwise natural logarithm. NumPy: `np.log(x)`. PyTorch: `torch.log(x)`.
 
 Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
 VJP: `grad_x = divide(grad, x)`.
+FLOPs: one per output element.
+Dtypes: float32, float64.
+)doc"},
+      {ops::log1p, float_unary_type, float_kernel<Log1p>, float_block<Log1p>, log1p_vjp, R"doc(
+Elementwise `log(1 + x)`, exact for small `x` where `log(add(x, 1))` rounds `1 + x` first (`log1p(1e-10)` is `1e-10`; `log(1 + 1e-10)` is 0 in float32). NumPy: `np.log1p(x)`. PyTorch: `torch.log1p(x)`.
+`log1p(-1) = -inf`; `x < -1` gives NaN. Both dtypes call the C library's `log1p`.
+
+Type: `x` must be float32 or float64; the result has its shape and dtype. An int or bool `x` is a TypeInferenceError.
+VJP: `grad_x = divide(grad, add(x, 1))`.
 FLOPs: one per output element.
 Dtypes: float32, float64.
 )doc"},

@@ -80,7 +80,7 @@ def _dropout(cx: Any, a: Args) -> Any:
 # -- elementwise ----------------------------------------------------------------
 
 _UNARY = {"relu": op.relu, "tanh": op.tanh, "sigmoid": op.sigmoid, "silu": op.silu, "exp": op.exp,
-          "log": op.log, "sqrt": op.sqrt, "rsqrt": op.rsqrt, "neg": op.negative, "abs": op.abs,
+          "log": op.log, "log1p": op.log1p, "sqrt": op.sqrt, "rsqrt": op.rsqrt, "neg": op.negative, "abs": op.abs,
           "sin": op.sin, "cos": op.cos, "erf": op.erf, "square": op.square}
 
 for _name, _fn in _UNARY.items():

@@ -281,13 +281,13 @@ def _nll(name: str, pred: Expr, target: Expr, reduction: str, ignore_index: int)
 
 
 def _binary_cross_entropy_with_logits(name: str, pred: Expr, target: Expr, reduction: str, pos_weight: Any) -> Expr:
-    # with x the logits, y the target and sp = softplus(-x) = max(-x, 0) + log(1 + exp(-|x|)):
+    # with x the logits, y the target and sp = softplus(-x) = max(-x, 0) + log1p(exp(-|x|)):
     # (1 - y) * x + (1 + (pos_weight - 1) * y) * sp, never exponentiating a positive number
     _require_like_input(name, pred, target)
     if isinstance(pos_weight, Expr):
         _require_pos_weight_shape(name, pred, pos_weight)
     x, y = pred, target
-    tail = op.log(op.add(op.exp(op.negative(op.abs(x))), 1.0))
+    tail = op.log1p(op.exp(op.negative(op.abs(x))))  # keeps the tail past |x| = 17 that log(1 + e) rounds to 0
     if not isinstance(pos_weight, Expr) and pos_weight in (None, 1.0):
         # = max(x, 0) - x * y + tail; maximum's tie at x = 0 gives x the gradient, so that
         # with abs's +1 there the gradient is sigmoid(0) - y
