@@ -111,3 +111,25 @@ def test_reassociate_matmul_keeps_a_batch_of_vectors_apart_from_a_matrix(form):
     aj.analysis.verify(out)
     args = [rng.standard_normal(p.type.shape) for p in mod["main"].params]
     np.testing.assert_allclose(aj.build(out)["main"](*args), aj.build(mod)["main"](*args))
+
+
+def test_reassociate_matmul_keeps_a_bias_gradient_out_of_the_weight_gradient():
+    # The adjoint of sum(ones.T @ p5 @ v) + mean-like terms held
+    # p5_adjoint = ones @ (g + outer(a, b)) with g (32,): the sum repeats g down
+    # the axis ones @ contracts, but the expanded ones @ g + (ones @ a) @ b read
+    # g as a column, and the add broadcast it back to (32, 32): same type, other
+    # numbers. Sums broadcasting along the contracted axis are now left alone.
+    bb = aj.FunctionBuilder("main")
+    p5, p6 = bb.param("p5", (32, 32), "float64"), bb.param("p6", (), "float64")
+    ones = aj.op.ones((32, 32), "float64")
+    h = ones.T @ p5
+    v = p6 + aj.op.collapse_sum_to(h, (32,)) * (1 / 2048)
+    mod = bb.finish(aj.op.sum(h @ v))
+    adjoint = aj.transform.Gradient()(mod)
+    out = aj.transform.ReassociateMatmul()(adjoint)
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((32, 32)), np.float64(0.5)]
+    want = aj.build(adjoint)["main_adjoint"](*args)
+    got = aj.build(out)["main_adjoint"](*args)
+    np.testing.assert_allclose(got[1][0], want[1][0], rtol=1e-10)
+    np.testing.assert_allclose(got[1][1], want[1][1], rtol=1e-10)

@@ -308,6 +308,25 @@ def test_a_sum_broadcasting_its_rows_is_expanded_correctly():
     assert [b.value.op for b in out["main"].bindings] == ["matmul", "matmul", "matmul", "add"]
 
 
+def test_a_vector_added_down_the_contracted_axis_of_a_right_sum_is_not_expanded():
+    # x @ (w + A@B) with w (n,): the sum repeats w down its rows, the axis x contracts, so
+    # it is x.sum(1) outer w, while x @ w is a matrix-vector product (the add after it would
+    # broadcast back to the same type). Found by the random-program property on an adjoint.
+    n, r = 32, 1
+    mod = function({"x": (n, n), "w": (n,), "A": (n, r), "B": (r, n)},
+                   [("ab", (n, n), "matmul(A, B)"), ("s", (n, n), "add(w, ab)"), ("y", (n, n), "matmul(x, s)")])
+    assert REASSOCIATE(mod) is mod
+
+
+def test_a_right_sum_broadcasting_its_columns_is_expanded_correctly():
+    # w (n, 1) repeated along the columns of the sum, which x does not contract: x @ w broadcasts back
+    n, r = 64, 2
+    mod = function({"x": (3, n), "w": (n, 1), "A": (n, r), "B": (r, n)},
+                   [("ab", (n, n), "matmul(A, B)"), ("s", (n, n), "add(w, ab)"), ("y", (3, n), "matmul(x, s)")])
+    out = reassociated(mod)
+    assert [b.value.op for b in out["main"].bindings] == ["matmul", "matmul", "matmul", "add"]
+
+
 def test_the_adjoint_of_a_chain_reassociates_and_computes_the_same():
     mod = function({"x": (64, 64), "u": (64, 4), "v": (4, 64), "w": (64, 2)},
                    [("a", (64, 4), "matmul(x, u)"), ("b", (64, 64), "matmul(a, v)"), ("c", (64, 2), "matmul(b, w)"),

@@ -11,7 +11,8 @@
 // expanded form may be bracketed either way (matmul(matmul(B, A), x) too);
 // operands may have batch dims (an alternative whose type differs from the
 // value's, or that does not type, is not considered), but a form with both a
-// 1-D and a batched operand is left as it is. Every inner value of
+// 1-D and a batched operand is left as it is, and so is a low-rank form
+// whose sum broadcasts an operand along the axis the matmul contracts. Every inner value of
 // a form (the sum, the products) must be used by the form alone, and every
 // matmul of a form must have the same attrs (out_dtype), which the new
 // matmuls take.
@@ -244,8 +245,11 @@ class Reassociate {
     return vector && batched;
   }
 
-  // The factored and expanded forms a low-rank match stands for, those of
-  // them that type with `type`.
+  // The factored and expanded forms a low-rank match stands for, when both
+  // type with `type` and the factored sum broadcasts no operand along the
+  // axis the matmul contracts; else none. Only then are the two equal: a
+  // (n,) W added to an (n, n) term on the right of x @ (W + A@B) is a row
+  // repeated down the contracted axis, which x @ W reads as a column.
   static std::vector<Expr> rewrites(const Match& m, bool left, const Attrs& attrs, const Type& type) {
     const Expr &W = m["W"], &A = m["A"], &B = m["B"], &x = m["x"];
     if (vector_meets_batch({W, A, B, x})) return {};
@@ -256,11 +260,37 @@ class Reassociate {
       try {
         Expr form = expanded ? (left ? sum(mm(W, x), mm(B, mm(A, x))) : sum(mm(x, W), mm(mm(x, A), B)))
                              : (left ? mm(sum(W, mm(B, A)), x) : mm(x, sum(W, mm(A, B))));
-        if (type_equal(form->type(), type)) out.push_back(std::move(form));
+        if (!type_equal(form->type(), type)) return {};
+        if (!expanded && !sum_keeps_contracted_axis(static_cast<const CallNode&>(*form).args()[left ? 0 : 1], left))
+          return {};
+        out.push_back(std::move(form));
       } catch (const TypeInferenceError&) {
+        return {};
       }
     }
     return out;
+  }
+
+  // Whether both operands of `sum` (an add, the left operand of a matmul
+  // when `left`, else the right) span the axis the matmul contracts: the
+  // last for a left operand, the one before it for a right one (the only
+  // one when it is 1-D). An operand without that axis, or of size 1 there,
+  // broadcasts along it, unless the sum's size there is 1 too.
+  static bool sum_keeps_contracted_axis(const Expr& sum, bool left) {
+    const auto& call = static_cast<const CallNode&>(*sum);
+    const Shape& shape = call.type()->shape();
+    auto ndim = static_cast<int64_t>(shape.size());
+    int64_t axis = left || ndim < 2 ? ndim - 1 : ndim - 2;
+    if (axis < 0) return true;
+    const Dim& size = shape[static_cast<size_t>(axis)];
+    bool size_one = size.is_const() && size.value() == 1;
+    for (const Expr& arg : call.args()) {
+      const Shape& s = arg->type()->shape();
+      int64_t a = axis - (ndim - static_cast<int64_t>(s.size()));
+      if (size_one) continue;
+      if (a < 0 || !(s[static_cast<size_t>(a)] == size)) return false;
+    }
+    return true;
   }
 
   // Whether the inner values a match captured are calls of the matched form
