@@ -206,6 +206,47 @@ def test_int_and_bool_ops_fuse():
     assert fn.num_instructions == 1
 
 
+def test_relu_vjp_is_one_instruction_with_no_zeroed_buffer():
+    # where(x > 0, g, zeros_like(g)): the zeros are filled block by block in
+    # the group, never written out as a tensor.
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (256, 1024), "float32")
+    g = bb.param("g", (256, 1024), "float32")
+    mod = bb.finish(aj.op.where(aj.op.greater(x, 0.0), g, aj.op.zeros_like(g)))
+    xs, gs = rand((256, 1024), "float32"), rand((256, 1024), "float32", 1)
+    fn, got = both(mod, xs, gs)
+    assert fn.num_instructions == 1 and fn.num_fused_ops == 3
+    assert fn.peak_bytes == 256 * 1024 * 4  # the result only
+    np.testing.assert_array_equal(got, np.where(xs > 0, gs, np.float32(0)))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int32", "int64", "bool"])
+@pytest.mark.parametrize("fill", ["zeros_like", "ones_like"])
+def test_zeros_like_and_ones_like_fuse_in_every_dtype(fill, dtype):
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (40, 3), "float64")
+    filled = getattr(aj.op, fill)(x, dtype=dtype)
+    mod = bb.finish(aj.op.where(aj.op.less(x, 0.0), aj.op.astype(x, dtype), filled))
+    xs = rand((40, 3))
+    fn, got = both(mod, xs)
+    assert fn.num_instructions == 1 and fn.num_fused_ops == 4
+    np.testing.assert_array_equal(got, np.where(xs < 0, xs.astype(dtype), np.full((40, 3), fill == "ones_like", dtype)))
+
+
+@pytest.mark.parametrize("scalars", [(0,), (1,), (2,), (0, 1), (0, 2), (1, 2), (0, 1, 2)])
+def test_where_broadcasts_a_scalar_in_any_position(scalars):
+    bb = aj.FunctionBuilder("main")
+    shapes = [() if k in scalars else (300, 7) for k in range(3)]
+    x = bb.param("x", (300, 7), "float64")
+    c, a, b = (bb.param(n, s, "float64") for n, s in zip("cab", shapes))
+    mod = bb.finish(aj.op.where(aj.op.greater(c, x), a, b) - x)
+    values = [rand(s, seed=k + 1) for k, s in enumerate(shapes)]
+    xs = rand((300, 7))
+    fn, got = both(mod, xs, *values)
+    assert fn.num_instructions == 1
+    np.testing.assert_array_equal(got, np.where(values[0] > xs, values[1], values[2]) - xs)
+
+
 def test_a_chain_of_a_thousand_ops_is_one_instruction():
     bb = aj.FunctionBuilder("main")
     x = bb.param("x", (3000,), "float64")

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "adjoint/runtime/block_kernel.h"
 #include "adjoint/runtime/kernel.h"
 #include "adjoint/runtime/kernel_util.h"
 #include "families.h"
@@ -65,6 +66,17 @@ void zeros_kernel(KernelContext& ctx) {
 void ones_kernel(KernelContext& ctx) { fill(ctx.out(), 1.0); }
 void full_kernel(KernelContext& ctx) { fill(ctx.out(), ctx.attr_float("fill_value")); }
 
+// zeros_like and ones_like in a fused group (runtime/fusion.cc): the block is
+// filled and x never read, so relu's VJP, where(x > 0, g, zeros_like(g)),
+// makes one pass with no zeroed buffer in memory.
+template <int kValue>
+BlockFn fill_like_block(const CallNode& call) {
+  return dispatch_dtype(call.type()->dtype(), [](auto tag) -> BlockFn {
+    using T = typename decltype(tag)::type;
+    return [](const BlockArgs& args) { std::fill_n(static_cast<T*>(args.out), args.n, fill_cast<T>(kValue)); };
+  });
+}
+
 }  // namespace
 
 void register_create_ops(OpRegistry& reg) {
@@ -72,6 +84,7 @@ void register_create_ops(OpRegistry& reg) {
     OpHandle op;
     Kernel kernel;
     const char* doc;  // the op's reference text (OpDef::doc)
+    BlockRule block = nullptr;  // for the _like ops, which fuse
   };
   const Filled filled[] = {
       {ops::zeros, zeros_kernel, R"doc(
@@ -93,7 +106,7 @@ FLOPs: zero (a fill is data movement).
 Dtypes: all: float32, float64, int32, int64, bool.
 )doc"},
   };
-  for (const auto& [op, kernel, doc] : filled)
+  for (const auto& [op, kernel, doc, block] : filled)
     reg.define(op).set_args({})
         .add_attr("shape", AttrKind::kShape).add_attr("dtype", AttrKind::kDType)
         .set_type_rule(filled_type).set_flops(zero_flops).set_differentiable(false)
@@ -120,7 +133,7 @@ Type: `x` may be any tensor; the result has its shape, symbolic dims included, a
 VJP: none (not differentiable: the result does not depend on the values of `x`, so `x` gets no gradient through it).
 FLOPs: zero (a fill is data movement).
 Dtypes: all: float32, float64, int32, int64, bool.
-)doc"},
+)doc", fill_like_block<0>},
       {ops::ones_like, ones_kernel, R"doc(
 A tensor of ones of `x`'s shape, of the dtype `dtype` (`None`, the default: `x`'s dtype). NumPy: `np.ones_like(x, dtype=dtype)`. PyTorch: `torch.ones_like(x, dtype=dtype)`.
 The kernel never reads `x`'s elements.
@@ -129,13 +142,13 @@ Type: `x` may be any tensor; the result has its shape, symbolic dims included, a
 VJP: none (not differentiable: the result does not depend on the values of `x`, so `x` gets no gradient through it).
 FLOPs: zero (a fill is data movement).
 Dtypes: all: float32, float64, int32, int64, bool.
-)doc"},
+)doc", fill_like_block<1>},
   };
-  for (const auto& [op, kernel, doc] : filled_like)
+  for (const auto& [op, kernel, doc, block] : filled_like)
     reg.define(op).set_args({"x"})
         .add_attr("dtype", AttrKind::kOptDType, NoneValue{})
         .set_type_rule(filled_like_type).set_flops(zero_flops).set_differentiable(false)
-        .set_kernel(kernel).set_doc(doc);
+        .set_kernel(kernel).set_block(block).set_doc(doc);
   reg.define(ops::full_like).set_args({"x"})
       .add_attr("fill_value", AttrKind::kFloat).add_attr("dtype", AttrKind::kOptDType, NoneValue{})
       .set_type_rule(full_like_type).set_flops(zero_flops).set_differentiable(false)

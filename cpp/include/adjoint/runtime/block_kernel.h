@@ -49,6 +49,14 @@ AJ_MULTIVERSION void binary_block(const BlockArgs& args) {
   }
 }
 
+// One loop of ternary_block per choice of broadcast operands: a broadcast
+// element is read at index 0 (known when compiling), so every loop
+// vectorizes, where(mask, g, 0.0) as well as where(mask, a, b).
+template <bool kScalarA, bool kScalarB, bool kScalarC, typename F, typename O, typename A, typename B, typename C>
+inline void ternary_loop(O* o, const A* a, const B* b, const C* c, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) o[i] = F{}(a[kScalarA ? 0 : i], b[kScalarB ? 0 : i], c[kScalarC ? 0 : i]);
+}
+
 // out[i] = F(a[i], b[i], c[i]), any operand possibly a broadcast element.
 template <typename O, typename A, typename B, typename C, typename F>
 AJ_MULTIVERSION void ternary_block(const BlockArgs& args) {
@@ -57,12 +65,16 @@ AJ_MULTIVERSION void ternary_block(const BlockArgs& args) {
   const C* c = static_cast<const C*>(args.in[2]);
   O* o = static_cast<O*>(args.out);
   int64_t n = args.n;
-  if (!args.scalar[0] && !args.scalar[1] && !args.scalar[2]) {
-    for (int64_t i = 0; i < n; ++i) o[i] = F{}(a[i], b[i], c[i]);
-    return;
+  switch ((args.scalar[0] ? 4 : 0) | (args.scalar[1] ? 2 : 0) | (args.scalar[2] ? 1 : 0)) {
+    case 0: return ternary_loop<false, false, false, F>(o, a, b, c, n);
+    case 1: return ternary_loop<false, false, true, F>(o, a, b, c, n);
+    case 2: return ternary_loop<false, true, false, F>(o, a, b, c, n);
+    case 3: return ternary_loop<false, true, true, F>(o, a, b, c, n);
+    case 4: return ternary_loop<true, false, false, F>(o, a, b, c, n);
+    case 5: return ternary_loop<true, false, true, F>(o, a, b, c, n);
+    case 6: return ternary_loop<true, true, false, F>(o, a, b, c, n);
+    default: return ternary_loop<true, true, true, F>(o, a, b, c, n);
   }
-  int64_t sa = args.scalar[0] ? 0 : 1, sb = args.scalar[1] ? 0 : 1, sc = args.scalar[2] ? 0 : 1;
-  for (int64_t i = 0; i < n; ++i) o[i] = F{}(a[i * sa], b[i * sb], c[i * sc]);
 }
 
 }  // namespace aj
