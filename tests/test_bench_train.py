@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import subprocess
 import sys
@@ -117,3 +118,19 @@ def test_the_suite_runs_at_small_sizes(capsys):
     assert float(adjoint_row[9]) == 0
     goals = [line for line in lines if re.match(r"  mlp, \d threads?: aj/", line)]
     assert len(goals) == 2 * (len(present) - 1)
+    assert sum(line.startswith("  adjoint's GEMMs: OpenBLAS's ") for line in lines) == 1
+
+
+def test_the_blas_line_names_the_kernels_and_an_override(monkeypatch):
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    own = bench.openblas_core(dict(os.environ))
+    assert own != "?" and own[0].isupper()
+    assert bench.blas_line() == f"adjoint's GEMMs: OpenBLAS's {own} kernels, the ones it picks for this CPU"
+    monkeypatch.setenv("OPENBLAS_CORETYPE", own)
+    assert bench.blas_line().endswith(f"(OPENBLAS_CORETYPE={own}, also its pick for this CPU)")
+    monkeypatch.setenv("OPENBLAS_CORETYPE", "Prescott")  # kernels every x86-64 CPU runs
+    forced = bench.openblas_core(dict(os.environ))
+    assert forced != own
+    line = bench.blas_line()
+    assert line.startswith(f"adjoint's GEMMs: OpenBLAS's {forced} kernels, set by OPENBLAS_CORETYPE=Prescott")
+    assert f"for this CPU OpenBLAS would pick {own}" in line

@@ -10,6 +10,9 @@ to the first n CPUs with its thread count set to n (JAX fixes its threads
 at start-up: XLA_FLAGS and the CPU affinity set them); the samples are
 interleaved, one per system in turn per repeat, and the medians compared.
 Memory: each process's resident set after step 10 and after step 1,000.
+The header names the OpenBLAS kernels adjoint's GEMMs run: an
+OPENBLAS_CORETYPE in the environment overrides OpenBLAS's pick for the CPU
+(PyTorch and JAX have GEMMs of their own).
 
 Goals: adjoint at most 0.8x PyTorch eager's time per step and at most 1.0x
 JAX's; no allocation per step (resident memory flat over 1,000 steps)."""
@@ -132,6 +135,31 @@ def memory_row(model: str, threads: int, system: str, m: dict) -> list[object]:
             executor.get("copied_bytes", float("nan")) / 2**20]
 
 
+def openblas_core(env: dict[str, str]) -> str:
+    """The kernel set OpenBLAS picks in a process started with ``env``: the
+    core's name in its config string (``Haswell``, ``SkylakeX``), the one
+    word that is neither the version nor an ALL_CAPS build option."""
+    code = "import adjoint; print(adjoint.blas_info()['config'])"
+    config = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                            check=True).stdout.split()
+    return next((w for w in config[1:] if w.isidentifier() and not w.isupper()), "?")
+
+
+def blas_line() -> str:
+    """Which OpenBLAS kernels adjoint's GEMMs run, and which this CPU would
+    get without OPENBLAS_CORETYPE (PyTorch and JAX bring their own GEMMs)."""
+    core = openblas_core(dict(os.environ))
+    forced = os.environ.get("OPENBLAS_CORETYPE")
+    if not forced:
+        return f"adjoint's GEMMs: OpenBLAS's {core} kernels, the ones it picks for this CPU"
+    own = openblas_core({k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"})
+    if own == core:
+        return f"adjoint's GEMMs: OpenBLAS's {core} kernels (OPENBLAS_CORETYPE={forced}, also its pick for this CPU)"
+    return (f"adjoint's GEMMs: OpenBLAS's {core} kernels, set by OPENBLAS_CORETYPE={forced} in the environment; "
+            f"for this CPU OpenBLAS would pick {own} (measure that with `env -u OPENBLAS_CORETYPE`); "
+            f"PyTorch and JAX use GEMMs of their own, which it does not change")
+
+
 def ratio(seconds: dict, other: str) -> float:
     return seconds["adjoint"] / seconds[other] if other in seconds else float("nan")
 
@@ -160,6 +188,7 @@ def run(repeat: int = 3, models: dict | None = None, thread_counts: tuple[int, .
           f"({cpus} available); systems: {', '.join(systems)}")
     for model, dims in models.items():
         print(f"  {model}: {MODEL_LOSSES[model]}; {describe(model, dims)}")
+    print(f"  {blas_line()}")
     print_table(["model", "threads", "adjoint ms", "torch ms", "jax ms", "aj/torch", "aj/jax",
                  "adjoint steps/s", "torch steps/s", "jax steps/s"], rows)
     print()
