@@ -533,6 +533,7 @@ def test_groups_that_would_form_a_cycle_together_are_left_alone():
     mod = bb.finish((y_a, y_b, y_c, y_d))
     out = combined(mod)
     aj.assert_structural_equal(out, mod)
+    assert aj.transform.CombineParallelMatmul().explain(mod).counts == {"CombineParallelMatmul": {}}
 
 
 def test_a_cycle_leaves_other_groups_combined():
@@ -546,6 +547,8 @@ def test_a_cycle_leaves_other_groups_combined():
     mod = bb.finish((y_a, y_b, y_c, y_d, *free))
     out = combined(mod)
     assert count(out["main"], "matmul") == 5 and count(out["main"], "split") == 1
+    report = aj.transform.CombineParallelMatmul().explain(mod)  # only the group put in is counted
+    assert report.counts == {"CombineParallelMatmul": {"shared_lhs": 1, "branches combined": 3}}
 
 
 def far_apart_groups(n: int, chain: int) -> aj.Module:

@@ -140,12 +140,14 @@ bool anchors_keep_order(const DataflowIndex& index, const Placement& placement) 
 
 }  // namespace
 
-Function replace_bindings(const DataflowIndex& index, const std::vector<BindingBlock>& blocks) {
+Function replace_bindings(const DataflowIndex& index, const std::vector<BindingBlock>& blocks,
+                          std::vector<uint8_t>* applied_out) {
   const FunctionNode& fn = index.function();
-  auto function_of = [&fn](std::vector<Binding> bindings) {
+  std::vector<uint8_t> applied(blocks.size(), 1);
+  auto function_of = [&fn, &applied, applied_out](std::vector<Binding> bindings) {
+    if (applied_out) *applied_out = applied;
     return std::make_shared<FunctionNode>(fn.params(), std::move(bindings), fn.ret(), fn.attrs());
   };
-  std::vector<uint8_t> applied(blocks.size(), 1);
   Placement placement(fn.bindings().size(), blocks, applied);
   std::vector<int32_t> block_of;
   std::vector<Binding> out = assemble(fn.bindings(), blocks, placement, &block_of);

@@ -151,7 +151,11 @@ class Combiner {
     for (Side side : {Side::kLhs, Side::kRhs})
       for (Group& g : collect(side)) combine(g);
     if (blocks_.empty()) return fn_;
-    return replace_bindings(index_, blocks_);
+    std::vector<uint8_t> applied;
+    Function out = replace_bindings(index_, blocks_, &applied);
+    for (size_t i = 0; i < applied.size(); ++i)
+      if (applied[i]) count_group(counts_[i]);
+    return out;
   }
 
  private:
@@ -227,16 +231,23 @@ class Combiner {
     if (kept.size() < 2 || !accepted_by_check(g.side, kept)) return;
     Fusion fusion = decide_fusion(g.side, kept, serial);
     make_block(g.side, kept, fusion);
-    count_group(g.side, kept.size(), fusion);
+    counts_.push_back({g.side, kept.size(), fusion.bias != Fusion::Bias::kNone, fusion.act != nullptr});
   }
 
   // What Pass.explain reports of a combined group: its rewrite (a row of
-  // rewrite_table()), the fusions, and how many branches it joined.
-  static void count_group(Side side, size_t branches, const Fusion& fusion) {
-    count_pass_stat(side == Side::kLhs ? "shared_lhs" : "shared_rhs");
-    if (fusion.bias != Fusion::Bias::kNone) count_pass_stat("bias");
-    if (fusion.act) count_pass_stat("activation");
-    count_pass_stat("branches combined", static_cast<int64_t>(branches));
+  // rewrite_table()), the fusions, and how many branches it joined. Counted
+  // once the group is known to be in the output (replace_bindings leaves
+  // out groups that would form a cycle together).
+  struct GroupCount {
+    Side side;
+    size_t branches;
+    bool bias, act;
+  };
+  static void count_group(const GroupCount& c) {
+    count_pass_stat(c.side == Side::kLhs ? "shared_lhs" : "shared_rhs");
+    if (c.bias) count_pass_stat("bias");
+    if (c.act) count_pass_stat("activation");
+    count_pass_stat("branches combined", static_cast<int64_t>(c.branches));
   }
 
   // b's bias add and activation: each the only use of what it follows.
@@ -482,6 +493,7 @@ class Combiner {
   std::vector<uint32_t> depth_, height_;  // by position (step 0)
   int64_t sweep_budget_;           // bindings the sweeps may still look at
   std::vector<BindingBlock> blocks_;
+  std::vector<GroupCount> counts_;  // by block
   uint32_t serial_ = 0;
 };
 

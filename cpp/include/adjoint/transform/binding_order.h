@@ -46,8 +46,10 @@ struct BindingBlock {
 // index.function() with the blocks in place (see above); the same function
 // when there are none. Leaving out the blocks on cycles leaves no cycle (a
 // cycle through kept bindings alone would be one of the function's own);
-// a TransformError if one is left all the same.
-Function replace_bindings(const DataflowIndex& index, const std::vector<BindingBlock>& blocks);
+// a TransformError if one is left all the same. `applied`, when given, gets
+// 1 for each block put in and 0 for each left out.
+Function replace_bindings(const DataflowIndex& index, const std::vector<BindingBlock>& blocks,
+                          std::vector<uint8_t>* applied = nullptr);
 
 // Positions into `bindings` in the order described above; nullopt when the
 // dependences form a cycle.
