@@ -107,6 +107,19 @@ def test_operator_with_a_python_number_is_weak_like_numpy(symbol, dtype, scalar)
         assert_like_numpy(run(call, a), want)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_numbers_in_where_take_the_other_values_dtype_not_the_conditions(dtype):
+    bb = aj.FunctionBuilder("main")
+    mask, x = bb.param("mask", (4,), "bool"), bb.param("x", (4,), dtype)
+    mod = bb.finish((aj.op.where(mask, x, 0), aj.op.where(mask, 1, x), aj.op.where(mask, 2.5, -1.0)))
+    m, a = np.array([True, False, True, False]), values((4,), dtype)
+    got = aj.build(mod)["main"](m, a)
+    assert [g.dtype.name for g in got] == [dtype, dtype, "float64"]  # two numbers: their own dtypes, as NumPy's
+    np.testing.assert_array_equal(got[0], np.where(m, a, np.zeros((), dtype)))
+    np.testing.assert_array_equal(got[1], np.where(m, np.ones((), dtype), a))
+    np.testing.assert_array_equal(got[2], np.where(m, 2.5, -1.0))
+
+
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 def test_integer_division_by_zero_and_negative_operands_as_numpy(dtype):
     a = np.array([7, -7, 7, -7, 0, 5, -5, np.iinfo(dtype).min], dtype)

@@ -7,7 +7,9 @@ arguments against the schema of ``sum`` and emits a binding into the
 for an op without any, such as ``zeros``). Every op also takes ``name=`` for
 the var's name hint.
 Tensor arguments may be exprs, NumPy arrays or Python numbers (numbers take
-the dtype of the op's first expr argument). Each function's docstring is the
+the dtype of the op's first expr argument; for ``where``, of the first of
+``x1`` and ``x2``, so that ``where(mask, g, 0.0)`` is a float where, and
+their own NumPy dtype when both are numbers). Each function's docstring is the
 op's entry in the op reference (docs/ops.md, see adjoint.opdocs).
 """
 
@@ -51,7 +53,7 @@ def _make_op(op_name: str) -> Callable[..., Any]:
             except TypeError as e:
                 raise TypeInferenceError(f"op '{op_name}': {e}") from None
         name = given.pop("name", "")
-        like = _first_expr(*(given.get(a) for a in arg_names))
+        like = _first_expr(*(given.get(a) for a in arg_names if a != "condition"))
         return [as_expr(given.pop(a), like) for a in arg_names], given, name
 
     what = f"aj.op.{op_name}"
