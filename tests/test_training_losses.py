@@ -109,6 +109,8 @@ def run_torch(torch, name, arrays, w, **options):
         options["pos_weight"] = tensors[2]
     if name == "huber" and "delta" in options:
         options["delta"] = float(options["delta"])
+    if options.get("weight") is not None:
+        options["weight"] = torch.tensor(np.array(options["weight"], arrays[0].dtype))
     options.pop("targets", None)
     value = getattr(torch.nn.functional, TORCH_NAMES[name])(tensors[0], tensors[1], **options)
     target = (value * torch.tensor(w[0])).sum() if w else value
@@ -208,6 +210,91 @@ def test_nll_matches_torch(torch, shape, reduction, dtype):
     check_against_torch(torch, "nll", arrays, reduction=reduction, ignore_index=1)
 
 
+def class_weights(pred_shape, rng=RNG):
+    """One weight per class of a prediction, as the tuple the option takes."""
+    return tuple(rng.uniform(0.2, 3.0, pred_shape[0 if len(pred_shape) == 1 else 1]))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", CLASS_SHAPES)
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.25])
+@pytest.mark.parametrize("target_kind", ["indices", "probabilities"])
+def test_cross_entropy_with_class_weights_matches_torch(torch, target_kind, label_smoothing, shape, reduction, dtype):
+    arrays = case_inputs("cross_entropy", shape, dtype, target_kind=target_kind, ignored=0.3 if len(shape) > 1 else 0)
+    check_against_torch(torch, "cross_entropy", arrays, reduction=reduction, label_smoothing=label_smoothing,
+                        weight=class_weights(shape))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", CLASS_SHAPES)
+def test_nll_with_class_weights_matches_torch(torch, shape, reduction, dtype):
+    arrays = case_inputs("nll", shape, dtype, ignored=0.3 if len(shape) > 1 else 0.0, ignore_index=1)
+    check_against_torch(torch, "nll", arrays, reduction=reduction, ignore_index=1, weight=class_weights(shape))
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+def test_a_class_weight_var_matches_torch_and_gets_a_gradient(torch, reduction):
+    pred, target = case_inputs("cross_entropy", (6, 4), "float64", ignored=0.3)
+    weight = np.array(class_weights((6, 4)))
+    bb = aj.FunctionBuilder("main")
+    x, t, w = bb.param("x", (6, 4), "float64"), bb.param("t", (6,), "int64"), bb.param("w", (4,), "float64")
+    loss = T.cross_entropy(x, t, weight=w, label_smoothing=0.2, reduction=reduction)
+    mod = bb.finish(loss if reduction != "none" else aj.op.sum(aj.op.multiply(loss, np.arange(6.0))))
+    expected = torch.nn.functional.cross_entropy(torch.tensor(pred), torch.tensor(target), weight=torch.tensor(weight),
+                                                 label_smoothing=0.2, reduction=reduction)
+    if reduction == "none":
+        expected = (expected * torch.arange(6.0, dtype=torch.float64)).sum()
+    np.testing.assert_allclose(aj.build(mod)["main"](pred, target, weight), expected.numpy(), rtol=1e-12)
+    aj.testing.check_gradients(mod, "main", [pred, target, weight], require_grads=["x", "w"])
+
+
+def test_class_weights_of_a_symbolic_class_count(torch):
+    bb = aj.FunctionBuilder("main")
+    x, t, w = bb.param("x", ("n", "c"), "float64"), bb.param("t", ("n",), "int64"), bb.param("w", ("c",), "float64")
+    mod = bb.finish(T.cross_entropy(x, t, weight=w, label_smoothing=0.4))
+    pred, target = case_inputs("cross_entropy", (5, 3), "float64", ignored=0.3)
+    weight = np.array(class_weights((5, 3)))
+    expected = torch.nn.functional.cross_entropy(torch.tensor(pred), torch.tensor(target), weight=torch.tensor(weight),
+                                                 label_smoothing=0.4)
+    np.testing.assert_allclose(aj.build(mod)["main"](pred, target, weight), expected.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("label_smoothing", [0.0, 0.05])
+def test_weighted_mean_with_every_row_ignored_is_nan_with_a_zero_gradient(torch, label_smoothing):
+    # found by Hypothesis: one class, the one target ignored; the mean's 1 / sum(w[y]) is infinite
+    arrays = [np.array([0.3]), np.array(0)]
+    check_against_torch(torch, "cross_entropy", arrays, ignore_index=0, label_smoothing=label_smoothing, weight=(1.0,))
+    value, (grad,), _ = run_adjoint(T.cross_entropy, arrays, ignore_index=0, label_smoothing=label_smoothing,
+                                    weight=(1.0,))
+    assert np.isnan(value) and np.array_equal(grad, [0.0])
+
+
+@pytest.mark.parametrize("weight, message", [
+    ([1.0, 2.0], r"cross_entropy: weight has 2 entries, but input shape \(4, 3\) has 3 classes"),
+    ([1.0, float("nan"), 2.0], r"weight must be None, a 1-D sequence of finite numbers \(one per class\) or an aj.Var"),
+    ([[1.0, 2.0, 3.0]], r"weight must be None, a 1-D sequence"),
+    ([True, False, True], r"weight must be None, a 1-D sequence"),
+    ("abc", r"weight must be None, a 1-D sequence"),
+    ([], r"weight must be None, a 1-D sequence"),
+])
+def test_bad_class_weights_name_the_problem(weight, message):
+    bb = aj.FunctionBuilder("main")
+    x, t = bb.param("x", (4, 3), "float64"), bb.param("t", (4,), "int64")
+    with pytest.raises(aj.TypeInferenceError, match=message):
+        T.cross_entropy(x, t, weight=weight)
+
+
+@pytest.mark.parametrize("shape, dtype", [((4,), "float32"), ((3,), "float64"), ((1, 4), "float64")])
+def test_a_class_weight_var_of_another_type_is_refused(shape, dtype):
+    bb = aj.FunctionBuilder("main")
+    x, t, w = bb.param("x", (2, 4), "float64"), bb.param("t", (2,), "int64"), bb.param("w", shape, dtype)
+    with pytest.raises(aj.TypeInferenceError, match=r"nll: weight must be a float64 tensor of shape \(4,\), one "
+                                                    r"per class of input shape \(2, 4\), got "):
+        T.nll(x, t, weight=w)
+
+
 POS_WEIGHTS = [None, 1.0, 2.5, "vector", "scalar var"]
 
 
@@ -238,6 +325,49 @@ def test_binary_cross_entropy_with_logits_matches_torch(torch, target_kind, pos_
             np.testing.assert_allclose(got, want, rtol=RTOL[dtype], atol=ATOL[dtype])
         return
     check_against_torch(torch, "binary_cross_entropy_with_logits", arrays + extra, reduction=reduction)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("shape", [(6,), (5, 3), (2, 3, 4)])
+@pytest.mark.parametrize("weight_kind", ["number", "trailing", "full", "leading ones"])
+@pytest.mark.parametrize("pos_weight", [None, 2.5])
+def test_binary_cross_entropy_with_logits_weight_matches_torch(torch, pos_weight, weight_kind, shape, reduction, dtype):
+    arrays = case_inputs("binary_cross_entropy_with_logits", shape, dtype, target_kind="probabilities")
+    weight = {"number": 0.7, "trailing": RNG.uniform(0.2, 3.0, shape[-1:]), "full": RNG.uniform(0.2, 3.0, shape),
+              "leading ones": RNG.uniform(0.2, 3.0, (1,) * len(shape) + shape[-1:])}[weight_kind]
+    if weight_kind == "leading ones":  # more dims than the input: refused, as the broadcast would change its shape
+        with pytest.raises(aj.TypeInferenceError, match=r"weight shape \(1, .*\) does not broadcast to input shape"):
+            run_adjoint(T.binary_cross_entropy_with_logits, arrays, weight=weight)
+        return
+    options = {"reduction": reduction, "weight": weight}
+    extra = [] if pos_weight is None else [np.full(shape[-1:], pos_weight, dtype)]  # torch takes a tensor only
+    value, grads, w = run_adjoint(T.binary_cross_entropy_with_logits, arrays, pos_weight=pos_weight, **options)
+    expected, expected_grads = run_torch(torch, "binary_cross_entropy_with_logits", arrays + extra, w, **options)
+    np.testing.assert_allclose(value, expected, rtol=RTOL[dtype], atol=ATOL[dtype])
+    for got, want in zip(grads, expected_grads):
+        np.testing.assert_allclose(got, want, rtol=RTOL[dtype], atol=ATOL[dtype])
+
+
+def test_a_binary_cross_entropy_weight_var_matches_torch_and_gets_a_gradient(torch):
+    x, y = case_inputs("binary_cross_entropy_with_logits", (4, 3), "float64")
+    weight = RNG.uniform(0.2, 3.0, (3,))
+    bb = aj.FunctionBuilder("main")
+    xv, yv, wv = bb.param("x", (4, 3), "float64"), bb.param("y", (4, 3), "float64"), bb.param("w", (3,), "float64")
+    mod = bb.finish(T.binary_cross_entropy_with_logits(xv, yv, weight=wv, pos_weight=1.5))
+    expected = torch.nn.functional.binary_cross_entropy_with_logits(
+        torch.tensor(x), torch.tensor(y), weight=torch.tensor(weight), pos_weight=torch.full((3,), 1.5, dtype=torch.float64))
+    np.testing.assert_allclose(aj.build(mod)["main"](x, y, weight), expected.numpy(), rtol=1e-12)
+    aj.testing.check_gradients(mod, "main", [x, y, weight], require_grads=["x", "w"])
+
+
+@pytest.mark.parametrize("weight", [[1.0, float("inf")], "abc", True, [], np.ones((2, 0))])
+def test_bad_binary_cross_entropy_weights_name_the_problem(weight):
+    bb = aj.FunctionBuilder("main")
+    x, y = bb.param("x", (4, 2), "float64"), bb.param("y", (4, 2), "float64")
+    with pytest.raises(aj.TypeInferenceError, match="binary_cross_entropy_with_logits: weight must be None, finite "
+                                                    "numbers that broadcast to the input or an aj.Var, got "):
+        T.binary_cross_entropy_with_logits(x, y, weight=weight)
 
 
 @pytest.mark.parametrize("pos_weight", [None, 3.0])
@@ -283,6 +413,9 @@ def class_problems(draw):
     }
     if kind == "indices":
         options["ignore_index"] = draw(st.sampled_from([-100, 0, 1]))
+    if draw(st.booleans()):
+        classes = shape[0 if rank == 1 else 1]
+        options["weight"] = tuple(draw(st.lists(st.floats(0.1, 3.0), min_size=classes, max_size=classes)))
     ignored = draw(st.sampled_from([0.0, 0.5])) if rank > 1 else 0.0
     return shape, kind, ignored, options
 

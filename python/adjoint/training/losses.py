@@ -15,9 +15,12 @@ from __future__ import annotations
 import math
 from typing import Any, Callable, Mapping
 
+import numpy as np
+
 from .. import op
 from ..builder import Expr, abandon_builder_for
 from ..errors import TypeInferenceError
+from ..ir import Constant
 
 REDUCTIONS = ("mean", "sum", "none")
 TARGET_KINDS = ("indices", "probabilities")
@@ -109,9 +112,33 @@ def _check_pos_weight(name: str, value: Any) -> Any:
     return float(value)
 
 
+def _check_weight(name: str, value: Any) -> Any:
+    """None, an aj.Var, or finite numbers (kept as floats in nested tuples):
+    one per class (a 1-D sequence) for cross_entropy and nll; for
+    binary_cross_entropy_with_logits a number or an array that broadcasts
+    to the input."""
+    if value is None or isinstance(value, Expr):
+        return value
+    per_element = name == "binary_cross_entropy_with_logits"
+    kinds = (list, tuple, np.ndarray, int, float, np.number) if per_element else (list, tuple, np.ndarray)
+    numbers = np.asarray(value) if isinstance(value, kinds) and not isinstance(value, bool) else None
+    if numbers is None or numbers.dtype.kind not in "iuf" or (not per_element and numbers.ndim != 1) \
+            or (numbers.ndim and not numbers.size) or not np.all(np.isfinite(numbers)):
+        what = "finite numbers that broadcast to the input" if per_element else \
+            "a 1-D sequence of finite numbers (one per class)"
+        raise TypeInferenceError(f"{name}: weight must be None, {what} or an aj.Var, got {value!r}")
+    return _nested_tuples(numbers.astype(np.float64).tolist())
+
+
+def _nested_tuples(value: Any) -> Any:
+    """A nested list of numbers as nested tuples (hashable, and printed on one line)."""
+    return tuple(_nested_tuples(v) for v in value) if isinstance(value, list) else value
+
+
 _OPTION_CHECKS = {
     "reduction": _check_reduction, "delta": _check_delta, "ignore_index": _check_ignore_index,
     "label_smoothing": _check_label_smoothing, "targets": _check_targets, "pos_weight": _check_pos_weight,
+    "weight": _check_weight,
 }
 
 
@@ -199,9 +226,57 @@ def _rows(pred: Expr, target: Expr) -> tuple[Expr, Expr]:
 def _nll_of_rows(logp: Expr, target: Expr, rows: Expr, reduction: str, ignore_index: int) -> Expr:
     """nll_loss over the rows, the "none" result shaped as the target."""
     loss = op.nll_loss(logp, rows, reduction=reduction, ignore_index=ignore_index)
+    return _shaped_as_target(loss, target, reduction)
+
+
+def _shaped_as_target(loss: Expr, target: Expr, reduction: str) -> Expr:
     if reduction == "none" and len(target.type.shape) > 1:
         return op.reshape(loss, shape=tuple(target.type.shape))
     return loss
+
+
+def _class_weight(name: str, pred: Expr, weight: Any) -> Expr:
+    """The weight option as a (C,) tensor of pred's dtype: the var itself, or
+    a constant of the numbers given, one per class."""
+    shape = pred.type.shape
+    classes = shape[_class_axis(name, shape)]
+    if isinstance(weight, Expr):
+        w = weight.type
+        if not w.is_tensor or w.dtype != pred.type.dtype or tuple(w.shape) != (classes,):
+            raise TypeInferenceError(f"{name}: weight must be a {pred.type.dtype} tensor of shape ({classes},), "
+                                     f"one per class of input shape {_shape_str(shape)}, got {w}")
+        return weight
+    if len(weight) != classes:
+        raise TypeInferenceError(f"{name}: weight has {len(weight)} entries, but input shape {_shape_str(shape)} "
+                                 f"has {classes} classes")
+    return Constant(np.array(weight, dtype=pred.type.dtype))
+
+
+def _weighted_nll_of_rows(logp: Expr, target: Expr, rows: Expr, reduction: str, ignore_index: int,
+                          weight: Expr, label_smoothing: float) -> Expr:
+    """PyTorch's nll_loss with class weights, and cross_entropy's label
+    smoothing with them: per kept row, w[y] * -logp[y] mixed with
+    e / C * sum_c w[c] * -logp[c]; "mean" divides by the sum of w[y] over
+    the kept rows."""
+    kept = op.not_equal(rows, ignore_index)
+    row_weight = op.multiply(op.take(weight, op.where(kept, rows, 0), axis=0), op.astype(kept, logp.type.dtype))
+    loss = op.multiply(op.nll_loss(logp, rows, reduction="none", ignore_index=ignore_index), row_weight)
+    if label_smoothing:
+        spread = op.negative(op.sum(op.multiply(logp, weight), axis=[-1]))
+        loss = op.add(op.multiply(loss, 1.0 - label_smoothing),
+                      op.multiply(spread, _per_class(weight, label_smoothing)))
+    # ignored rows give 0 through a where, so that their gradient is 0 even when every row is
+    # ignored and the mean's 1 / sum(w[y]) is infinite (the mean is then NaN, as PyTorch's)
+    loss = op.where(kept, loss, 0.0)
+    if reduction == "mean":
+        return op.divide(op.sum(loss), op.sum(row_weight))
+    return op.sum(loss) if reduction == "sum" else _shaped_as_target(loss, target, reduction)
+
+
+def _per_class(weight: Expr, value: float) -> Any:
+    """value / C for the C entries of weight: a number, or a tensor for a symbolic C."""
+    classes = weight.type.shape[0]
+    return value / classes if isinstance(classes, int) else op.divide(value, op.sum(op.ones_like(weight)))
 
 
 # ---- the losses ----
@@ -231,15 +306,18 @@ def _huber(name: str, pred: Expr, target: Expr, reduction: str, delta: float) ->
 
 
 def _cross_entropy(name: str, pred: Expr, target: Expr, reduction: str, ignore_index: int,
-                   label_smoothing: float, targets: str) -> Expr:
+                   label_smoothing: float, targets: str, weight: Any) -> Expr:
     # the kind of target is PyTorch's: float targets are probabilities, int ones class indices
     _require_float_input(name, pred)
     _class_axis(name, pred.type.shape)
     if target.type.dtype in _FLOATS:
-        return _cross_entropy_probabilities(name, pred, target, reduction, label_smoothing)
+        return _cross_entropy_probabilities(name, pred, target, reduction, label_smoothing, weight)
     _require_index_target(name, pred, target)
+    class_weight = None if weight is None else _class_weight(name, pred, weight)
     scores, rows = _rows(pred, target)
     logp = op.log_softmax(scores, axis=-1)
+    if class_weight is not None:
+        return _weighted_nll_of_rows(logp, target, rows, reduction, ignore_index, class_weight, label_smoothing)
     if label_smoothing:
         # nll is linear in logp: (1 - e) * nll(logp) + e * mean_c(-logp) over the same kept rows
         # (PyTorch's formula, ignored rows out of both terms) is nll of the mixture below
@@ -248,16 +326,23 @@ def _cross_entropy(name: str, pred: Expr, target: Expr, reduction: str, ignore_i
     return _nll_of_rows(logp, target, rows, reduction, ignore_index)
 
 
-def _cross_entropy_probabilities(name: str, pred: Expr, target: Expr, reduction: str, label_smoothing: float) -> Expr:
-    # -sum_c target_c * log_softmax(pred)_c per example, target smoothed as (1 - e) * target + e / C;
-    # "mean" divides by the number of examples (PyTorch: input.numel() / C)
+def _cross_entropy_probabilities(name: str, pred: Expr, target: Expr, reduction: str, label_smoothing: float,
+                                 weight: Any) -> Expr:
+    # -sum_c w_c * target_c * log_softmax(pred)_c per example, target smoothed as (1 - e) * target + e / C;
+    # "mean" divides by the number of examples (PyTorch: input.numel() / C), weighted or not
     _require_like_input(name, pred, target)
     axis = _class_axis(name, pred.type.shape)
     if label_smoothing:
         target = op.add(op.multiply(target, 1.0 - label_smoothing), _uniform(target, axis, label_smoothing))
-    if reduction == "mean" and len(pred.type.shape) <= 2:
+    if weight is None and reduction == "mean" and len(pred.type.shape) <= 2:
         return op.cross_entropy_with_logits(pred, target)
     weighted = op.multiply(target, op.log_softmax(pred, axis=axis))
+    if weight is not None:
+        class_weight = _class_weight(name, pred, weight)
+        trailing = len(pred.type.shape) - axis - 1  # dims after the class axis, which the weight spans as 1s
+        if trailing:
+            class_weight = op.reshape(class_weight, shape=(-1,) + (1,) * trailing)
+        weighted = op.multiply(weighted, class_weight)
     if reduction == "sum":
         return op.negative(op.sum(weighted))
     per_example = op.sum(weighted, axis=[axis])
@@ -273,40 +358,56 @@ def _uniform(target: Expr, axis: int, label_smoothing: float) -> Any:
     return op.divide(label_smoothing, classes)
 
 
-def _nll(name: str, pred: Expr, target: Expr, reduction: str, ignore_index: int) -> Expr:
+def _nll(name: str, pred: Expr, target: Expr, reduction: str, ignore_index: int, weight: Any) -> Expr:
     _require_float_input(name, pred)
     _require_index_target(name, pred, target)
+    class_weight = None if weight is None else _class_weight(name, pred, weight)
     logp, rows = _rows(pred, target)
+    if class_weight is not None:
+        return _weighted_nll_of_rows(logp, target, rows, reduction, ignore_index, class_weight, 0.0)
     return _nll_of_rows(logp, target, rows, reduction, ignore_index)
 
 
-def _binary_cross_entropy_with_logits(name: str, pred: Expr, target: Expr, reduction: str, pos_weight: Any) -> Expr:
+def _binary_cross_entropy_with_logits(name: str, pred: Expr, target: Expr, reduction: str, pos_weight: Any,
+                                      weight: Any) -> Expr:
     # with x the logits, y the target and sp = softplus(-x) = max(-x, 0) + log1p(exp(-|x|)):
-    # (1 - y) * x + (1 + (pos_weight - 1) * y) * sp, never exponentiating a positive number
+    # (1 - y) * x + (1 + (pos_weight - 1) * y) * sp, never exponentiating a positive number,
+    # times weight per element ("mean" still divides by the number of elements, as PyTorch)
     _require_like_input(name, pred, target)
     if isinstance(pos_weight, Expr):
-        _require_pos_weight_shape(name, pred, pos_weight)
+        _require_broadcasts(name, "pos_weight", pred, pos_weight)
+    element_weight = None if weight is None else _element_weight(name, pred, weight)
     x, y = pred, target
     tail = op.log1p(op.exp(op.negative(op.abs(x))))  # keeps the tail past |x| = 17 that log(1 + e) rounds to 0
     if not isinstance(pos_weight, Expr) and pos_weight in (None, 1.0):
         # = max(x, 0) - x * y + tail; maximum's tie at x = 0 gives x the gradient, so that
         # with abs's +1 there the gradient is sigmoid(0) - y
-        return _reduce(op.add(op.subtract(op.maximum(x, 0.0), op.multiply(x, y)), tail), reduction)
-    softplus = op.add(op.relu(op.negative(x)), tail)  # relu's gradient at 0 is 0: -1/2 in all
-    extra = op.subtract(pos_weight, 1.0) if isinstance(pos_weight, Expr) else pos_weight - 1.0
-    weight = op.add(op.multiply(y, extra), 1.0)
-    loss = op.add(op.multiply(op.subtract(1.0, y), x), op.multiply(weight, softplus))
-    return _reduce(loss, reduction)
+        loss = op.add(op.subtract(op.maximum(x, 0.0), op.multiply(x, y)), tail)
+    else:
+        softplus = op.add(op.relu(op.negative(x)), tail)  # relu's gradient at 0 is 0: -1/2 in all
+        extra = op.subtract(pos_weight, 1.0) if isinstance(pos_weight, Expr) else pos_weight - 1.0
+        positive = op.add(op.multiply(y, extra), 1.0)
+        loss = op.add(op.multiply(op.subtract(1.0, y), x), op.multiply(positive, softplus))
+    return _reduce(loss if element_weight is None else op.multiply(loss, element_weight), reduction)
 
 
-def _require_pos_weight_shape(name: str, pred: Expr, pos_weight: Expr) -> None:
-    p, w = pred.type, pos_weight.type
+def _element_weight(name: str, pred: Expr, weight: Any) -> Expr:
+    """The weight option of binary_cross_entropy_with_logits as an expr of
+    pred's dtype that broadcasts to pred."""
+    if not isinstance(weight, Expr):
+        weight = Constant(np.asarray(weight, dtype=pred.type.dtype))
+    _require_broadcasts(name, "weight", pred, weight)
+    return weight
+
+
+def _require_broadcasts(name: str, option: str, pred: Expr, value: Expr) -> None:
+    p, w = pred.type, value.type
     if not w.is_tensor or w.dtype != p.dtype:
-        raise TypeInferenceError(f"{name}: pos_weight must be a {p.dtype} tensor like the input, got {w}")
+        raise TypeInferenceError(f"{name}: {option} must be a {p.dtype} tensor like the input, got {w}")
     shape, weights = tuple(p.shape), tuple(w.shape)
     fits = len(weights) <= len(shape) and all(d in (1, s) for d, s in zip(reversed(weights), reversed(shape)))
     if not fits:
-        raise TypeInferenceError(f"{name}: pos_weight shape {_shape_str(weights)} does not broadcast to "
+        raise TypeInferenceError(f"{name}: {option} shape {_shape_str(weights)} does not broadcast to "
                                  f"input shape {_shape_str(shape)}")
 
 
@@ -329,10 +430,11 @@ mse = Loss("mse", _mse, _REDUCTION, _same_as_input)
 l1 = Loss("l1", _l1, _REDUCTION, _same_as_input)
 huber = Loss("huber", _huber, {**_REDUCTION, "delta": 1.0}, _same_as_input)
 cross_entropy = Loss("cross_entropy", _cross_entropy,
-                     {**_REDUCTION, "ignore_index": -100, "label_smoothing": 0.0, "targets": "indices"},
+                     {**_REDUCTION, "ignore_index": -100, "label_smoothing": 0.0, "targets": "indices",
+                      "weight": None},
                      _class_labels)
-nll = Loss("nll", _nll, {**_REDUCTION, "ignore_index": -100}, _class_labels)
+nll = Loss("nll", _nll, {**_REDUCTION, "ignore_index": -100, "weight": None}, _class_labels)
 binary_cross_entropy_with_logits = Loss("binary_cross_entropy_with_logits", _binary_cross_entropy_with_logits,
-                                        {**_REDUCTION, "pos_weight": None}, _same_as_input)
+                                        {**_REDUCTION, "pos_weight": None, "weight": None}, _same_as_input)
 
 __all__ = ["Loss", "mse", "l1", "huber", "cross_entropy", "nll", "binary_cross_entropy_with_logits"]
