@@ -1,6 +1,11 @@
-// The kernels' thread pool (runtime/parallel.h). Workers sleep on a condition
-// variable between jobs; a job is a function and a chunk counter the workers
-// and the caller draw from.
+// The kernels' thread pool (runtime/parallel.h). A job is a function and a
+// chunk counter the workers and the caller draw from. Between jobs a worker
+// spins for up to kSpin, then sleeps on a condition variable; the caller
+// likewise spins for the workers' last chunks before sleeping. The executor
+// starts jobs microseconds apart (a GEMM's panels, then a fused group, ...)
+// and a sleeping thread takes tens of microseconds to wake, more on a
+// virtual machine, so without the spin each job would start a thread short.
+// The spin is bounded so that an idle pool leaves the cores to others.
 //
 // Thread safety: the thread count may change at any time, from any thread,
 // while other threads run jobs. The current pool is held by a shared_ptr; a
@@ -20,6 +25,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <memory>
@@ -33,6 +39,27 @@ namespace aj {
 namespace {
 
 thread_local bool t_in_job = false;  // this thread is running chunks of a job
+
+constexpr auto kSpin = std::chrono::microseconds(100);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Polls ready() for up to kSpin; whether it became true.
+template <class Ready>
+bool spin_until(Ready&& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (uint32_t i = 1;; ++i) {
+    if (ready()) return true;
+    if (i % 64 == 0 && std::chrono::steady_clock::now() > deadline) return false;
+    cpu_relax();
+  }
+}
 
 class Pool {
  public:
@@ -69,8 +96,9 @@ class Pool {
     }
     wake_.notify_all();
     drain();
+    spin_until([this] { return pending_.load() == 0; });
     std::unique_lock<std::mutex> lock(mu_);
-    done_.wait(lock, [this] { return pending_ == 0; });
+    done_.wait(lock, [this] { return pending_.load() == 0; });
     job_ = nullptr;
     if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
   }
@@ -93,9 +121,10 @@ class Pool {
   void work() {
     uint64_t seen = 0;
     while (true) {
+      spin_until([&] { return stop_.load() || generation_.load() != seen; });
       {
         std::unique_lock<std::mutex> lock(mu_);
-        wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        wake_.wait(lock, [&] { return stop_.load() || generation_.load() != seen; });
         if (stop_) return;
         seen = generation_;
       }
@@ -113,10 +142,11 @@ class Pool {
   const std::function<void(int64_t)>* job_ = nullptr;
   int64_t chunks_ = 0;
   std::atomic<int64_t> next_{0};
-  int pending_ = 0;
+  // Changed under mu_, read by the spins without it.
+  std::atomic<int> pending_{0};
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
   std::exception_ptr error_;
-  uint64_t generation_ = 0;
-  bool stop_ = false;
 };
 
 std::atomic<int> g_threads{0};  // 0: not set yet, follow the BLAS thread count (OPENBLAS_NUM_THREADS)
