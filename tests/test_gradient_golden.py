@@ -132,6 +132,32 @@ def main_adjoint(x: Tensor((3,), "float32")) -> Tuple(Tensor((), "float32"), Tup
     return (gv, (h_adjoint, h))
 ''',
     ),
+    # relu's VJP reads relu's result, not its input, so that h (x + b) is dead after the forward pass
+    "relu_of_bias_add": (
+        '''\
+@function
+def main(x: Tensor((2, 3), "float32"), b: Tensor((3,), "float32")) -> Tensor((), "float32"):
+    h: Tensor((2, 3), "float32") = add(x, b)
+    r: Tensor((2, 3), "float32") = relu(h)
+    gv: Tensor((), "float32") = sum(r)
+    return gv
+''',
+        {},
+        '''\
+@function
+def main_adjoint(x: Tensor((2, 3), "float32"), b: Tensor((3,), "float32")) -> Tuple(Tensor((), "float32"), Tuple(Tensor((2, 3), "float32"), Tensor((3,), "float32"))):
+    h: Tensor((2, 3), "float32") = add(x, b)
+    r: Tensor((2, 3), "float32") = relu(h)
+    gv: Tensor((), "float32") = sum(r)
+    gv_adjoint: Tensor((), "float32") = ones((), "float32")
+    r_adjoint: Tensor((2, 3), "float32") = broadcast_to(gv_adjoint, (2, 3))
+    lv: Tensor((2, 3), "bool") = greater(r, const(0.0, "float32"))
+    lv_1: Tensor((2, 3), "float32") = zeros_like(r_adjoint)
+    h_adjoint: Tensor((2, 3), "float32") = where(lv, r_adjoint, lv_1)
+    b_adjoint: Tensor((3,), "float32") = collapse_sum_to(h_adjoint, (3,))
+    return (gv, (h_adjoint, b_adjoint))
+''',
+    ),
 }
 
 
@@ -151,6 +177,15 @@ RNG = np.random.default_rng(11)
 def run_adjoint(name, *inputs):
     text, options, _ = CASES[name]
     return aj.build(aj.transform.Gradient(**options)(aj.parse(text)))["main_adjoint"](*inputs)
+
+
+def test_numbers_relu_of_bias_add():
+    x = np.array([[1.0, -2.0, 0.5], [-0.25, 3.0, -1.0]], np.float32)
+    b = np.array([0.5, 1.0, -0.5], np.float32)  # h has an exact 0 (0.5 - 0.5): its gradient is 0
+    _, (gx, gb) = run_adjoint("relu_of_bias_add", x, b)
+    mask = (x + b > 0).astype(np.float32)
+    np.testing.assert_array_equal(gx, mask)
+    np.testing.assert_array_equal(gb, mask.sum(axis=0))
 
 
 def test_numbers_sum():

@@ -365,7 +365,7 @@ def relu(x: TensorLike, *, name: str = "") -> Var:
     NaN stays NaN (as both of those give). Integer tensors are accepted too.
 
     Type: `x` must be a numeric tensor (not bool); the result has its shape and dtype. A bool `x` is a TypeInferenceError.
-    VJP: `grad_x = where(greater(x, 0), grad, zeros_like(grad))`: the gradient at `x = 0` (and at NaN) is 0, PyTorch's choice too.
+    VJP: `grad_x = where(greater(y, 0), grad, zeros_like(grad))` with `y = relu(x)` (`y > 0` exactly where `x > 0`; reading `y` lets `x` be freed after the forward pass, as PyTorch's `threshold_backward` does): the gradient at `x = 0` (and at NaN) is 0, PyTorch's choice too.
     FLOPs: one per output element.
     Dtypes: float32, float64, int32, int64.
 

@@ -287,9 +287,11 @@ std::vector<Expr> sigmoid_vjp(VJPContext& ctx) {
   Expr one_minus = ctx.make(ops::subtract, {scalar_of(ctx, 1.0), ctx.result});
   return {times(ctx, ctx.grad, times(ctx, ctx.result, one_minus))};
 }
-// relu: g where x > 0, else 0
+// relu: g where y > 0 (the same as x > 0, NaN included), else 0. Reading the
+// result rather than x, as PyTorch's threshold_backward does, lets x die in
+// the forward pass: a fused bias add + relu then writes only y.
 std::vector<Expr> relu_vjp(VJPContext& ctx) {
-  Expr positive = ctx.make(ops::greater, {ctx.arg(0), scalar_of(ctx, 0.0)});
+  Expr positive = ctx.make(ops::greater, {ctx.result, scalar_of(ctx, 0.0)});
   return {ctx.make(ops::where, {positive, ctx.grad, ctx.make(ops::zeros_like, {ctx.grad})})};
 }
 // erf: g 2 / sqrt(pi) exp(-x^2)
@@ -434,7 +436,7 @@ Elementwise rectified linear unit, `x` where `x >= 0`, else 0. NumPy: `np.maximu
 NaN stays NaN (as both of those give). Integer tensors are accepted too.
 
 Type: `x` must be a numeric tensor (not bool); the result has its shape and dtype. A bool `x` is a TypeInferenceError.
-VJP: `grad_x = where(greater(x, 0), grad, zeros_like(grad))`: the gradient at `x = 0` (and at NaN) is 0, PyTorch's choice too.
+VJP: `grad_x = where(greater(y, 0), grad, zeros_like(grad))` with `y = relu(x)` (`y > 0` exactly where `x > 0`; reading `y` lets `x` be freed after the forward pass, as PyTorch's `threshold_backward` does): the gradient at `x = 0` (and at NaN) is 0, PyTorch's choice too.
 FLOPs: one per output element.
 Dtypes: float32, float64, int32, int64.
 )doc"},
