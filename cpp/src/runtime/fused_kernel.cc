@@ -1,7 +1,7 @@
 // Running a fused group (fusion.h): the group's elements are split into
 // blocks of kFusedBlock, blocks are split over the thread pool, and each
 // thread runs every step on a block before moving to the next, keeping the
-// intermediates in per-thread scratch blocks that stay in L1. Each element
+// intermediates in per-thread scratch blocks that stay in cache. Each element
 // goes through the same functors in the same order as unfused, so the bits
 // agree.
 #include <algorithm>
