@@ -112,20 +112,30 @@ def _check_pos_weight(name: str, value: Any) -> Any:
     return float(value)
 
 
-def _check_weight(name: str, value: Any) -> Any:
-    """None, an aj.Var, or finite numbers (kept as floats in nested tuples):
-    one per class (a 1-D sequence) for cross_entropy and nll; for
-    binary_cross_entropy_with_logits a number or an array that broadcasts
-    to the input."""
+def _check_class_weight(name: str, value: Any) -> Any:
+    """cross_entropy's and nll's weight: None, an aj.Var, or one finite
+    number per class (a 1-D sequence, kept as a tuple of floats)."""
+    return _checked_numbers(name, value, (list, tuple, np.ndarray), 1,
+                            "a 1-D sequence of finite numbers (one per class)")
+
+
+def _check_element_weight(name: str, value: Any) -> Any:
+    """binary_cross_entropy_with_logits's weight: None, an aj.Var, or a
+    number or an array of finite numbers (kept as nested tuples of floats)
+    that broadcasts to the input."""
+    return _checked_numbers(name, value, (list, tuple, np.ndarray, int, float, np.number), None,
+                            "finite numbers that broadcast to the input")
+
+
+def _checked_numbers(name: str, value: Any, kinds: tuple, ndim: int | None, what: str) -> Any:
+    """value as is when None or an aj.Var; else its numbers (of the given
+    rank, when ndim is given) as floats in nested tuples (hashable, and
+    printed on one line)."""
     if value is None or isinstance(value, Expr):
         return value
-    per_element = name == "binary_cross_entropy_with_logits"
-    kinds = (list, tuple, np.ndarray, int, float, np.number) if per_element else (list, tuple, np.ndarray)
     numbers = np.asarray(value) if isinstance(value, kinds) and not isinstance(value, bool) else None
-    if numbers is None or numbers.dtype.kind not in "iuf" or (not per_element and numbers.ndim != 1) \
+    if numbers is None or numbers.dtype.kind not in "iuf" or (ndim is not None and numbers.ndim != ndim) \
             or (numbers.ndim and not numbers.size) or not np.all(np.isfinite(numbers)):
-        what = "finite numbers that broadcast to the input" if per_element else \
-            "a 1-D sequence of finite numbers (one per class)"
         raise TypeInferenceError(f"{name}: weight must be None, {what} or an aj.Var, got {value!r}")
     return _nested_tuples(numbers.astype(np.float64).tolist())
 
@@ -138,8 +148,10 @@ def _nested_tuples(value: Any) -> Any:
 _OPTION_CHECKS = {
     "reduction": _check_reduction, "delta": _check_delta, "ignore_index": _check_ignore_index,
     "label_smoothing": _check_label_smoothing, "targets": _check_targets, "pos_weight": _check_pos_weight,
-    "weight": _check_weight,
+    "weight": _check_class_weight,
 }
+# Options whose check depends on the loss: the loss's name, then the option's check.
+_LOSS_OPTION_CHECKS = {("binary_cross_entropy_with_logits", "weight"): _check_element_weight}
 
 
 def _checked_options(name: str, defaults: Mapping[str, Any], options: Mapping[str, Any]) -> dict:
@@ -147,7 +159,7 @@ def _checked_options(name: str, defaults: Mapping[str, Any], options: Mapping[st
     if unknown:
         known = ", ".join(repr(k) for k in defaults)
         raise TypeInferenceError(f"{name}: unknown option {unknown[0]!r}; known: {known}")
-    return {k: _OPTION_CHECKS[k](name, v) for k, v in options.items()}
+    return {k: _LOSS_OPTION_CHECKS.get((name, k), _OPTION_CHECKS[k])(name, v) for k, v in options.items()}
 
 
 def _tensor_arg(name: str, role: str, value: Any) -> Expr:
