@@ -120,6 +120,25 @@ def test_numbers_in_where_take_the_other_values_dtype_not_the_conditions(dtype):
     np.testing.assert_array_equal(got[2], np.where(m, 2.5, -1.0))
 
 
+@pytest.mark.parametrize("x1, x2", [(2.5, -1), (-1, 2.5), (1, 2), (True, False), (np.float32(0.5), 3),
+                                    (np.ones(4, np.float32), 0), (7, np.arange(4, dtype=np.int32))])
+def test_numbers_without_an_expr_beside_them_take_numpys_promoted_dtype(x1, x2):
+    bb = aj.FunctionBuilder("main")
+    mask = bb.param("mask", (4,), "bool")
+    mod = bb.finish(aj.op.where(mask, x1, x2))
+    m = np.array([True, False, True, False])
+    want = np.where(m, x1, x2)
+    assert mod["main"].ret_type.dtype == want.dtype.name
+    np.testing.assert_array_equal(aj.build(mod)["main"](m), want)
+
+
+def test_numbers_promoted_together_still_meet_the_ops_dtype_rule():
+    bb = aj.FunctionBuilder("main")
+    mask = bb.param("mask", (4,), "bool")
+    with pytest.raises(aj.TypeInferenceError, match="op 'add'.*bool and int64"):
+        aj.op.add(mask, aj.op.where(mask, 1, 2))
+
+
 @pytest.mark.parametrize("dtype", ["int32", "int64"])
 def test_integer_division_by_zero_and_negative_operands_as_numpy(dtype):
     a = np.array([7, -7, 7, -7, 0, 5, -5, np.iinfo(dtype).min], dtype)

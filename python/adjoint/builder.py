@@ -215,14 +215,17 @@ def _untuple(e: Any) -> Any:
     return e
 
 
-def as_expr(value: Any, like: Expr | None = None) -> Expr:
+def as_expr(value: Any, like: Expr | str | None = None) -> Expr:
     """An expr for ``value``: exprs as they are, sequences as tuples, numbers
-    and arrays as constants (numbers take the dtype of ``like`` when given)."""
+    and arrays as constants (numbers take the dtype of ``like``, an expr or a
+    dtype name, when given)."""
     if isinstance(value, Expr):
         return value
     if isinstance(value, (tuple, list)):
         return _core.Tuple([as_expr(v, like) for v in value])
-    if isinstance(value, (bool, int, float, np.number)) and like is not None and like.type.is_tensor:
+    if isinstance(value, (bool, int, float, np.number)) and isinstance(like, str):
+        return _core.Constant(np.asarray(value), like)
+    if isinstance(value, (bool, int, float, np.number)) and isinstance(like, Expr) and like.type.is_tensor:
         return _core.Constant(np.asarray(value), like.type.dtype)
     if isinstance(value, (bool, int, float, np.number, np.ndarray)):
         return _core.Constant(np.asarray(value), None)
@@ -234,6 +237,24 @@ def _first_expr(*values: Any) -> Expr | None:
         if isinstance(v, Expr):
             return v
     return None
+
+
+_NUMBER = (bool, int, float, np.number)
+
+
+def _numbers_dtype(*values: Any) -> str | None:
+    """The dtype numbers among ``values`` (none of them an expr) take: NumPy's
+    promotion of the numbers and arrays there (``2.5`` and ``-1`` give
+    float64, ``0`` beside a float32 array float32), or None when there is
+    no number or NumPy does not promote them (the op's rule then says what
+    is wrong)."""
+    given = [v for v in values if isinstance(v, (*_NUMBER, np.ndarray))]
+    if not any(isinstance(v, _NUMBER) for v in given):
+        return None
+    try:
+        return np.result_type(*given).name
+    except (TypeError, ValueError):
+        return None
 
 
 # The operators and methods of exprs (x @ w, x + 1.0, x[1:], x.sum()) live in

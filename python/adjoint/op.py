@@ -8,8 +8,9 @@ for an op without any, such as ``zeros``). Every op also takes ``name=`` for
 the var's name hint.
 Tensor arguments may be exprs, NumPy arrays or Python numbers (numbers take
 the dtype of the op's first expr argument; for ``where``, of the first of
-``x1`` and ``x2``, so that ``where(mask, g, 0.0)`` is a float where, and
-their own NumPy dtype when both are numbers). Each function's docstring is the
+``x1`` and ``x2``, so that ``where(mask, g, 0.0)`` is a float where;
+without an expr argument, NumPy's promotion of the numbers and arrays
+given, so that ``where(mask, 2.5, -1)`` is float64). Each function's docstring is the
 op's entry in the op reference (docs/ops.md, see adjoint.opdocs).
 """
 
@@ -20,7 +21,7 @@ from typing import Any, Callable
 
 from . import _core
 from ._opref import docstring
-from .builder import _first_expr, abandon_builder_for, as_expr, builder_for, current_builder
+from .builder import _first_expr, _numbers_dtype, abandon_builder_for, as_expr, builder_for, current_builder
 from .errors import Error, TypeInferenceError
 
 
@@ -53,7 +54,10 @@ def _make_op(op_name: str) -> Callable[..., Any]:
             except TypeError as e:
                 raise TypeInferenceError(f"op '{op_name}': {e}") from None
         name = given.pop("name", "")
-        like = _first_expr(*(given.get(a) for a in arg_names if a != "condition"))
+        operands = [given.get(a) for a in arg_names if a != "condition"]
+        like = _first_expr(*operands)
+        if like is None:
+            like = _numbers_dtype(*operands)
         return [as_expr(given.pop(a), like) for a in arg_names], given, name
 
     what = f"aj.op.{op_name}"

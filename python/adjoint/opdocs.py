@@ -43,8 +43,8 @@ How to read an entry:
 - The **signature** names the tensor arguments, then the attrs with their defaults; an attr without a
   default is required. In Python every attr may also be given by keyword, and every op takes `name=`,
   the result var's name hint. Tensor arguments may be exprs, NumPy arrays or Python numbers (numbers
-  take the dtype of the op's first expr argument; for `where`, of the first of `x1` and `x2`, and their
-  own NumPy dtype when both are numbers).
+  take the dtype of the op's first expr argument; for `where`, of the first of `x1` and `x2`; without an
+  expr argument, NumPy's promotion of the numbers and arrays given, so `where(mask, 2.5, -1)` is float64).
 - The **attrs table** gives each attr's kind (what values it accepts) and default.
 - The text gives the semantics and the nearest **NumPy** and **PyTorch** equivalents, and how this op
   differs from them where it does.
