@@ -73,8 +73,12 @@ std::vector<std::shared_ptr<T>> node_list_arg(const py::handle& obj, const std::
   if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj))
     throw Error(str(what, ": expected a list of ", expected, ", got ", py_type_name(obj)));
   std::vector<std::shared_ptr<T>> out;
-  size_t i = 0;
-  for (const auto& item : obj) out.push_back(node_arg<T>(item, str(what, "[", i++, "]"), expected));
+  out.reserve(py::len(obj));
+  for (const auto& item : obj) {
+    if (item.is_none() || !py::isinstance<T>(item))  // the item's name is made only for the message
+      node_arg<T>(item, str(what, "[", out.size(), "]"), expected);
+    out.push_back(item.cast<std::shared_ptr<T>>());
+  }
   return out;
 }
 
