@@ -26,14 +26,20 @@ from .errors import Error
 Expr = _core.Expr
 Var = _core.Var
 
-_state = threading.local()
+
+class _ThreadState(threading.local):
+    """Per thread: the stack of active builders (innermost last)."""
+
+    def __init__(self) -> None:
+        self.stack: list = []
+
+
+_state = _ThreadState()
 _by_serial: "weakref.WeakValueDictionary[int, FunctionBuilder]" = weakref.WeakValueDictionary()
 _T = TypeVar("_T")
 
 
 def _stack() -> list["FunctionBuilder"]:
-    if not hasattr(_state, "stack"):
-        _state.stack = []
     return _state.stack
 
 
@@ -230,6 +236,17 @@ def as_expr(value: Any, like: Expr | str | None = None) -> Expr:
     if isinstance(value, (bool, int, float, np.number, np.ndarray)):
         return _core.Constant(np.asarray(value), None)
     raise Error(f"cannot use a value of type {type(value).__name__} as an expr")
+
+
+class _CallMaker:
+    """Stands for the active FunctionBuilder while a rewriter runs: ``aj.op``
+    calls make call exprs, which the rewriter binds where they replace."""
+
+    def _emit_call(self, op: str, args: list[Any], attrs: dict[str, Any], name: str) -> Any:
+        return _core.Call(op, args, attrs)
+
+    def emit(self, value: Any, name: str = "") -> Any:
+        return as_expr(value)
 
 
 def _first_expr(*values: Any) -> Expr | None:

@@ -20,8 +20,10 @@ import inspect
 from typing import Any, Callable
 
 from . import _core
+from ._core import Expr
 from ._opref import docstring
-from .builder import _first_expr, _numbers_dtype, abandon_builder_for, as_expr, builder_for, current_builder
+from .builder import (_CallMaker, _first_expr, _numbers_dtype, _stack, abandon_builder_for, as_expr, builder_for,
+                      current_builder)
 from .errors import Error, TypeInferenceError
 
 
@@ -43,22 +45,35 @@ def _make_op(op_name: str) -> Callable[..., Any]:
     keywords = frozenset(positional[len(arg_names):]) | {"name"}
     required = frozenset(a["name"] for a in schema["attrs"] if a["required"])
 
+    n_args = len(arg_names)
+    attr_names = positional[n_args:]
+    operand_names = [a for a in arg_names if a != "condition"]
+
     def bind(args: tuple, kwargs: dict) -> tuple[list, dict, str]:
-        given = dict(zip(positional, args))
-        if (len(arg_names) <= len(args) <= len(positional) and keywords.issuperset(kwargs)
-                and given.keys().isdisjoint(kwargs) and required.issubset(given.keys() | kwargs.keys())):
-            given.update(kwargs)  # the common call, bound as sig.bind would bind it
-        else:
-            try:
-                given = sig.bind(*args, **kwargs).arguments
-            except TypeError as e:
-                raise TypeInferenceError(f"op '{op_name}': {e}") from None
+        if n_args <= len(args) <= len(positional) and keywords.issuperset(kwargs):
+            attrs = dict(zip(attr_names, args[n_args:]))
+            if attrs.keys().isdisjoint(kwargs) and required.issubset(attrs.keys() | kwargs.keys()):
+                attrs.update(kwargs)  # the common call, bound as sig.bind would bind it
+                name = attrs.pop("name", "")
+                tensors = list(args[:n_args])
+                if all(isinstance(t, Expr) for t in tensors):
+                    return tensors, attrs, name
+                return _tensor_args(dict(zip(arg_names, tensors))), attrs, name
+        try:
+            given = sig.bind(*args, **kwargs).arguments
+        except TypeError as e:
+            raise TypeInferenceError(f"op '{op_name}': {e}") from None
         name = given.pop("name", "")
-        operands = [given.get(a) for a in arg_names if a != "condition"]
+        return _tensor_args({a: given.pop(a) for a in arg_names}), given, name
+
+    def _tensor_args(given: dict) -> list:
+        """The tensor args as exprs: numbers take the dtype of the first expr
+        operand, else NumPy's promotion of the numbers and arrays given."""
+        operands = [given[a] for a in operand_names]
         like = _first_expr(*operands)
         if like is None:
             like = _numbers_dtype(*operands)
-        return [as_expr(given.pop(a), like) for a in arg_names], given, name
+        return [as_expr(given[a], like) for a in arg_names]
 
     what = f"aj.op.{op_name}"
 
@@ -68,6 +83,9 @@ def _make_op(op_name: str) -> Callable[..., Any]:
         except Error as e:  # arguments refused before the op reached its builder: abandoned all the same
             abandon_builder_for(what, [*args, *kwargs.values()], e)
             raise
+        stack = _stack()
+        if stack and type(stack[-1]) is _CallMaker:  # a pattern rewriter runs: the call as an expr
+            return _core.Call(op_name, tensors, attrs)
         return builder_for(what, tensors)._emit_call(op_name, tensors, attrs, name)
 
     op_fn.__name__ = op_fn.__qualname__ = op_name

@@ -11,23 +11,12 @@ from typing import Any, Callable, Iterator
 
 from .. import _core
 from ..analysis import verify
-from ..builder import _stack, as_expr
+from ..builder import _CallMaker, _stack, as_expr
 from ..errors import Error, VerifyError
 from ..transform import DeadCodeElimination
 from .patterns import Captures, Pattern, _P, _pattern_arg
 
 __all__ = ["rewrite_call"]
-
-
-class _CallMaker:
-    """Stands for the active FunctionBuilder while a rewriter runs: ``aj.op``
-    calls make call exprs, which the rewriter binds where they replace."""
-
-    def _emit_call(self, op: str, args: list[Any], attrs: dict[str, Any], name: str) -> Any:
-        return _core.Call(op, args, attrs)
-
-    def emit(self, value: Any, name: str = "") -> Any:
-        return as_expr(value)
 
 
 @contextmanager
