@@ -37,6 +37,13 @@ def _signature(schema: dict) -> inspect.Signature:
     return inspect.Signature(params)
 
 
+def _exprs_as_tuple(value: Any) -> Any:
+    """A list or tuple of exprs (concat's args) as a Tuple expr; anything else as it is."""
+    if type(value) in (list, tuple) and all(isinstance(v, Expr) for v in value):
+        return _core.Tuple(value)
+    return value
+
+
 def _make_op(op_name: str) -> Callable[..., Any]:
     schema = _core.op_schema(op_name)
     sig = _signature(schema)
@@ -55,7 +62,7 @@ def _make_op(op_name: str) -> Callable[..., Any]:
             if attrs.keys().isdisjoint(kwargs) and required.issubset(attrs.keys() | kwargs.keys()):
                 attrs.update(kwargs)  # the common call, bound as sig.bind would bind it
                 name = attrs.pop("name", "")
-                tensors = list(args[:n_args])
+                tensors = [_exprs_as_tuple(t) for t in args[:n_args]]
                 if all(isinstance(t, Expr) for t in tensors):
                     return tensors, attrs, name
                 return _tensor_args(dict(zip(arg_names, tensors))), attrs, name
