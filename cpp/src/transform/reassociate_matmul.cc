@@ -55,7 +55,6 @@
 
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/analysis/flops.h"
-#include "adjoint/analysis/verifier.h"
 #include "adjoint/ir/builder.h"
 #include "adjoint/op/ops.h"
 #include "adjoint/op/registry.h"
@@ -375,7 +374,6 @@ Function reassociate_matmul(const Function& fn, const DimBounds& bounds) {
 }
 
 Module reassociate_matmul(const Module& mod, const DimBounds& bounds) {
-  verify(mod);
   std::set<std::string> symbols;
   for (const auto& [name, fn] : mod->functions())
     for (const std::string& s : function_symbols(*fn)) symbols.insert(s);

@@ -6,7 +6,6 @@
 // then removes the permutes left unused.
 #include <optional>
 
-#include "adjoint/analysis/verifier.h"
 #include "adjoint/op/manipulate.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/pattern/rule.h"
@@ -58,7 +57,6 @@ const RuleSet& reorder_permute_dims_after_concat_rules() {
 }
 
 Module reorder_permute_dims_after_concat(const Module& mod) {
-  verify(mod);  // a malformed module is a VerifyError, not a failure inside the rule
   return dead_code_elimination(rewrite_bindings(mod, reorder_permute_dims_after_concat_rules()));
 }
 

@@ -8,7 +8,7 @@
 namespace aj {
 
 Module apply_rules(const Module& mod, const RuleSet& rules, const RewriteOptions& options) {
-  verify(mod);  // a malformed module is a VerifyError, not a failure inside a rule
+  verify_input(mod, "Rewriter");  // a malformed module is a VerifyError, not a failure inside a rule
   return map_functions(mod, [&](const Function& fn) {
     Function out = rewrite_bindings(fn, rules, options);
     return out == fn ? fn : dead_code_elimination(out);

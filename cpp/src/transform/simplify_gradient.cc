@@ -12,7 +12,6 @@
 // instruction runs faster than a sum and a broadcast (`python -m
 // adjoint.bench passes` prints the crossover), and small adjoints keep the
 // matmul forms of DESIGN.md §6.
-#include "adjoint/analysis/verifier.h"
 #include "adjoint/op/linalg.h"
 #include "adjoint/op/manipulate.h"
 #include "adjoint/op/registry.h"
@@ -246,7 +245,6 @@ Function rewrite_simplify_gradient(const Function& fn, bool share_values) {
 Function simplify_gradient(const Function& fn) { return dead_code_elimination(rewrite_simplify_gradient(fn)); }
 
 Module simplify_gradient(const Module& mod) {
-  verify(mod);  // a malformed module is a VerifyError, not a failure inside a rule
   return dead_code_elimination(rewrite_bindings(mod, simplify_gradient_rules()));
 }
 

@@ -1,5 +1,7 @@
 // The module-to-module passes of cpp/src/transform/, each a pure function
-// over immutable IR.
+// over immutable IR. Each takes a well-formed module: the Python bindings
+// verify it first (verify_input, analysis/verifier.h), so malformed IR built
+// in Python is a VerifyError naming the pass, never a failure inside one.
 #pragma once
 
 #include <functional>

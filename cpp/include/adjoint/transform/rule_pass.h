@@ -10,7 +10,8 @@
 
 namespace aj {
 
-// Verifies mod first (VerifyError naming the function and var).
+// Verifies mod first, at the structure level every pass checks
+// (analysis/verifier.h): VerifyError naming the function and var.
 Module apply_rules(const Module& mod, const RuleSet& rules, const RewriteOptions& options = {});
 
 }  // namespace aj
