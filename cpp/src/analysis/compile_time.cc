@@ -4,6 +4,8 @@
 // only weights bind".
 #include "adjoint/analysis/compile_time.h"
 
+#include "adjoint/ir/binding_walk.h"
+
 namespace aj {
 namespace {
 
@@ -48,8 +50,7 @@ std::vector<uint8_t> computable_bindings(const DataflowIndex& index) {
   const std::set<std::string> weight_symbols = bound_symbols(fn, fn.num_input(), num_params);
   std::vector<uint8_t> known(index.num_defs(), 0), out(fn.bindings().size(), 0);
   for (size_t p = fn.num_input(); p < num_params; ++p) known[p] = 1;
-  for (size_t b = 0; b < out.size(); ++b) {
-    const Binding& binding = fn.bindings()[b];
+  for_each_binding(fn.bindings(), [&](size_t b, const Binding& binding) {
     bool all = symbols_within(binding.var->type(), weight_symbols);
     if (all)
       for_each_var_use(binding.value, [&](const VarNode* v) {
@@ -57,7 +58,7 @@ std::vector<uint8_t> computable_bindings(const DataflowIndex& index) {
         all = all && d >= 0 && known[static_cast<size_t>(d)];
       });
     out[b] = known[num_params + b] = all;
-  }
+  });
   return out;
 }
 
@@ -65,8 +66,9 @@ std::vector<uint8_t> weight_dependent_bindings(const DataflowIndex& index, const
   const FunctionNode& fn = index.function();
   const std::set<std::string> input_symbols = bound_symbols(fn, 0, fn.num_input());
   std::vector<uint8_t> weight_shaped(computable.size(), 0);  // a symbol of its type is not the inputs'
-  for (size_t b = 0; b < computable.size(); ++b)
-    weight_shaped[b] = computable[b] && !symbols_within(fn.bindings()[b].var->type(), input_symbols);
+  for_each_binding(fn.bindings(), [&](size_t b, const Binding& binding) {
+    weight_shaped[b] = computable[b] && !symbols_within(binding.var->type(), input_symbols);
+  });
   std::vector<uint8_t> out = index.depends_on([&](const VarNode* v) {
     int64_t b = index.binding_index(v);
     return b < 0 ? is_weight(index, v) : weight_shaped[static_cast<size_t>(b)] != 0;

@@ -4,6 +4,8 @@
 // of wanted var addresses; dependence from one forward walk per query.
 #include "adjoint/analysis/dataflow.h"
 
+#include "adjoint/ir/binding_walk.h"
+
 namespace aj {
 namespace {
 
@@ -149,13 +151,14 @@ void DataflowIndex::build_users() const {
     });
   };
   user_start_.assign(n + 1, 0);
-  for (size_t b = 0; b < bindings.size(); ++b) for_each_distinct_use(b, [&](size_t d) { ++user_start_[d + 1]; });
+  for_each_binding(bindings, [&](size_t b, const Binding&) { for_each_distinct_use(b, [&](size_t d) { ++user_start_[d + 1]; }); });
   for (size_t d = 0; d < n; ++d) user_start_[d + 1] += user_start_[d];
   users_.resize(static_cast<size_t>(user_start_.back()));
   std::vector<int64_t> fill(user_start_.begin(), user_start_.end() - 1);
   std::fill(last.begin(), last.end(), -1);
-  for (size_t b = 0; b < bindings.size(); ++b)
+  for_each_binding(bindings, [&](size_t b, const Binding&) {
     for_each_distinct_use(b, [&](size_t d) { users_[static_cast<size_t>(fill[d]++)] = static_cast<int64_t>(b); });
+  });
   has_users_ = true;
 }
 
@@ -196,11 +199,11 @@ void DataflowIndex::build_live() const {
   VarSet wanted;
   auto want = [&wanted](const VarNode* v) { wanted.insert(v); };
   for_each_var_use(fn_.ret(), want);
-  for (size_t b = bindings.size(); b-- > 0;) {
-    if (!wanted.erase(bindings[b].var.get())) continue;
+  for_each_binding_backward(bindings, [&](size_t b, const Binding& binding) {
+    if (!wanted.erase(binding.var.get())) return;
     live_[b] = 1;
-    for_each_use_in(bindings[b], want);
-  }
+    for_each_use_in(binding, want);
+  });
   has_live_ = true;
 }
 
@@ -234,17 +237,17 @@ std::vector<uint8_t> DataflowIndex::forward_dependence(const VarPredicate& seed,
   std::vector<uint8_t> marked(index.size(), 0), out(bindings.size(), 0);
   for (size_t i = 0; i < num_params_; ++i) marked[i] = seed(fn_.params()[i].get());
   size_t next = num_params_;  // the index of the next binding read
-  for (size_t b = 0; b < bindings.size(); ++b) {
-    if (among && !(*among)[b]) continue;
+  for_each_binding(bindings, [&](size_t b, const Binding& binding) {
+    if (among && !(*among)[b]) return;
     bool dep = false;
-    for_each_use_in(bindings[b], [&](const VarNode* v) {
+    for_each_use_in(binding, [&](const VarNode* v) {
       if (dep) return;
       int64_t d = index(v);
       dep = d >= 0 && marked[static_cast<size_t>(d)];
     });
     out[b] = dep;
-    marked[next++] = dep || seed(bindings[b].var.get());
-  }
+    marked[next++] = dep || seed(binding.var.get());
+  });
   return out;
 }
 
@@ -261,16 +264,16 @@ std::vector<uint8_t> DataflowIndex::depends_only_on(const VarPredicate& allowed)
   const auto& bindings = fn_.bindings();
   std::vector<uint8_t> ok(index.size(), 0), out(bindings.size(), 0);
   for (size_t i = 0; i < num_params_; ++i) ok[i] = allowed(fn_.params()[i].get());
-  for (size_t b = 0; b < bindings.size(); ++b) {
+  for_each_binding(bindings, [&](size_t b, const Binding& binding) {
     bool all = true;
-    for_each_use_in(bindings[b], [&](const VarNode* v) {
+    for_each_use_in(binding, [&](const VarNode* v) {
       if (!all) return;
       int64_t d = index(v);
       all = d >= 0 && ok[static_cast<size_t>(d)];
     });
     out[b] = all;
-    ok[num_params_ + b] = all || allowed(bindings[b].var.get());
-  }
+    ok[num_params_ + b] = all || allowed(binding.var.get());
+  });
   return out;
 }
 

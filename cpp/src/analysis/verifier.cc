@@ -6,6 +6,7 @@
 #include "adjoint/analysis/verifier.h"
 
 #include "adjoint/analysis/dataflow.h"
+#include "adjoint/ir/binding_walk.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/support/error.h"
 
@@ -21,7 +22,7 @@ class FunctionVerifier {
   void run() {
     check_definitions();
     check_attrs();
-    for (size_t i = 0; i < fn_.bindings().size(); ++i) check_binding(i, fn_.bindings()[i]);
+    for_each_binding(fn_.bindings(), [this](size_t i, const Binding& b) { check_binding(i, b); });
     where_ = Place{"the return value"};
     defined_ = static_cast<int64_t>(index_.num_defs());
     check_leaf(fn_.ret());

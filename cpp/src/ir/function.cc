@@ -1,6 +1,8 @@
 // Functions and modules: construction, attrs, lookup.
 #include "adjoint/ir/function.h"
 
+#include "adjoint/ir/binding_walk.h"
+
 #include "adjoint/support/error.h"
 
 namespace aj {
@@ -35,6 +37,16 @@ FunctionNode::FunctionNode(std::vector<Var> params, std::vector<Binding> binding
     : params_(std::move(params)), bindings_(std::move(bindings)), ret_(std::move(ret)),
       attrs_(std::move(attrs)) {
   if (!ret_) throw Error("a function needs a returned expr");
+}
+
+// Releases the bindings in order with their nodes fetched ahead
+// (ir/binding_walk.h): a large function's nodes are out of cache, and each
+// release writes its node's reference count.
+FunctionNode::~FunctionNode() {
+  for (size_t i = 0; i < bindings_.size(); ++i) {
+    if (i + walk_detail::kNodesAhead < bindings_.size()) walk_detail::fetch_nodes(bindings_[i + walk_detail::kNodesAhead]);
+    bindings_[i] = Binding{};
+  }
 }
 
 const AttrValue* FunctionNode::attr(const std::string& name) const {

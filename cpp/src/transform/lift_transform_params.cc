@@ -25,6 +25,7 @@
 
 #include "adjoint/analysis/compile_time.h"
 #include "adjoint/analysis/dataflow.h"
+#include "adjoint/ir/binding_walk.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/pass_stats.h"
 #include "adjoint/transform/passes.h"
@@ -45,13 +46,16 @@ std::set<std::string> unbound_symbols(const FunctionNode& fn, const LiftPlan& pl
                                       const std::vector<uint8_t>& main_needs) {
   const size_t num_params = fn.params().size();
   std::set<std::string> used, bound;
-  for (size_t d = 0; d < main_needs.size(); ++d) {
-    const bool param = d < num_params && (d < fn.num_input() || main_needs[d]);
-    const Var& var = d < num_params ? fn.params()[d] : fn.bindings()[d - num_params].var;
-    if (param || (d >= num_params && lifted_needs[d])) add_type_symbols(var->type(), true, bound);
-    if (param || (d >= num_params && (lifted_needs[d] || plan.in_main[d - num_params])))
-      add_type_symbols(var->type(), false, used);
+  for (size_t p = 0; p < num_params; ++p) {
+    if (p >= fn.num_input() && !main_needs[p]) continue;
+    add_type_symbols(fn.params()[p]->type(), true, bound);
+    add_type_symbols(fn.params()[p]->type(), false, used);
   }
+  for_each_binding(fn.bindings(), [&](size_t b, const Binding& binding) {
+    const size_t d = num_params + b;
+    if (lifted_needs[d]) add_type_symbols(binding.var->type(), true, bound);
+    if (lifted_needs[d] || plan.in_main[b]) add_type_symbols(binding.var->type(), false, used);
+  });
   std::set<std::string> out;
   for (const std::string& s : used)
     if (!bound.count(s)) out.insert(s);
@@ -83,32 +87,33 @@ LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
   LiftPlan plan{std::vector<uint8_t>(bindings.size(), 0), std::vector<uint8_t>(bindings.size(), 0), {}};
   std::vector<uint8_t> main_needs(index.num_defs(), 0), lifted_needs(index.num_defs(), 0);
   mark_uses(index, fn.ret(), main_needs);
-  for (size_t b = bindings.size(); b-- > 0;) {
-    if (!main_needs[num_params + b]) continue;
-    if (liftable[b] && bindings[b].var->type()->is_tensor()) {
+  for_each_binding_backward(bindings, [&](size_t b, const Binding& binding) {
+    if (!main_needs[num_params + b]) return;
+    if (liftable[b] && binding.var->type()->is_tensor()) {
       lifted_needs[num_params + b] = 1;
-      continue;
+      return;
     }
     plan.in_main[b] = 1;
-    mark_uses(index, bindings[b].value, main_needs);
-  }
+    mark_uses(index, binding.value, main_needs);
+  });
   pass_weights_binding(fn, unbound_symbols(fn, plan, lifted_needs, main_needs), main_needs);
   for (size_t p = num_input; p < num_params; ++p)
     if (main_needs[p]) plan.boundary.push_back(fn.params()[p]);
   for (size_t b = 0; b < bindings.size(); ++b)
     if (lifted_needs[num_params + b]) plan.boundary.push_back(bindings[b].var);
-  for (size_t b = bindings.size(); b-- > 0;) {
-    if (!lifted_needs[num_params + b]) continue;
+  for_each_binding_backward(bindings, [&](size_t b, const Binding& binding) {
+    if (!lifted_needs[num_params + b]) return;
     plan.in_transform[b] = 1;
-    mark_uses(index, bindings[b].value, lifted_needs);
-  }
+    mark_uses(index, binding.value, lifted_needs);
+  });
   return plan;
 }
 
 std::vector<Binding> bindings_where(const FunctionNode& fn, const std::vector<uint8_t>& keep) {
   std::vector<Binding> out;
-  for (size_t b = 0; b < keep.size(); ++b)
-    if (keep[b]) out.push_back(fn.bindings()[b]);
+  for_each_binding(fn.bindings(), [&](size_t b, const Binding& binding) {
+    if (keep[b]) out.push_back(binding);
+  });
   return out;
 }
 

@@ -38,6 +38,7 @@ class FunctionNode {
  public:
   FunctionNode(std::vector<Var> params, std::vector<Binding> bindings, Expr ret,
                FuncAttrs attrs = {});
+  ~FunctionNode();
   const std::vector<Var>& params() const { return params_; }
   const std::vector<Binding>& bindings() const { return bindings_; }
   const Expr& ret() const { return ret_; }

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "adjoint/ir/binding_walk.h"
 #include "adjoint/ir/function.h"
 
 namespace aj {
@@ -24,7 +25,7 @@ class VarIndexMap {
   explicit VarIndexMap(const FunctionNode& fn) {
     vars_.reserve(fn.params().size() + fn.bindings().size());
     for (const auto& p : fn.params()) define(p.get());
-    for (const auto& b : fn.bindings()) define(b.var.get());
+    for_each_binding(fn.bindings(), [this](size_t, const Binding& b) { define(b.var.get()); });
   }
   // Index i for vars[i]: for a pass that indexes part of a function.
   explicit VarIndexMap(const std::vector<const VarNode*>& vars) {
