@@ -109,11 +109,11 @@ def test_signature_lines_write_attrs_as_the_text_form_does():
 
 
 def test_the_ops_marked_as_tuple_results_build_tuples():
-    bb = aj.FunctionBuilder("f")
-    x = bb.param("x", (4, 6), "float32")
-    assert _opref.TUPLE_RESULT_OPS == {"split"}
-    assert str(aj.op.split(x, 2, axis=1).type).startswith("Tuple(")
-    assert str(aj.op.exp(x).type).startswith("Tensor(")
+    with aj.FunctionBuilder("f") as bb:  # the block deactivates the builder: no later test sees it active
+        x = bb.param("x", (4, 6), "float32")
+        assert _opref.TUPLE_RESULT_OPS == {"split"}
+        assert str(aj.op.split(x, 2, axis=1).type).startswith("Tuple(")
+        assert str(aj.op.exp(x).type).startswith("Tensor(")
 
 
 def test_the_type_stub_carries_each_aj_op_docstring():
