@@ -22,8 +22,7 @@ from typing import Any, Callable
 from . import _core
 from ._core import Expr
 from ._opref import docstring
-from .builder import (_CallMaker, _first_expr, _numbers_dtype, _stack, abandon_builder_for, as_expr, builder_for,
-                      current_builder)
+from .builder import _first_expr, _numbers_dtype, abandon_builder_for, as_expr, builder_for, current_builder
 from .errors import Error, TypeInferenceError
 
 
@@ -90,9 +89,6 @@ def _make_op(op_name: str) -> Callable[..., Any]:
         except Error as e:  # arguments refused before the op reached its builder: abandoned all the same
             abandon_builder_for(what, [*args, *kwargs.values()], e)
             raise
-        stack = _stack()
-        if stack and type(stack[-1]) is _CallMaker:  # a pattern rewriter runs: the call as an expr
-            return _core.Call(op_name, tensors, attrs)
         return builder_for(what, tensors)._emit_call(op_name, tensors, attrs, name)
 
     op_fn.__name__ = op_fn.__qualname__ = op_name

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from . import _core
-from .builder import _CallMaker, _stack, builder_for
+from .builder import builder_for
 from .errors import Error, TypeInferenceError
 
 Expr = _core.Expr
@@ -267,11 +267,7 @@ def _getitem(self: Expr, index: Any) -> Any:
     if self.type.is_tuple:
         if not _is_int(index):
             raise TypeInferenceError(f"a tuple takes an integer index, got {index!r}")
-        item = _core.TupleGetItem(self, int(index))
-        stack = _stack()
-        if stack and type(stack[-1]) is _CallMaker:  # a pattern rewriter runs: the item as an expr
-            return item
-        return builder_for("tuple indexing", [self]).emit(item)
+        return builder_for("tuple indexing", [self]).emit(_core.TupleGetItem(self, int(index)))
     items = index if isinstance(index, tuple) else (index,)
     for item in items:
         _check_index_item(item)
