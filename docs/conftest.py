@@ -10,9 +10,20 @@ import pytest
 from sybil import Sybil
 from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
 
+import adjoint as aj
+
 
 def _setup(namespace: dict) -> None:
     namespace["HAS_TORCH"] = importlib.util.find_spec("torch") is not None
+
+
+def _teardown(namespace: dict) -> None:
+    """A page whose examples leave a FunctionBuilder active (unfinished
+    outside a with block) fails: later tests in the process would build into it."""
+    left = list(aj.builder._stack())
+    aj.builder._stack().clear()
+    if left:
+        raise AssertionError(f"the page's examples left active: {', '.join(repr(b.name) for b in left)}")
 
 
 @pytest.fixture
@@ -24,5 +35,6 @@ pytest_collect_file = Sybil(
     parsers=[PythonCodeBlockParser(), SkipParser()],
     patterns=["*.md"],
     setup=_setup,
+    teardown=_teardown,
     fixtures=["in_temporary_directory"],
 ).pytest()

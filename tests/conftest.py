@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 import adjoint as aj
@@ -101,3 +102,16 @@ def run_op(op, *args, **attrs):
     """Builds `op` over params shaped like `args` and runs it on them."""
     mod = build_op(op, *args, **attrs)
     return aj.build(mod)["main"](*_flatten(list(args)))
+
+
+@pytest.fixture(autouse=True)
+def no_builder_left_active():
+    """Fails a test that leaves a FunctionBuilder active (unfinished outside a
+    with block): the builder would take the ops of the tests after it in the
+    same process, which then fail far from the cause."""
+    yield
+    left = list(aj.builder._stack())
+    if left:
+        aj.builder._stack().clear()
+        names = ", ".join(repr(getattr(b, "name", b)) for b in left)
+        pytest.fail(f"the test left active: {names}; finish it or build inside `with aj.FunctionBuilder(...)`")

@@ -30,8 +30,8 @@ def test_reshape_infers_minus_one_beside_a_polynomial_dim():
     (("2*n", 3), (3, -1), "2*n"),
 ])
 def test_reshape_minus_one_cancels_shared_dims(shape, target, inferred):
-    bb = aj.FunctionBuilder("main")
-    y = aj.op.reshape(bb.param("x", shape, "float32"), target)
+    with aj.FunctionBuilder("main") as bb:
+        y = aj.op.reshape(bb.param("x", shape, "float32"), target)
     assert y.type.shape[list(target).index(-1)] == inferred
 
 

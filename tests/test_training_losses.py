@@ -504,21 +504,21 @@ def test_bound_options_are_defaults_that_call_options_override(torch):
 
 
 def test_label_types():
-    bb = aj.FunctionBuilder("main")
-    p2, p1 = bb.param("a", ("n", 10), "float32"), bb.param("b", (10,), "float64")
-    p4 = bb.param("c", (2, 5, 3, 4), "float32")
-    for loss in (T.mse, T.l1, T.huber(delta=2.0), T.binary_cross_entropy_with_logits):
-        assert loss.label_types(p2.type) == [(("n", 10), "float32")]
-    for loss in (T.cross_entropy, T.nll, T.cross_entropy(targets="indices")):
-        assert loss.label_types(p2.type) == [(("n",), "int64")]
-        assert loss.label_types(p1.type) == [((), "int64")]
-        assert loss.label_types(p4.type) == [((2, 3, 4), "int64")]
-    probs = T.cross_entropy(targets="probabilities")
-    assert probs.label_types(p2.type) == [(("n", 10), "float32")]
-    assert probs.label_types(p4.type) == [((2, 5, 3, 4), "float32")]
-    scalar = bb.param("s", (), "float32")
-    with pytest.raises(aj.TypeInferenceError, match=r"cross_entropy: input shape \(\) has no class axis"):
-        T.cross_entropy.label_types(scalar.type)
+    with aj.FunctionBuilder("main") as bb:
+        p2, p1 = bb.param("a", ("n", 10), "float32"), bb.param("b", (10,), "float64")
+        p4 = bb.param("c", (2, 5, 3, 4), "float32")
+        for loss in (T.mse, T.l1, T.huber(delta=2.0), T.binary_cross_entropy_with_logits):
+            assert loss.label_types(p2.type) == [(("n", 10), "float32")]
+        for loss in (T.cross_entropy, T.nll, T.cross_entropy(targets="indices")):
+            assert loss.label_types(p2.type) == [(("n",), "int64")]
+            assert loss.label_types(p1.type) == [((), "int64")]
+            assert loss.label_types(p4.type) == [((2, 3, 4), "int64")]
+        probs = T.cross_entropy(targets="probabilities")
+        assert probs.label_types(p2.type) == [(("n", 10), "float32")]
+        assert probs.label_types(p4.type) == [((2, 5, 3, 4), "float32")]
+        scalar = bb.param("s", (), "float32")
+        with pytest.raises(aj.TypeInferenceError, match=r"cross_entropy: input shape \(\) has no class axis"):
+            T.cross_entropy.label_types(scalar.type)
 
 
 def test_targets_option_does_not_change_what_is_emitted(torch):
@@ -532,8 +532,8 @@ def test_targets_option_does_not_change_what_is_emitted(torch):
 # ---- bad input ----
 
 def emit(loss, pred, target, **options):
-    bb = aj.FunctionBuilder("main")
-    return loss(bb.param("p", *pred), bb.param("t", *target), **options)
+    with aj.FunctionBuilder("main") as bb:
+        return loss(bb.param("p", *pred), bb.param("t", *target), **options)
 
 
 BAD = [
