@@ -11,13 +11,15 @@ from hypothesis import HealthCheck, settings
 import adjoint as aj
 
 # The profile is ADJOINT_HYPOTHESIS_PROFILE's (or HYPOTHESIS_PROFILE's): "ci"
-# (the default) runs 300 examples per property, "long" 20,000, "dev" 50.
+# (the default) runs 300 examples per property, "long" 20,000, "dev" 50 (the
+# sanitizer run of .ci/sanitize uses it: there the examples check memory
+# safety, which the main run's 300 per property already cover for meaning).
 # Tests that set max_examples themselves keep their own count.
 settings.register_profile(
     "ci", deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow], print_blob=True
 )
 settings.register_profile("long", settings.get_profile("ci"), max_examples=20_000)
-settings.register_profile("dev", deadline=None, max_examples=50)
+settings.register_profile("dev", settings.get_profile("ci"), max_examples=50)
 settings.load_profile(os.environ.get("ADJOINT_HYPOTHESIS_PROFILE") or os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
