@@ -77,6 +77,25 @@ def test_all_problems_are_listed():
     assert len(aj.analysis.problems(mod)) == 4
 
 
+
+def test_a_malformed_module_is_refused_every_time():
+    """A function remembers that it verified clean (the IR is immutable), never
+    that it was checked: a malformed one is reported again at every level."""
+    x, a, b = aj.Var("x", T3), aj.Var("a", T3), aj.Var("b", T3)
+    bad = fn([x], [(a, aj.Call("add", [x, b])), (b, aj.Call("add", [x, x]))], a)
+    for _ in range(2):
+        with pytest.raises(aj.VerifyError, match="DeadCodeElimination: the module is not well formed"):
+            aj.transform.DeadCodeElimination()(bad)
+        with pytest.raises(aj.VerifyError, match="uses var 'b'"):
+            aj.analysis.verify(bad)
+        assert len(aj.analysis.problems(bad)) == 1
+    good = fn([x], [(a, aj.Call("add", [x, x]))], a)
+    for _ in range(2):
+        assert aj.transform.DeadCodeElimination()(good)["main"].bindings
+        assert aj.analysis.problems(good) == []
+        # a module built from an already verified function is checked as a whole
+        assert aj.analysis.problems(aj.Module({"f": good["main"], "g": bad["main"]}))
+
 def test_verify_rejects_non_modules():
     with pytest.raises(aj.Error, match="aj.Module"):
         aj.analysis.verify("not a module")  # type: ignore[arg-type]

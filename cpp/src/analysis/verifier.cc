@@ -196,7 +196,13 @@ class FunctionVerifier {
 
 std::vector<std::string> verify_problems(const Module& mod, VerifyLevel level) {
   std::vector<std::string> out;
-  for (const auto& [name, fn] : mod->functions()) FunctionVerifier(name, *fn, level, out).run();
+  const int rank = level == VerifyLevel::kFull ? 2 : 1;
+  for (const auto& [name, fn] : mod->functions()) {
+    if (fn->verified_level() >= rank) continue;
+    const size_t before = out.size();
+    FunctionVerifier(name, *fn, level, out).run();
+    if (out.size() == before) fn->mark_verified(rank);
+  }
   return out;
 }
 

@@ -18,7 +18,11 @@ namespace aj {
 // the cost, and what stands between user-built IR and the passes.
 enum class VerifyLevel { kStructure, kFull };
 
-// Every problem found, each naming the function and the var or binding.
+// Every problem found, each naming the function and the var or binding. A
+// function that passes a level is marked (FunctionNode::mark_verified: 1
+// for kStructure, 2 for kFull) and not walked again at that level or below:
+// the pass that checked its input and the binding that handed it over, or
+// each pass of a pipeline given the same module, verify it once.
 std::vector<std::string> verify_problems(const Module& mod, VerifyLevel level = VerifyLevel::kFull);
 bool well_formed(const Module& mod);
 void verify(const Module& mod);  // throws VerifyError with the first problem

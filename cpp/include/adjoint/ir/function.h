@@ -3,6 +3,7 @@
 // new ones.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -49,7 +50,18 @@ class FunctionNode {
   size_t num_input() const;
   Function with_attr(const std::string& name, AttrValue value) const;
 
+  // The highest verifier level (analysis/verifier.h: 1 structure, 2 full)
+  // this function has passed with no problem, 0 when none. The IR is
+  // immutable, so a function verified once stays well formed: the verifier
+  // skips it after that, and a pipeline of passes verifies each function once.
+  int verified_level() const { return verified_level_.load(std::memory_order_acquire); }
+  void mark_verified(int level) const {
+    int seen = verified_level_.load(std::memory_order_relaxed);
+    while (seen < level && !verified_level_.compare_exchange_weak(seen, level, std::memory_order_release)) {}
+  }
+
  private:
+  mutable std::atomic<int> verified_level_{0};
   std::vector<Var> params_;
   std::vector<Binding> bindings_;
   Expr ret_;
