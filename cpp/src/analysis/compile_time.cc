@@ -65,13 +65,17 @@ std::vector<uint8_t> computable_bindings(const DataflowIndex& index) {
 std::vector<uint8_t> weight_dependent_bindings(const DataflowIndex& index, const std::vector<uint8_t>& computable) {
   const FunctionNode& fn = index.function();
   const std::set<std::string> input_symbols = bound_symbols(fn, 0, fn.num_input());
-  std::vector<uint8_t> weight_shaped(computable.size(), 0);  // a symbol of its type is not the inputs'
-  for_each_binding(fn.bindings(), [&](size_t b, const Binding& binding) {
-    weight_shaped[b] = computable[b] && !symbols_within(binding.var->type(), input_symbols);
-  });
+  // Per computable binding: a symbol of its type is not the inputs'. Found
+  // while the sweep below reads the binding's var (the sweep asks only for
+  // bindings that do not already depend on a weight, the only ones the
+  // result needs it for), not by a walk of its own.
+  std::vector<uint8_t> weight_shaped(computable.size(), 0);
   std::vector<uint8_t> out = index.depends_on([&](const VarNode* v) {
     int64_t b = index.binding_index(v);
-    return b < 0 ? is_weight(index, v) : weight_shaped[static_cast<size_t>(b)] != 0;
+    if (b < 0) return is_weight(index, v);
+    const size_t i = static_cast<size_t>(b);
+    weight_shaped[i] = computable[i] && !symbols_within(v->type(), input_symbols);
+    return weight_shaped[i] != 0;
   });
   for (size_t b = 0; b < out.size(); ++b) out[b] = computable[b] && (out[b] || weight_shaped[b]);
   return out;

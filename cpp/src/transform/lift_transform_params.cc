@@ -40,22 +40,17 @@ struct LiftPlan {
   std::vector<Var> boundary;          // f's new params: needed weights, then lifted binding vars
 };
 
-// The symbols f's kept bindings and params use that none of its params
-// binds alone, once `main_needs` marks the weights f takes.
-std::set<std::string> unbound_symbols(const FunctionNode& fn, const LiftPlan& plan, const std::vector<uint8_t>& lifted_needs,
-                                      const std::vector<uint8_t>& main_needs) {
-  const size_t num_params = fn.params().size();
-  std::set<std::string> used, bound;
-  for (size_t p = 0; p < num_params; ++p) {
+// The symbols f keeps using that none of its params binds alone: `used` and
+// `bound` hold those of its kept and lifted bindings (collected by the sweep
+// that decides them); the params are added once `main_needs` marks the
+// weights f takes.
+std::set<std::string> unbound_symbols(const FunctionNode& fn, const std::vector<uint8_t>& main_needs,
+                                      std::set<std::string> used, std::set<std::string> bound) {
+  for (size_t p = 0; p < fn.params().size(); ++p) {
     if (p >= fn.num_input() && !main_needs[p]) continue;
     add_type_symbols(fn.params()[p]->type(), true, bound);
     add_type_symbols(fn.params()[p]->type(), false, used);
   }
-  for_each_binding(fn.bindings(), [&](size_t b, const Binding& binding) {
-    const size_t d = num_params + b;
-    if (lifted_needs[d]) add_type_symbols(binding.var->type(), true, bound);
-    if (lifted_needs[d] || plan.in_main[b]) add_type_symbols(binding.var->type(), false, used);
-  });
   std::set<std::string> out;
   for (const std::string& s : used)
     if (!bound.count(s)) out.insert(s);
@@ -87,16 +82,22 @@ LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
   LiftPlan plan{std::vector<uint8_t>(bindings.size(), 0), std::vector<uint8_t>(bindings.size(), 0), {}};
   std::vector<uint8_t> main_needs(index.num_defs(), 0), lifted_needs(index.num_defs(), 0);
   mark_uses(index, fn.ret(), main_needs);
+  // The symbols of the bindings f keeps or takes as params, and those a
+  // lifted var binds alone, gathered while each binding's var is at hand.
+  std::set<std::string> used, bound;
   for_each_binding_backward(bindings, [&](size_t b, const Binding& binding) {
     if (!main_needs[num_params + b]) return;
-    if (liftable[b] && binding.var->type()->is_tensor()) {
+    const Type& type = binding.var->type();
+    if (liftable[b] && type->is_tensor()) {
       lifted_needs[num_params + b] = 1;
-      return;
+      add_type_symbols(type, true, bound);
+    } else {
+      plan.in_main[b] = 1;
+      mark_uses(index, binding.value, main_needs);
     }
-    plan.in_main[b] = 1;
-    mark_uses(index, binding.value, main_needs);
+    add_type_symbols(type, false, used);
   });
-  pass_weights_binding(fn, unbound_symbols(fn, plan, lifted_needs, main_needs), main_needs);
+  pass_weights_binding(fn, unbound_symbols(fn, main_needs, std::move(used), std::move(bound)), main_needs);
   for (size_t p = num_input; p < num_params; ++p)
     if (main_needs[p]) plan.boundary.push_back(fn.params()[p]);
   for (size_t b = 0; b < bindings.size(); ++b)
@@ -109,12 +110,30 @@ LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
   return plan;
 }
 
-std::vector<Binding> bindings_where(const FunctionNode& fn, const std::vector<uint8_t>& keep) {
-  std::vector<Binding> out;
-  for_each_binding(fn.bindings(), [&](size_t b, const Binding& binding) {
-    if (keep[b]) out.push_back(binding);
-  });
-  return out;
+// The bindings f keeps and those f_transform_params computes, copied in one
+// walk. A copy touches only the var and value nodes (their reference
+// counts), so only those of bindings that are copied are fetched ahead.
+std::pair<std::vector<Binding>, std::vector<Binding>> split_bindings(const FunctionNode& fn, const LiftPlan& plan) {
+  constexpr size_t kAhead = 16;
+  const auto& bindings = fn.bindings();
+  const size_t n = bindings.size();
+  auto count = [](const std::vector<uint8_t>& marks) {
+    size_t k = 0;
+    for (uint8_t m : marks) k += m;
+    return k;
+  };
+  std::vector<Binding> main, transform;
+  main.reserve(count(plan.in_main));
+  transform.reserve(count(plan.in_transform));
+  for (size_t b = 0; b < n; ++b) {
+    if (b + kAhead < n && (plan.in_main[b + kAhead] || plan.in_transform[b + kAhead])) {
+      __builtin_prefetch(bindings[b + kAhead].var.get(), 1);
+      __builtin_prefetch(bindings[b + kAhead].value.get(), 1);
+    }
+    if (plan.in_main[b]) main.push_back(bindings[b]);
+    if (plan.in_transform[b]) transform.push_back(bindings[b]);
+  }
+  return {std::move(main), std::move(transform)};
 }
 
 // What Pass.explain reports of one function's split: the bindings lifted,
@@ -141,9 +160,10 @@ std::pair<Function, Function> lift(const Function& fn) {
   std::vector<Var> main_params(fn->params().begin(), first_weight);
   main_params.insert(main_params.end(), plan.boundary.begin(), plan.boundary.end());
   Expr returned = std::make_shared<TupleNode>(std::vector<Expr>(plan.boundary.begin(), plan.boundary.end()));
-  auto transform = std::make_shared<FunctionNode>(std::move(weights), bindings_where(*fn, plan.in_transform),
+  auto [main_bindings, transform_bindings] = split_bindings(*fn, plan);
+  auto transform = std::make_shared<FunctionNode>(std::move(weights), std::move(transform_bindings),
                                                   std::move(returned));
-  auto main = std::make_shared<FunctionNode>(std::move(main_params), bindings_where(*fn, plan.in_main), fn->ret(),
+  auto main = std::make_shared<FunctionNode>(std::move(main_params), std::move(main_bindings), fn->ret(),
                                              fn->attrs());
   return {main, transform};
 }
