@@ -48,6 +48,7 @@ def _make_op(op_name: str) -> Callable[..., Any]:
     sig = _signature(schema)
     arg_names = schema["args"]
     positional = [*arg_names, *(a["name"] for a in schema["attrs"])]
+    n_positional = len(positional)
     keywords = frozenset(positional[len(arg_names):]) | {"name"}
     required = frozenset(a["name"] for a in schema["attrs"] if a["required"])
 
@@ -56,15 +57,26 @@ def _make_op(op_name: str) -> Callable[..., Any]:
     operand_names = [a for a in arg_names if a != "condition"]
 
     def bind(args: tuple, kwargs: dict) -> tuple[list, dict, str]:
-        if n_args <= len(args) <= len(positional) and keywords.issuperset(kwargs):
-            attrs = dict(zip(attr_names, args[n_args:]))
-            if attrs.keys().isdisjoint(kwargs) and required.issubset(attrs.keys() | kwargs.keys()):
-                attrs.update(kwargs)  # the common call, bound as sig.bind would bind it
-                name = attrs.pop("name", "")
-                tensors = [_exprs_as_tuple(t) for t in args[:n_args]]
-                if all(isinstance(t, Expr) for t in tensors):
-                    return tensors, attrs, name
-                return _tensor_args(dict(zip(arg_names, tensors))), attrs, name
+        # The common call (tensors by position, attrs by position or keyword),
+        # bound as sig.bind would bind it; anything else takes sig.bind.
+        given = len(args)
+        if n_args <= given <= n_positional and (not kwargs or keywords.issuperset(kwargs)):
+            attrs = dict(zip(attr_names, args[n_args:])) if given > n_args else {}
+            if kwargs:
+                if not attrs.keys().isdisjoint(kwargs):
+                    attrs = None
+                else:
+                    attrs.update(kwargs)
+            if attrs is not None and required.issubset(attrs):
+                name = attrs.pop("name", "") if kwargs else ""
+                tensors = list(args[:n_args])
+                for t in tensors:
+                    if not isinstance(t, Expr):
+                        tensors = [_exprs_as_tuple(t) for t in tensors]
+                        if all(isinstance(t, Expr) for t in tensors):
+                            return tensors, attrs, name
+                        return _tensor_args(dict(zip(arg_names, tensors))), attrs, name
+                return tensors, attrs, name
         try:
             given = sig.bind(*args, **kwargs).arguments
         except TypeError as e:
