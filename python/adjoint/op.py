@@ -36,9 +36,16 @@ def _signature(schema: dict) -> inspect.Signature:
     return inspect.Signature(params)
 
 
+def _all_exprs(values: list) -> bool:
+    for v in values:
+        if not isinstance(v, Expr):
+            return False
+    return True
+
+
 def _exprs_as_tuple(value: Any) -> Any:
     """A list or tuple of exprs (concat's args) as a Tuple expr; anything else as it is."""
-    if type(value) in (list, tuple) and all(isinstance(v, Expr) for v in value):
+    if type(value) in (list, tuple) and _all_exprs(value):
         return _core.Tuple(value)
     return value
 
@@ -56,27 +63,30 @@ def _make_op(op_name: str) -> Callable[..., Any]:
     attr_names = positional[n_args:]
     operand_names = [a for a in arg_names if a != "condition"]
 
-    def bind(args: tuple, kwargs: dict) -> tuple[list, dict, str]:
-        # The common call (tensors by position, attrs by position or keyword),
-        # bound as sig.bind would bind it; anything else takes sig.bind.
+    def common_attrs(args: tuple, kwargs: dict) -> dict | None:
+        """The attrs of the common call (tensors by position, attrs by
+        position or keyword), bound as sig.bind would bind them; None for
+        any other call."""
         given = len(args)
-        if n_args <= given <= n_positional and (not kwargs or keywords.issuperset(kwargs)):
-            attrs = dict(zip(attr_names, args[n_args:])) if given > n_args else {}
-            if kwargs:
-                if not attrs.keys().isdisjoint(kwargs):
-                    attrs = None
-                else:
-                    attrs.update(kwargs)
-            if attrs is not None and required.issubset(attrs):
-                name = attrs.pop("name", "") if kwargs else ""
-                tensors = list(args[:n_args])
-                for t in tensors:
-                    if not isinstance(t, Expr):
-                        tensors = [_exprs_as_tuple(t) for t in tensors]
-                        if all(isinstance(t, Expr) for t in tensors):
-                            return tensors, attrs, name
-                        return _tensor_args(dict(zip(arg_names, tensors))), attrs, name
-                return tensors, attrs, name
+        if not n_args <= given <= n_positional or (kwargs and not keywords.issuperset(kwargs)):
+            return None
+        attrs = dict(zip(attr_names, args[n_args:])) if given > n_args else {}
+        if kwargs:
+            if not attrs.keys().isdisjoint(kwargs):
+                return None
+            attrs.update(kwargs)
+        return attrs if required.issubset(attrs) else None
+
+    def bind(args: tuple, kwargs: dict) -> tuple[list, dict, str]:
+        attrs = common_attrs(args, kwargs)
+        if attrs is not None:
+            name = attrs.pop("name", "") if kwargs else ""
+            tensors = list(args[:n_args])
+            if not _all_exprs(tensors):
+                tensors = [_exprs_as_tuple(t) for t in tensors]
+                if not _all_exprs(tensors):
+                    tensors = _tensor_args(dict(zip(arg_names, tensors)))
+            return tensors, attrs, name
         try:
             given = sig.bind(*args, **kwargs).arguments
         except TypeError as e:
