@@ -20,10 +20,9 @@ def _setup(namespace: dict) -> None:
 def _teardown(namespace: dict) -> None:
     """A page whose examples leave a FunctionBuilder active (unfinished
     outside a with block) fails: later tests in the process would build into it."""
-    left = list(aj.builder._stack())
-    aj.builder._stack().clear()
+    left = aj.builder._deactivate_all()
     if left:
-        raise AssertionError(f"the page's examples left active: {', '.join(repr(b.name) for b in left)}")
+        raise AssertionError(f"the page's examples left active: {', '.join(left)}")
 
 
 @pytest.fixture

@@ -112,8 +112,6 @@ def no_builder_left_active():
     with block): the builder would take the ops of the tests after it in the
     same process, which then fail far from the cause."""
     yield
-    left = list(aj.builder._stack())
+    left = aj.builder._deactivate_all()
     if left:
-        aj.builder._stack().clear()
-        names = ", ".join(repr(getattr(b, "name", b)) for b in left)
-        pytest.fail(f"the test left active: {names}; finish it or build inside `with aj.FunctionBuilder(...)`")
+        pytest.fail(f"the test left active: {', '.join(left)}; finish it or build inside `with aj.FunctionBuilder(...)`")

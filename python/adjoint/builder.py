@@ -43,6 +43,15 @@ def _stack() -> list["FunctionBuilder"]:
     return _state.stack
 
 
+def _deactivate_all() -> list[str]:
+    """Empties this thread's stack of active builders; the names of those it
+    held. For test suites: a test that leaves a builder active fails."""
+    stack = _stack()
+    names = [repr(getattr(b, "name", b)) for b in stack]
+    stack.clear()
+    return names
+
+
 def current_builder(what: str = "this op") -> "FunctionBuilder":
     """The active FunctionBuilder; aj.Error when there is none."""
     stack = _stack()
