@@ -18,7 +18,7 @@ import pytest
 from adjoint.bench import train as bench
 from adjoint.bench.__main__ import SUITES
 from adjoint.bench.graphs import transformer_block
-from adjoint.bench.train_models import MODELS, SYSTEMS
+from adjoint.bench.train_models import MODELS, SYSTEMS, adjoint_step, gemms_alone
 
 TINY = {"mlp": {"batch": 8, "sizes": (12, 16, 16, 5)},
         "transformer": {"batch": 2, "seq": 8, "hidden": 16, "heads": 2, "ffn": 32}}
@@ -78,6 +78,19 @@ def test_steps_train_as_torch_adam_does(system, model_name):
     np.testing.assert_allclose(got, want, rtol=1e-4)
 
 
+@pytest.mark.parametrize("model_name", sorted(TINY))
+def test_gemms_alone_makes_the_steps_matmuls_and_nothing_else(model_name):
+    _, trainer = adjoint_step(MODELS[model_name](**TINY[model_name]))
+    gemms = gemms_alone(trainer)
+    step_matmuls = [b.value for b in trainer.module["step"].bindings if getattr(b.value, "op", None) == "matmul"]
+    results = gemms()
+    assert [r.shape for r in results] == [tuple(c.type.shape) for c in step_matmuls]
+    assert gemms() is not results and all(a is b for a, b in zip(gemms(), results))  # written over donated arrays
+    assert gemms.func.last_run_stats.allocations == 0
+    ops = [b.value.op for b in gemms.func.function.bindings]
+    assert set(ops) <= {"matmul", "permute_dims"} and ops.count("matmul") == len(step_matmuls)
+
+
 def test_a_failing_worker_is_an_error_naming_its_system():
     worker = bench.Worker("nonesuch", "mlp", TINY["mlp"], 1)
     with pytest.raises(RuntimeError, match="^the nonesuch worker stopped"):
@@ -102,11 +115,14 @@ def test_the_suite_runs_at_small_sizes(capsys):
     assert [r[:2] for r in times] == [r[:2] for r in losses] == [["mlp", "1"], ["mlp", "2"]]
     for row, loss_row in zip(times, losses):
         for k, system in enumerate(bench.SYSTEMS):
-            assert (row[2 + k] == "nan") == (system not in present) == (row[7 + k] == "nan"), (system, row)
+            assert (row[2 + k] == "nan") == (system not in present) == (row[9 + k] == "nan"), (system, row)
             assert (loss_row[2 + k] == "nan") == (system not in present), (system, loss_row)
         for k, other in enumerate(("torch", "jax")):
             if other in present:
-                assert float(row[5 + k]) == pytest.approx(float(row[2]) / float(row[3 + k]), rel=1e-2)
+                assert float(row[6 + k]) == pytest.approx(float(row[2]) / float(row[3 + k]), rel=1e-2)
+        assert float(row[5]) > 0
+        if "torch" in present:
+            assert float(row[8]) == pytest.approx(float(row[5]) / float(row[3]), rel=1e-2)
         assert float(loss_row[-1]) < 1e-5
     memory = table(lines, "Resident memory")
     assert [r[2] for r in memory] == present
@@ -118,6 +134,7 @@ def test_the_suite_runs_at_small_sizes(capsys):
     assert float(adjoint_row[9]) == 0
     goals = [line for line in lines if re.match(r"  mlp, \d threads?: aj/", line)]
     assert len(goals) == 2 * (len(present) - 1)
+    assert sum(line.startswith("    (adjoint's GEMMs alone: ") for line in lines) == 2 * ("torch" in present)
     assert sum(line.startswith("  adjoint's GEMMs: OpenBLAS's ") for line in lines) == 1
 
 

@@ -9,6 +9,7 @@ next one starts."""
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable
@@ -75,6 +76,54 @@ def adjoint_step(model: Model) -> tuple[Callable[[], float], object]:
     loss = {"cross_entropy": T.cross_entropy, "mse": T.mse}[model.loss]
     trainer = T.Trainer(model.module, loss, T.Adam(lr=LR), params=dict(zip(model.names, model.init)))
     return (lambda: float(trainer.step(model.x, model.y))), trainer
+
+
+def gemms_alone(trainer) -> functools.partial:
+    """The matmuls of ``trainer``'s step function and nothing else, on
+    operands of their shapes: a function of adjoint's executor making each
+    of them, an operand that the step passes transposed (a folded
+    ``permute_dims``) passed transposed here too, each result written over a
+    donated array. Its time is the part of a step no change outside the
+    GEMMs can remove (bench/train.py reports it beside the step). A
+    ``functools.partial`` of that function (``.func``) and its arrays."""
+    step_fn = trainer.module["step"]
+    values = {b.var: b.value for b in step_fn.bindings}
+    matmuls = [b.value for b in step_fn.bindings if getattr(b.value, "op", None) == "matmul"]
+    rng = np.random.default_rng(0)
+    bb = aj.FunctionBuilder("gemms")
+    arrays, results = [], []
+
+    def operand(arg, name: str):
+        value = values.get(arg)
+        transposed = value is not None and _is_transpose(value)
+        source = value.args[0] if transposed else arg
+        shape, dtype = tuple(source.type.shape), source.type.dtype
+        arrays.append(rng.standard_normal(shape).astype(dtype))
+        param = bb.param(name, shape, dtype)
+        return aj.op.permute_dims(param, **value.attrs) if transposed else param
+
+    with bb:
+        for i, call in enumerate(matmuls):
+            lhs, rhs = operand(call.args[0], f"a{i}"), operand(call.args[1], f"b{i}")
+            results.append(aj.op.matmul(lhs, rhs, **call.attrs))
+        first_output = len(arrays)
+        for i, r in enumerate(results):
+            bb.param(f"out{i}", tuple(r.type.shape), r.type.dtype)
+            arrays.append(np.empty(tuple(r.type.shape), r.type.dtype))
+        module = bb.finish(tuple(results))
+    run = aj.build(module)["gemms"].donating({first_output + i: i for i in range(len(results))})
+    return functools.partial(run, *arrays)
+
+
+def _is_transpose(value) -> bool:
+    """Whether ``value`` is a permute_dims swapping its operand's last two
+    axes, which the executor folds into the GEMM reading it."""
+    if getattr(value, "op", None) != "permute_dims":
+        return False
+    rank = len(value.args[0].type.shape)
+    axes = value.attrs["axes"]
+    axes = list(axes) if axes is not None else list(range(rank))[::-1]
+    return rank >= 2 and axes == [*range(rank - 2), rank - 1, rank - 2]
 
 
 def torch_step(model: Model) -> Callable[[], float]:

@@ -5,7 +5,8 @@ process alike, and each process's memory is its own to measure.
 
 It builds the model and the system's step function, makes the first
 steps, then answers JSON commands, one a line, on stdin:
-``{"cmd": "time", "steps": k}`` -> seconds of k steps; ``{"cmd": "memory",
+``{"cmd": "time", "steps": k}`` -> seconds of k steps (with ``"gemms": true``,
+of k runs of the step's matmuls alone, adjoint only); ``{"cmd": "memory",
 "until": n}`` -> steps up to the n-th, and the resident memory then against
 at step 10; ``{"cmd": "quit"}``. Replies go to stdout, one JSON line each;
 anything else written to stdout goes to stderr instead."""
@@ -53,14 +54,18 @@ def set_threads(system: str, threads: int) -> None:
 
 
 def serve(spec: dict, replies) -> None:
-    from adjoint.bench.train_models import MODELS, adjoint_step, jax_step, torch_step
+    from adjoint.bench.train_models import MODELS, adjoint_step, gemms_alone, jax_step, torch_step
 
     system = spec["system"]
     pin(spec["cpus"])
     set_threads(system, spec["threads"])
     model = MODELS[spec["model"]](**spec["dims"])
+    gemms = None
     if system == "adjoint":
-        step, counters = counted(*adjoint_step(model))
+        step, trainer = adjoint_step(model)
+        gemms = gemms_alone(trainer)
+        gemms()
+        step, counters = counted(step, trainer)
     else:
         step, counters = {"torch": torch_step, "jax": jax_step}[system](model), dict
     reply = replies_to(replies)
@@ -73,7 +78,12 @@ def serve(spec: dict, replies) -> None:
     reply({"loss1": first_loss, "step_seconds": (time.perf_counter() - t0) / (WARMUP_STEPS - 1), **at_warmup})
     for line in sys.stdin:
         command = json.loads(line)
-        if command["cmd"] == "time":
+        if command["cmd"] == "time" and command.get("gemms"):
+            t0 = time.perf_counter()
+            for _ in range(command["steps"]):
+                gemms()
+            reply({"seconds": time.perf_counter() - t0})
+        elif command["cmd"] == "time":
             t0 = time.perf_counter()
             for _ in range(command["steps"]):
                 step()
