@@ -569,6 +569,10 @@ BAD = [
      "cross_entropy: unknown targets 'onehot'; known: 'indices', 'probabilities'"),
     (T.binary_cross_entropy_with_logits, ((4, 3), "float64"), ((4, 3), "float64"), {"pos_weight": "2"},
      "binary_cross_entropy_with_logits: pos_weight must be None, a finite number or an aj.Var, got '2'"),
+    (T.nll, ((4, 3), "float64"), ((4, 3), "float64"), {},
+     "nll: target dtype float64 is not class indices (int32 or int64) (input shape (4, 3), target shape (4, 3))"),
+    (T.huber, ((4, 3), "float64"), ((4, 3), "float64"), {"delta": np.bool_(True)},
+     "huber: delta must be a positive finite number, got "),
 ]
 
 
@@ -586,6 +590,14 @@ def test_pos_weight_var_of_the_wrong_shape_or_dtype():
         p, t, w = bb.param("p", (5, 3), "float64"), bb.param("t", (5, 3), "float64"), bb.param("w", shape, dtype)
         with pytest.raises(aj.TypeInferenceError, match=message.replace("(", r"\(").replace(")", r"\)")):
             T.binary_cross_entropy_with_logits(p, t, pos_weight=w)
+
+
+def test_numpy_scalars_are_numbers_for_options():
+    bound = [T.huber(delta=np.float32(0.5)), T.cross_entropy(label_smoothing=np.float32(0.25), ignore_index=np.int64(0)),
+             T.binary_cross_entropy_with_logits(pos_weight=np.float64(2))]
+    assert [loss.options for loss in bound] == [{"delta": 0.5}, {"label_smoothing": 0.25, "ignore_index": 0},
+                                                {"pos_weight": 2.0}]
+    assert type(bound[1].options["ignore_index"]) is int
 
 
 def test_bad_options_fail_when_bound():

@@ -347,6 +347,7 @@ def test_non_float_params_are_type_errors(call):
     ([("w", (3,), "float32"), ("w", (2,), "float32")], "param 'w' is given twice"),
     ([], "no params to update"),
     ([("w", (3,))], r"each param type is \(name, shape, dtype\)"),
+    ([("w", 5, "float64")], r"param 'w' has shape 5; a shape is a tuple of ints and symbol names"),
     ("w", "param types must be a list"),
     ([("w", (3,), "complex64")], "param 'w' has dtype complex64"),
 ])

@@ -97,6 +97,15 @@ def main(x: Tensor((3,), "float64")) -> Tuple(Tensor((3,), "float64"), Tensor((3
     np.testing.assert_allclose(got, np.mean((np.exp(x) - 1) ** 2) + np.mean(np.abs(np.sin(x))), rtol=1e-12)
 
 
+def test_append_loss_takes_a_partial_of_a_loss_with_its_options():
+    import functools
+
+    smoothed = functools.partial(T.cross_entropy, label_smoothing=0.1)
+    partial_fn = T.AppendLoss("main", smoothed)(aj.parse(LINEAR))["main_loss"]
+    bound_fn = T.AppendLoss("main", T.cross_entropy(label_smoothing=0.1))(aj.parse(LINEAR))["main_loss"]
+    assert aj.structural_equal(partial_fn, bound_fn)
+
+
 def test_label_names_do_not_clash_with_params():
     mod = aj.parse(LINEAR.replace("x:", "label:").replace("(x, w)", "(label, w)"))
     fn = T.AppendLoss("main", T.mse)(mod)["main_loss"]
@@ -108,6 +117,9 @@ def test_label_names_do_not_clash_with_params():
     (lambda m: T.AppendLoss("main", T.mse(reduction="none"))(m), "must give a float scalar"),
     (lambda m: T.AppendLoss("main", lambda p, t: p, labels=[((4, 2), "float32")])(m), "must give a float scalar"),
     (lambda m: T.AppendLoss("main", lambda p, t: p)(m), "cannot tell what labels"),
+    (lambda m: T.AppendLoss("main", lambda p, t: p, labels=[(5, 3)])(m), r"labels\[0\] .* must be a \(shape, dtype\)"),
+    (lambda m: T.AppendLoss("main", lambda p, t: p, labels="abc")(m), "labels must be a list of"),
+    (lambda m: T.train_step(m, T.mse, T.Adam), r"the class Adam; pass an instance"),
     (lambda m: T.AppendLoss("main", T.mse, num_backbone_outputs=2)(m), "returns 1 value"),
     (lambda m: T.train_step(m, T.mse, "sgd"), "must be an adjoint.training optimizer"),
     (lambda m: T.train_step(T.train_step(m, T.mse, T.SGD(lr=1.0)), T.mse, T.SGD(lr=1.0)), "already has a function 'step'"),

@@ -131,6 +131,8 @@ def test_sgd_state_dict_keeps_the_step_count():
     (lambda d: d.update(extra=np.zeros(1)), "unexpected 'extra'"),
     (lambda d: d.update(w2=np.zeros((3, 8))), r"'w2' has shape \(3, 8\), expected \(8, 3\)"),
     (lambda d: d.update(b1=np.zeros(8, np.complex128)), "'b1' has dtype complex128"),
+    (lambda d: d.update(step=np.array([1, 2])), r"'step' has shape \(2,\), expected \(\)"),
+    (lambda d: d.update(step=np.int64(-3)), "'step' must be a whole number >= 0"),
 ])
 def test_load_state_dict_checks_everything_before_writing(edit, message):
     trainer = T.Trainer(mlp(), T.cross_entropy, T.Adam(lr=1e-2))
@@ -154,6 +156,39 @@ def test_lr_override_and_schedule():
     assert trainer.lr == 0.05
     with pytest.raises(aj.Error, match="finite number"):
         trainer.lr = float("nan")
+    trainer.lr = np.float32(0.25)
+    assert trainer.lr == 0.25
+
+
+@pytest.mark.parametrize("lr", [float("nan"), -1.0, "fast", True])
+def test_an_lr_given_to_step_is_checked_as_the_setter_checks_it(lr):
+    trainer = T.Trainer(mlp(), T.mse, T.SGD(lr=0.1))
+    before = trainer.state_dict()
+    with pytest.raises(aj.Error, match=r"Trainer.step: lr must be a finite number >= 0"):
+        trainer.step(data()[0], np.zeros((32, 3)), lr=lr)
+    assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())
+
+
+def test_sgd_load_state_dict_checks_the_step_count_before_writing_the_weights():
+    trainer = T.Trainer(mlp(), T.mse, T.SGD(lr=0.1))
+    before = trainer.state_dict()
+    bad = {**{k: v + 1 for k, v in before.items()}, "step": "two"}
+    with pytest.raises(aj.Error, match="'step' must be a whole number"):
+        trainer.load_state_dict(bad)
+    assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())
+    trainer.load_state_dict({**before, "step": np.float64(7)})
+    assert trainer.step_count == 7
+
+
+@pytest.mark.parametrize("optimizer", [T.SGD(lr=0.1), T.Adam(lr=0.1)])
+def test_a_weight_named_like_a_state_entry_is_refused_by_the_state_dict(optimizer):
+    bb = aj.FunctionBuilder("main", num_input=1)
+    x, w = bb.param("x", ("n", 4), "float64"), bb.param("step", (4, 3), "float64")
+    trainer = T.Trainer(bb.finish(x @ w), T.mse, optimizer)
+    trainer.step(np.ones((2, 4)), np.zeros((2, 3)))
+    for call in (trainer.state_dict, lambda: trainer.load_state_dict({"step": np.zeros((4, 3))})):
+        with pytest.raises(aj.Error, match="the weight 'step' has the name of another entry"):
+            call()
 
 
 def test_an_lr_of_zero_changes_nothing():
@@ -221,6 +256,13 @@ def main(x: Tensor((2, 6), "float32"), w: Tensor((5, 6), "float32"), g: Tensor((
     (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), params={"w1": np.zeros((8, 4))}),
      r"param 'w1' has shape \(8, 4\), expected \(4, 8\)"),
     (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), func_name="nope"), "has no function 'nope'"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD), r"the class SGD; pass an instance, such as SGD\(lr=0.01\)"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), params=[np.zeros((4, 8))]), "params must map weight names"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), seed="a"), "seed must be an int >= 0"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), seed=-1), "seed must be an int >= 0"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1)).fit(None), "batches must be an iterable"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1)).fit(lambda: 3), r"batches\(\) must return an iterable"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1)).load_state_dict([1, 2]), "expected a mapping"),
 ])
 def test_bad_trainers_are_errors(make, message):
     with pytest.raises(aj.Error, match=message):
@@ -233,3 +275,19 @@ def test_predict_checks_its_inputs():
         trainer.predict(np.zeros((2, 4)), np.zeros(2))
     with pytest.raises(aj.ExecutionError, match="dim 1 must be 4"):
         trainer.predict(np.zeros((2, 5)))
+
+
+def test_a_model_of_several_outputs_trains_with_labels_given():
+    two = aj.parse('''@function(num_input=1)
+def main(x: Tensor(("n", 3), "float64"), w: Tensor((3,), "float64")) -> Tuple(Tensor(("n", 3), "float64"), Tensor(("n", 3), "float64")):
+    a: Tensor(("n", 3), "float64") = multiply(x, w)
+    b: Tensor(("n", 3), "float64") = sin(a)
+    return (a, b)
+''')
+    both = lambda a, b, ta, tb: T.mse(a, ta) + T.l1(b, tb)  # noqa: E731
+    trainer = T.Trainer(two, both, T.SGD(lr=0.1), num_backbone_outputs=2, labels=[(("n", 3), "float64")] * 2,
+                        params={"w": np.ones(3)})
+    x = np.random.default_rng(0).standard_normal((4, 3))
+    losses = [trainer.step(x, 0.5 * x, np.sin(0.5 * x)) for _ in range(60)]
+    assert losses[-1] < losses[0] / 2
+    np.testing.assert_allclose(trainer.params["w"], 0.5, atol=0.05)

@@ -17,6 +17,7 @@ from .. import _core
 from ..builder import FunctionBuilder
 from ..errors import Error, TransformError
 from ..ir import Module
+from .losses import Loss
 
 
 def loss_name(loss: Any) -> str:
@@ -28,14 +29,13 @@ def loss_name(loss: Any) -> str:
 
 def label_types(loss: Any, preds: Sequence[_core.Type], labels: Sequence[tuple] | None) -> list[tuple]:
     """The (shape, dtype) of each label param: ``labels`` when given, else
-    what the loss asks for its one prediction (``Loss.label_types``)."""
+    what the loss asks for its one prediction (``Loss.label_types``; for a
+    ``functools.partial`` of a Loss, that Loss with the partial's options)."""
     if labels is not None:
-        return [(tuple(shape), str(dtype)) for shape, dtype in labels]
+        return _checked_labels(loss, labels)
     ask = getattr(loss, "label_types", None)
-    if isinstance(loss, functools.partial):
-        ask = getattr(loss.func, "label_types", None)
-        if ask is not None:
-            ask = functools.partial(ask, **loss.keywords)
+    if isinstance(loss, functools.partial) and not loss.args:
+        ask = getattr(loss.func(**loss.keywords) if isinstance(loss.func, Loss) else loss.func, "label_types", None)
     if ask is None:
         raise TransformError(f"AppendLoss: cannot tell what labels the loss '{loss_name(loss)}' takes; "
                              "pass labels=[(shape, dtype), ...]")
@@ -44,6 +44,22 @@ def label_types(loss: Any, preds: Sequence[_core.Type], labels: Sequence[tuple] 
                              f"num_backbone_outputs is {len(preds)}; pass labels=[(shape, dtype), ...] "
                              "and a loss taking every prediction")
     return [(tuple(shape), str(dtype)) for shape, dtype in ask(preds[0])]
+
+
+def _checked_labels(loss: Any, labels: Any) -> list[tuple]:
+    """``labels`` as a list of (shape tuple, dtype name); an error naming
+    the first entry that is not a (shape, dtype) pair."""
+    entries = list(labels) if isinstance(labels, (list, tuple)) else None
+    if entries is None:
+        raise TransformError(f"AppendLoss: labels must be a list of (shape, dtype) pairs, got {labels!r}")
+    out = []
+    for i, entry in enumerate(entries):
+        shape = entry[0] if isinstance(entry, (list, tuple)) and len(entry) == 2 else None
+        if not isinstance(shape, (list, tuple)) or not all(isinstance(d, (int, str)) for d in shape):
+            raise TransformError(f"AppendLoss: labels[{i}] of the loss '{loss_name(loss)}' must be a (shape, dtype) "
+                                 f"pair, the shape a tuple of ints and symbol names, got {entry!r}")
+        out.append((tuple(shape), str(entry[1])))
+    return out
 
 
 def _outputs(ret: Any) -> list[Any]:

@@ -13,6 +13,7 @@ options and returns a new ``Loss``; ``loss.label_types(pred_type)`` gives the
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -80,20 +81,25 @@ def _check_reduction(name: str, value: Any) -> str:
     return value
 
 
+def _is_number(value: Any) -> bool:
+    """A real number, NumPy's scalars included, but not a bool."""
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+
+
 def _check_delta(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < math.inf:
+    if not _is_number(value) or not 0 < value < math.inf:
         raise TypeInferenceError(f"{name}: delta must be a positive finite number, got {value!r}")
     return float(value)
 
 
 def _check_ignore_index(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
         raise TypeInferenceError(f"{name}: ignore_index must be an int, got {value!r}")
-    return value
+    return int(value)
 
 
 def _check_label_smoothing(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+    if not _is_number(value) or not 0 <= value <= 1:
         raise TypeInferenceError(f"{name}: label_smoothing must be a number from 0 to 1, got {value!r}")
     return float(value)
 
@@ -107,7 +113,7 @@ def _check_targets(name: str, value: Any) -> str:
 def _check_pos_weight(name: str, value: Any) -> Any:
     if value is None or isinstance(value, Expr):
         return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not _is_number(value) or not math.isfinite(value):
         raise TypeInferenceError(f"{name}: pos_weight must be None, a finite number or an aj.Var, got {value!r}")
     return float(value)
 
@@ -203,12 +209,15 @@ def _without_class_axis(name: str, shape: Any) -> tuple:
     return tuple(shape[:axis]) + tuple(shape[axis + 1:])
 
 
-def _require_index_target(name: str, pred: Expr, target: Expr) -> None:
+def _require_index_target(name: str, pred: Expr, target: Expr, probabilities_too: bool) -> None:
+    """target as class indices for pred; ``probabilities_too``: the loss
+    also takes probabilities (of pred's dtype), which the message names."""
     p, t = pred.type, target.type
     expected = _without_class_axis(name, p.shape)
     if t.dtype not in _INTS:
-        raise TypeInferenceError(f"{name}: target dtype {t.dtype} is neither class indices (int32 or int64) "
-                                 f"nor probabilities of the input's dtype {p.dtype} "
+        also = f" nor probabilities of the input's dtype {p.dtype}" if probabilities_too else ""
+        raise TypeInferenceError(f"{name}: target dtype {t.dtype} is {'neither' if also else 'not'} class indices "
+                                 f"(int32 or int64){also} "
                                  f"(input shape {_shape_str(p.shape)}, target shape {_shape_str(t.shape)})")
     if tuple(t.shape) != expected:
         raise TypeInferenceError(f"{name}: target shape {_shape_str(t.shape)} does not match input shape "
@@ -324,7 +333,7 @@ def _cross_entropy(name: str, pred: Expr, target: Expr, reduction: str, ignore_i
     _class_axis(name, pred.type.shape)
     if target.type.dtype in _FLOATS:
         return _cross_entropy_probabilities(name, pred, target, reduction, label_smoothing, weight)
-    _require_index_target(name, pred, target)
+    _require_index_target(name, pred, target, probabilities_too=True)
     class_weight = None if weight is None else _class_weight(name, pred, weight)
     scores, rows = _rows(pred, target)
     logp = op.log_softmax(scores, axis=-1)
@@ -372,7 +381,7 @@ def _uniform(target: Expr, axis: int, label_smoothing: float) -> Any:
 
 def _nll(name: str, pred: Expr, target: Expr, reduction: str, ignore_index: int, weight: Any) -> Expr:
     _require_float_input(name, pred)
-    _require_index_target(name, pred, target)
+    _require_index_target(name, pred, target, probabilities_too=False)
     class_weight = None if weight is None else _class_weight(name, pred, weight)
     logp, rows = _rows(pred, target)
     if class_weight is not None:

@@ -385,6 +385,9 @@ def _checked_param_types(who: str, param_types: Sequence[ParamType]) -> list[Par
         if not isinstance(entry, (tuple, list)) or len(entry) != 3:
             raise TypeInferenceError(f"{who}: each param type is (name, shape, dtype), got {entry!r}")
         name, shape, dtype = entry
+        if not isinstance(shape, (tuple, list)) or not all(isinstance(d, (int, np.integer, str)) for d in shape):
+            raise TypeInferenceError(f"{who}: param '{name}' has shape {shape!r}; a shape is a tuple of ints "
+                                     f"and symbol names")
         dtype_name = _dtype_name(dtype)
         if dtype_name not in FLOAT_DTYPES:
             raise TypeInferenceError(f"{who}: param '{name}' has dtype {dtype_name}; optimizers update "

@@ -13,7 +13,7 @@ schedule needs no rebuild.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from .. import transform
 from ..builder import FunctionBuilder
@@ -63,7 +63,11 @@ class SetupTrainer:
     ``loss`` and ``optimizer`` to a module holding the model ``func_name``."""
 
     def __init__(self, loss: Callable[..., Any], optimizer: Any, func_name: str = "main",
-                 num_backbone_outputs: int = 1, step_name: str = "step") -> None:
+                 num_backbone_outputs: int = 1, step_name: str = "step", *,
+                 labels: Sequence[tuple] | None = None) -> None:
+        if isinstance(optimizer, type):
+            raise Error(f"SetupTrainer: optimizer is the class {optimizer.__name__}; pass an instance, "
+                        f"such as {optimizer.__name__}(lr=0.01)")
         for attr in ("state_types", "update"):
             if not hasattr(optimizer, attr):
                 raise Error(f"SetupTrainer: optimizer must be an adjoint.training optimizer (SGD, Adam, ...), "
@@ -73,6 +77,7 @@ class SetupTrainer:
         self.func_name = func_name
         self.num_backbone_outputs = num_backbone_outputs
         self.step_name = step_name
+        self.labels = labels
 
     def __repr__(self) -> str:
         return f"SetupTrainer({loss_name(self.loss)}, {self.optimizer!r}, func_name={self.func_name!r})"
@@ -90,7 +95,7 @@ class SetupTrainer:
             raise Error(f"SetupTrainer: expected an aj.Module, got {type(mod).__name__}")
         if self.step_name in mod:
             raise TransformError(f"SetupTrainer: the module already has a function '{self.step_name}'")
-        with_loss = AppendLoss(self.func_name, self.loss, self.num_backbone_outputs)(mod)
+        with_loss = AppendLoss(self.func_name, self.loss, self.num_backbone_outputs, self.labels)(mod)
         loss_fn_name = f"{self.func_name}_loss"
         loss_fn = with_loss[loss_fn_name]
         n_weights = weight_count(with_loss[self.func_name], self.func_name)
@@ -118,7 +123,7 @@ class SetupTrainer:
 
 
 def train_step(mod: Module, loss: Callable[..., Any], optimizer: Any, func_name: str = "main",
-               num_backbone_outputs: int = 1) -> Module:
+               num_backbone_outputs: int = 1, *, labels: Sequence[tuple] | None = None) -> Module:
     """``mod`` with the training step function ``step`` added:
-    ``SetupTrainer(loss, optimizer, func_name, num_backbone_outputs)(mod)``."""
-    return SetupTrainer(loss, optimizer, func_name, num_backbone_outputs)(mod)
+    ``SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels)(mod)``."""
+    return SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels)(mod)

@@ -12,7 +12,8 @@ failure). Schedules need no rebuild: the learning rate is a run-time input.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable, Iterable, Mapping
+import numbers
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -33,25 +34,31 @@ class Trainer:
     shape; a float dtype is converted); weights left out are initialized by
     ``init_params``. ``check_nan`` makes ``step`` and ``fit`` raise an
     ``aj.ExecutionError`` naming the step whose loss is not finite.
+    ``num_backbone_outputs`` and ``labels`` are AppendLoss's.
     """
 
     def __init__(self, mod: Module, loss: Callable[..., Any], optimizer: Any,
                  params: Mapping[str, Any] | None = None, *, func_name: str = "main",
-                 num_backbone_outputs: int = 1, check_nan: bool = True, seed: int = 0) -> None:
+                 num_backbone_outputs: int = 1, labels: Sequence[tuple] | None = None,
+                 check_nan: bool = True, seed: int = 0) -> None:
         if not isinstance(mod, Module):
             raise Error(f"Trainer: expected an aj.Module, got {type(mod).__name__}")
+        if params is not None and not isinstance(params, Mapping):
+            raise Error(f"Trainer: params must map weight names to arrays (a dict), got {type(params).__name__}")
+        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
+            raise Error(f"Trainer: seed must be an int >= 0, got {seed!r}")
         self.optimizer = optimizer
         self.check_nan = check_nan
         self._loss_name = loss_name(loss)
         self._func_name = func_name
-        setup = SetupTrainer(loss, optimizer, func_name, num_backbone_outputs)
+        setup = SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels)
         self.module, self.layout = setup.with_layout(mod)
         self._exe = build(Module({func_name: self.module[func_name], "step": self.module["step"]}))
         step_fn = self.module["step"]
         self._param_types = [(p.name_hint, tuple(p.type.shape), p.type.dtype)
                              for p in step_fn.params[self.layout.param_index:self.layout.state_index]]
         self._lr_dtype = np.dtype(step_fn.params[self.layout.lr_index].type.dtype)
-        self._params = self._initial_params(params, seed)
+        self._params = self._initial_params(params, int(seed))
         self._state = [np.array(s, order="C") for s in optimizer.init_state(self._param_types)]
         self._step = self._exe["step"].donating(self._donations())
         self._count = 0
@@ -85,15 +92,14 @@ class Trainer:
 
     @lr.setter
     def lr(self, value: float | None) -> None:
-        if value is not None and (not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0):
-            raise Error(f"Trainer.lr must be a finite number >= 0 (or None for the optimizer's), got {value!r}")
-        self._lr_override = None if value is None else float(value)
+        self._lr_override = None if value is None else _checked_lr(value, "Trainer.lr (or None for the optimizer's)")
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """Copies of the weights by name, then of the optimizer state by its
         names (``"w.exp_avg"``, ``"step"``), plus ``"step"`` (the step count)
         when the optimizer keeps none; ``np.savez(path, **trainer.state_dict())``
         saves it."""
+        self._checkpoint_names("Trainer.state_dict")
         out = {n: a.copy() for n, a in zip(self.layout.params, self._params)}
         out.update({n: a.copy() for n, a in zip(self.layout.state, self._state)})
         out.setdefault("step", np.array(self._count, dtype=np.int64))
@@ -103,19 +109,23 @@ class Trainer:
         """Loads what ``state_dict`` gave (or ``np.load`` of its savez file):
         every name must be there with its shape, and nothing else; all is
         checked before anything is written."""
-        expected = list(self.layout.params) + list(self.layout.state)
+        who = "Trainer.load_state_dict"
+        if not isinstance(state, Mapping):
+            raise Error(f"{who}: expected a mapping of names to arrays (what state_dict gives), "
+                        f"got {type(state).__name__}")
+        expected = self._checkpoint_names(who)[:len(self._params) + len(self._state)]
         names = set(state.keys())
         missing = [n for n in expected if n not in names]
-        extra = sorted(names - set(expected) - {"step"})
+        extra = sorted(map(str, names - set(expected) - {"step"}))
         if missing or extra:
             what = f"missing {missing[0]!r}" if missing else f"unexpected {extra[0]!r}"
-            raise Error(f"Trainer.load_state_dict: {what} (expected {', '.join(expected)})")
+            raise Error(f"{who}: {what} (expected {', '.join(expected)})")
         targets = self._params + self._state
-        values = [_as_value(state[n], t, f"Trainer.load_state_dict: '{n}'") for n, t in zip(expected, targets)]
+        values = [_as_value(state[n], t, f"{who}: '{n}'") for n, t in zip(expected, targets)]
+        count = _checked_count(state["step"], who) if "step" in names else self._count
         for target, value in zip(targets, values):
             np.copyto(target, value)
-        if "step" in names:
-            self._count = int(np.asarray(state["step"]))
+        self._count = count
 
     # ---- training ----
 
@@ -126,7 +136,7 @@ class Trainer:
         if len(batch) != n_in + n_lab:
             names = ", ".join(self.layout.inputs + self.layout.labels)
             raise ExecutionError(f"Trainer.step takes {n_in + n_lab} arrays ({names}), got {len(batch)}")
-        rate = self.lr if lr is None else lr
+        rate = self.lr if lr is None else _checked_lr(lr, "Trainer.step: lr")
         arrays = self._inputs(batch)
         self._check_labels(arrays)
         args = [*arrays, *self._params, *self._state, np.asarray(rate, dtype=self._lr_dtype)]
@@ -149,6 +159,9 @@ class Trainer:
         ``progress`` shows a tqdm bar with the running loss."""
         if not isinstance(epochs, int) or epochs < 0:
             raise Error(f"Trainer.fit: epochs must be an int >= 0, got {epochs!r}")
+        if not callable(batches) and not isinstance(batches, Iterable):
+            raise Error(f"Trainer.fit: batches must be an iterable of batches or a callable returning one epoch's, "
+                        f"got {type(batches).__name__}")
         if epochs > 1 and not callable(batches) and iter(batches) is batches:  # type: ignore[arg-type]
             raise Error("Trainer.fit: batches is an iterator, which one epoch uses up; pass a list or a callable "
                         "returning the batches of an epoch")
@@ -156,6 +169,9 @@ class Trainer:
         losses: list[float] = []
         for epoch in range(epochs):
             epoch_batches = batches() if callable(batches) else batches
+            if not isinstance(epoch_batches, Iterable):
+                raise Error(f"Trainer.fit: batches() must return an iterable of batches, "
+                            f"got {type(epoch_batches).__name__}")
             shown = bar(epoch_batches, desc=f"epoch {epoch + 1}/{epochs}") if bar else epoch_batches
             for batch in shown:
                 losses.append(self.step(*batch) if isinstance(batch, (tuple, list)) else self.step(batch))
@@ -177,6 +193,18 @@ class Trainer:
                 f"{self._loss_name}, {self.optimizer!r}, step {self._count})")
 
     # ---- helpers ----
+
+    def _checkpoint_names(self, who: str) -> list[str]:
+        """The names of state_dict's entries: weights, optimizer state, then
+        the trainer's "step" unless the optimizer counts steps itself; an
+        error when a weight's name is also another entry's."""
+        names = list(self.layout.params) + list(self.layout.state)
+        names += [] if "step" in self.layout.state else ["step"]
+        for name in self.layout.params:
+            if names.count(name) > 1:
+                raise Error(f"{who}: the weight '{name}' has the name of another entry of the state dict (the "
+                            f"optimizer state and the step count are saved beside the weights); rename the weight")
+        return names
 
     def _donations(self) -> dict[int, int]:
         first_param, first_state = self.layout.param_index, self.layout.state_index
@@ -233,6 +261,22 @@ class Trainer:
             if f"param '{label}'" in text:
                 return ExecutionError(f"{self._loss_name}: labels: {text}")
         return error
+
+
+def _checked_lr(value: Any, who: str) -> float:
+    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)) \
+            or not math.isfinite(value) or value < 0:
+        raise Error(f"{who} must be a finite number >= 0, got {value!r}")
+    return float(value)
+
+
+def _checked_count(value: Any, who: str) -> int:
+    """A saved step count: a whole number >= 0, as a scalar or 0-d array."""
+    a = np.asarray(value)
+    whole = a.ndim == 0 and a.dtype.kind in "iuf" and bool(np.isfinite(a)) and float(a) == int(a) and a >= 0
+    if not whole:
+        raise Error(f"{who}: 'step' must be a whole number >= 0 (the step count), got {value!r}")
+    return int(a)
 
 
 class _Spec:
