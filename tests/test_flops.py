@@ -125,6 +125,20 @@ def test_bad_dims_are_errors_naming_the_symbol():
         aj.analysis.estimate_flops(f, dims={1: 4})
 
 
+def test_dims_that_make_a_dim_negative_are_errors_naming_it():
+    f = aj.parse('''
+@function
+def main(x: Tensor(("n - 1",), "float32"), y: Tensor(("n - 5",), "float32")) -> Tensor(("n - 1",), "float32"):
+    a: Tensor(("n - 1",), "float32") = exp(x)
+    d: Tensor((), "float32") = matmul(y, y)
+    return a
+''')["main"]
+    assert aj.analysis.estimate_flops(f, dims={"n": 5}) == 4
+    for call in (aj.analysis.estimate_flops, aj.analysis.flops_by_op):
+        with pytest.raises(aj.Error, match=r"with the given dims, the dim n - 1 of 'x' is -1; a dim is never negative"):
+            call(f, dims={"n": 0})
+
+
 def test_overflowing_counts_are_errors():
     huge = one_call(aj.op.matmul, (2**21, 2**21), (2**21, 2**21))
     with pytest.raises(aj.TypeInferenceError, match=r"overflows int64 at binding 0 'lv' \(matmul\)"):

@@ -193,6 +193,41 @@ def test_a_tuple_value_stays_computed_from_lifted_tensors():
     assert_lifting_computes_the_same(aj.parse(TUPLE))
 
 
+MIXED_TUPLE = '''
+@function(num_input=1)
+def main(x: Tensor((2,), "float64"), w: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
+    t: Tuple(Tensor((2,), "float64"), Tensor((2,), "float64")) = (x, w)
+    a: Tensor((2,), "float64") = t[1]
+    b: Tensor((2,), "float64") = exp(a)
+    c: Tensor((2,), "float64") = add(b, x)
+    return c
+'''
+
+
+def test_an_item_of_a_tuple_holding_an_input_is_lifted_as_the_weight_it_reads():
+    # t holds input x, so t stays; t[1] is w, and exp of it is compile-time work
+    assert [v.name_hint for v in aj.analysis.computable_at_compile_time(aj.parse(MIXED_TUPLE)["main"])] == \
+        ["w", "a", "b"]
+    assert_script(lifted(MIXED_TUPLE), '''
+        @function(num_input=1)
+        def main(x: Tensor((2,), "float64"), b: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
+            c: Tensor((2,), "float64") = add(b, x)
+            return c
+
+        @function
+        def main_transform_params(w: Tensor((2,), "float64")) -> Tuple(Tensor((2,), "float64")):
+            a: Tensor((2,), "float64") = w
+            b: Tensor((2,), "float64") = exp(a)
+            return (b,)
+    ''')
+    assert_lifting_computes_the_same(aj.parse(MIXED_TUPLE))
+    nested = aj.parse(MIXED_TUPLE.replace("t: Tuple(Tensor((2,), \"float64\"), Tensor((2,), \"float64\")) = (x, w)",
+                                          "u: Tuple(Tensor((2,), \"float64\"), Tensor((2,), \"float64\")) = (x, w)\n"
+                                          "    t: Tuple(Tensor((2,), \"float64\"), Tensor((2,), \"float64\")) = u"))
+    assert "exp" in str(LIFT(nested)["main_transform_params"])
+    assert_lifting_computes_the_same(nested)
+
+
 SYMBOLS = '''
 @function(num_input=1)
 def main(x: Tensor((2, 1), "float64"), w: Tensor((2, "n"), "float64")) -> Tuple(Tensor((2, "n"), "float64"), Tensor((), "float64"), Tensor(("n",), "float64")):

@@ -184,6 +184,22 @@ y = matmul(x, y_part_1)
 return y"""
 
 
+def test_a_chain_inside_a_low_rank_form_kept_as_it_is_is_rebracketed():
+    # W = U @ V of rank 2: (U@V)@x + B@(A@x) stays expanded, and its full-rank term becomes U @ (V @ x)
+    mod = function({"x": (64, 8), "U": (64, 2), "V": (2, 64), "A": (2, 64), "B": (64, 2)},
+                   [("uv", (64, 64), "matmul(U, V)"), ("wx", (64, 8), "matmul(uv, x)"), ("ax", (2, 8), "matmul(A, x)"),
+                    ("bax", (64, 8), "matmul(B, ax)"), ("y", (64, 8), "add(wx, bax)")])
+    out = reassociated(mod)
+    assert body(out) == """\
+wx_part = matmul(V, x)
+wx = matmul(U, wx_part)
+ax = matmul(A, x)
+bax = matmul(B, ax)
+y = add(wx, bax)
+return y"""
+    assert A.estimate_flops(mod["main"]) == 86_528 and A.estimate_flops(out["main"]) == 8_704
+
+
 def test_matmul_chain_is_rebracketed():
     # (x @ u) @ v) @ w with u, v of width 8 and w of 4: right to left is 5x fewer FLOPs
     mod = function({"x": (512, 512), "u": (512, 8), "v": (8, 512), "w": (512, 4)},

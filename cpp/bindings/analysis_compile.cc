@@ -3,6 +3,8 @@
 // aj.analysis.verify would, naming the analysis) and runs with the GIL
 // released. A FLOP count is an int when constant, else its canonical
 // polynomial text.
+#include <functional>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -42,6 +44,28 @@ std::map<std::string, int64_t> symbol_values(const py::handle& dims, const Funct
   return out;
 }
 
+// Throws when `values` make a dim of a param or binding of fn negative
+// (n - 1 at n = 0): the counts would describe shapes no run can have.
+void check_dims_stay_non_negative(const FunctionNode& fn, const std::map<std::string, int64_t>& values,
+                                  const std::string& user) {
+  if (values.empty()) return;
+  std::function<void(const Type&, const std::string&)> check = [&](const Type& t, const std::string& var) {
+    if (t->is_tuple()) {
+      for (const Type& f : t->fields()) check(f, var);
+      return;
+    }
+    for (const Dim& d : t->shape()) {
+      if (d.is_const()) continue;
+      Dim at = substitute_symbols(d, values);
+      if (at.is_const() && at.value() < 0)
+        throw Error(str(user, ": with the given dims, the dim ", d.to_string(), " of '", var, "' is ", at.value(),
+                        "; a dim is never negative"));
+    }
+  };
+  for (const Var& p : fn.params()) check(p->type(), p->name_hint());
+  for (const Binding& b : fn.bindings()) check(b.var->type(), b.var->name_hint());
+}
+
 py::object flops_out(const Dim& d) {
   if (d.is_const()) return py::int_(d.value());
   return py::str(d.to_string());
@@ -58,6 +82,7 @@ Counted counted(const py::handle& fn_arg, const py::handle& compile_time_free, c
   Function fn = verified_function(fn_arg, user);
   std::map<std::string, int64_t> values = symbol_values(dims, *fn, user);
   py::gil_scoped_release nogil;
+  check_dims_stay_non_negative(*fn, values, user);
   FlopCount count = count_flops(*fn, free);
   Counted out{substitute_symbols(count.total, values), {}};
   for (auto& [op, flops] : count.by_op) out.by_op.emplace_back(op, substitute_symbols(flops, values));

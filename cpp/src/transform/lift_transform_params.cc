@@ -13,6 +13,8 @@
 //   3. One backward sweep from the boundary decides what f_transform_params
 //      holds: the bindings the boundary values need (liftable ones and the
 //      constant-only ones they use, which may so appear in both functions).
+//      A lifted item of a tuple that f keeps (t = (x, w); a = t[1]) is bound
+//      there to the field it reads (a = w).
 //   A symbolic dim f still needs that no param of f binds alone (the
 //   executor binds symbols from params) makes a weight that binds it pass
 //   through as well.
@@ -38,7 +40,20 @@ struct LiftPlan {
   std::vector<uint8_t> in_main;       // per binding: stays in f
   std::vector<uint8_t> in_transform;  // per binding: computed by f_transform_params
   std::vector<Var> boundary;          // f's new params: needed weights, then lifted binding vars
+  // Lifted tuple items bound in f_transform_params to the field they read,
+  // as (binding, field), by descending binding.
+  std::vector<std::pair<size_t, Expr>> retargeted;
 };
+
+// The field a lifted binding's value reads when it is an item of a tuple
+// that is not lifted (so f_transform_params has no such tuple), else nullptr.
+const Expr* field_of_kept_tuple(const DataflowIndex& index, const Expr& value, const std::vector<uint8_t>& liftable) {
+  const auto* item = as<TupleGetItemNode>(value);
+  const auto* tuple = item ? as<VarNode>(item->tuple()) : nullptr;
+  if (!tuple) return nullptr;
+  int64_t b = index.binding_index(tuple);
+  return b >= 0 && !liftable[static_cast<size_t>(b)] ? tuple_item_source(index, *item) : nullptr;
+}
 
 // The symbols f keeps using that none of its params binds alone: `used` and
 // `bound` hold those of its kept and lifted bindings (collected by the sweep
@@ -105,7 +120,9 @@ LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
   for_each_binding_backward(bindings, [&](size_t b, const Binding& binding) {
     if (!lifted_needs[num_params + b]) return;
     plan.in_transform[b] = 1;
-    mark_uses(index, binding.value, lifted_needs);
+    const Expr* field = field_of_kept_tuple(index, binding.value, liftable);
+    if (field) plan.retargeted.emplace_back(b, *field);
+    mark_uses(index, field ? *field : binding.value, lifted_needs);
   });
   return plan;
 }
@@ -125,13 +142,18 @@ std::pair<std::vector<Binding>, std::vector<Binding>> split_bindings(const Funct
   std::vector<Binding> main, transform;
   main.reserve(count(plan.in_main));
   transform.reserve(count(plan.in_transform));
+  size_t retargets_left = plan.retargeted.size();
   for (size_t b = 0; b < n; ++b) {
     if (b + kAhead < n && (plan.in_main[b + kAhead] || plan.in_transform[b + kAhead])) {
       __builtin_prefetch(bindings[b + kAhead].var.get(), 1);
       __builtin_prefetch(bindings[b + kAhead].value.get(), 1);
     }
     if (plan.in_main[b]) main.push_back(bindings[b]);
-    if (plan.in_transform[b]) transform.push_back(bindings[b]);
+    if (!plan.in_transform[b]) continue;
+    if (retargets_left > 0 && plan.retargeted[retargets_left - 1].first == b)
+      transform.push_back(Binding{bindings[b].var, plan.retargeted[--retargets_left].second});
+    else
+      transform.push_back(bindings[b]);
   }
   return {std::move(main), std::move(transform)};
 }

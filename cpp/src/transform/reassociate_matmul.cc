@@ -20,9 +20,9 @@
 // The choice (transform/form_cost.h): each call of a form costs its FLOP
 // rule, nothing when its leaves are all computable at compile time (the
 // weights of num_input, and what only they and constants give). An
-// alternative replaces the input form only when it is provably cheaper for
-// every dim value within dim_bounds; equal or undecided costs keep the
-// input. So with A and B weights, (W + B@A) @ x wins (its sum is free, and
+// alternative replaces the input form only when its cost is no larger for
+// every dim value within dim_bounds and is not the same polynomial;
+// identical or undecided costs keep the input. So with A and B weights, (W + B@A) @ x wins (its sum is free, and
 // LiftTransformParams lifts it); with A and B inputs and r small,
 // W@x + B@(A@x) does.
 //
@@ -33,7 +33,9 @@
 //      form (patterns below), else a matmul chain (its matmul operands that
 //      are used only there, followed down to kMaxChainLeaves leaves; only
 //      its first and last leaves may be 1-D). The form's inner bindings are
-//      then taken in, whether or not it is rewritten. A low-rank form is
+//      then taken in, except those of a low-rank form kept as it is: they
+//      stay free to be roots of forms of their own (a chain in the full-rank
+//      term, W = U@V in (U@V)@x + B@(A@x)). A low-rank form is
 //      weighed against every form each reading of it gives, and each reading
 //      of those (operands that coincide, W and B one var, read several
 //      ways), up to kMaxLowRankForms; a chain against the bracketings
@@ -72,6 +74,7 @@ namespace {
 // the bindings the input form takes in.
 struct Forms {
   const char* kind = "matmul_chain";  // its row of rewrite_table()
+  bool low_rank = false;
   Expr input;
   std::vector<Expr> alternatives;
   std::unordered_set<const VarNode*> inner;
@@ -124,8 +127,9 @@ class Reassociate {
       std::optional<Forms> forms = low_rank_forms(fn_.bindings()[b].value);
       if (!forms) forms = chain_forms(fn_.bindings()[b].value);
       if (!forms) continue;
-      for (const VarNode* v : forms->inner) taken_[index_.binding_index(v)] = 1;
       chosen[b] = choose(*forms);
+      if (chosen[b] || !forms->low_rank)
+        for (const VarNode* v : forms->inner) taken_[index_.binding_index(v)] = 1;
       if (chosen[b]) count_pass_stat(forms->kind);
       changed = changed || chosen[b];
     }
@@ -159,6 +163,7 @@ class Reassociate {
       }
       if (!own) continue;
       if (forms.inner.empty()) forms.kind = p.left ? "low_rank_update" : "low_rank_update_rhs";
+      forms.low_rank = true;
       forms.inner.insert(inner.begin(), inner.end());
     }
     if (forms.inner.empty()) return std::nullopt;

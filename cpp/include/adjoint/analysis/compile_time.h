@@ -4,6 +4,7 @@
 // (each symbol of its type is one a weight binds alone: a dim of the inputs
 // is not known at compile time). A binding that uses no var at all
 // (zeros((16,), "int32"), a constant) is compile-time but "constant-only".
+// An item of a tuple literal counts as the field it reads.
 // The weight-dependent bindings are the compile-time ones that use a weight,
 // directly or through earlier bindings, or whose type has a symbol that no
 // input binds alone (zeros(("n",)) with n a dim of a weight only: its shape
@@ -23,8 +24,14 @@ namespace aj {
 
 // Per binding of the function `index` describes: 1 when its value uses only
 // weights, constants and computable bindings, and its shape's symbols are
-// ones the weights bind.
+// ones the weights bind. An item of a tuple literal is what its field uses:
+// with t = (x, w), t[1] is computable though t, holding input x, is not.
 std::vector<uint8_t> computable_bindings(const DataflowIndex& index);
+// The field a tuple item reads, found through the vars bound here to tuple
+// literals, to items of them and to other vars (t = (x, w); a = t[1] reads
+// w); nullptr when a tuple on the way is not a literal bound here or the
+// path is longer than a few dozen steps.
+const Expr* tuple_item_source(const DataflowIndex& index, const TupleGetItemNode& item);
 // Adds to `out` the symbols of t's tensor shapes; with bare_only, only those
 // that are a dim by themselves (what the executor binds from a param).
 void add_type_symbols(const Type& t, bool bare_only, std::set<std::string>& out);

@@ -31,8 +31,9 @@ class FormCost {
   // SizeOverflowError when a count overflows.
   Dim cost(const Expr& form) const;
   // The position of the alternative to take instead of `input` (given by
-  // their costs): one provably cheaper than the input and no costlier than
-  // each other such one (the first when none is), or nullopt.
+  // their costs): one whose cost is no larger than the input's for every dim
+  // value within the bounds and not the same polynomial, and no costlier
+  // than each other such one (the first when none is), or nullopt.
   std::optional<size_t> choose(const Dim& input, const std::vector<Dim>& alternatives) const;
   const DimBounds& bounds() const { return bounds_; }
 
