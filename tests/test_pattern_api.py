@@ -506,8 +506,47 @@ def test_one_pattern_object_inside_and_outside_a_run_is_an_error_told_as_written
     pattern = P.is_op("concat")(P.is_tuple([P.repeated(element), element]))
     uses = [lambda: pattern.match(var(KINDS, "a")), lambda: P.rewrite_call(pattern, lambda e, c: None, KINDS_MODULE)]
     for use in uses:
-        with pytest.raises(aj.Error, match=r"pattern \(repeated\(_\), _\): the pattern object _ is used both inside"):
+        with pytest.raises(aj.Error, match=r"pattern concat\(\(repeated\(_\), _\)\): the pattern object _ is used "
+                                           "both inside"):
             use()
+
+
+def residual_blocks(n: int) -> tuple[P.Pattern, aj.Function]:
+    """h_{k+1} = add(h_k, relu(h_k)) n times, as a function and as a pattern
+    using each h_k object twice."""
+    bb = aj.FunctionBuilder("main")
+    v = bb.param("a", (2,), "float32")
+    for _k in range(n):
+        v = v + aj.op.relu(v)
+    fn = bb.finish(v)["main"]
+    h = _()
+    for _k in range(n):
+        h = P.is_op("add")(h, P.is_op("relu")(h))
+    return h, fn
+
+
+def test_a_pattern_object_nested_in_itself_many_times_is_matched_once_per_value():
+    # regression: each object was matched (and its names checked) once per path to it, 2**n paths here
+    pattern, fn = residual_blocks(60)
+    got = pattern.match(fn.ret, fn)
+    assert got is not None and got[pattern] is fn.ret
+    different, _fn = residual_blocks(59)
+    assert P.is_op("add")(different, P.is_op("exp")(different)).match(fn.ret, fn) is None
+
+
+def test_a_pattern_thousands_deep_builds_matches_and_rewrites():
+    # regression: Python's recursion limit was reached at about 500
+    depth = 3000
+    pattern = _()
+    for _k in range(depth):
+        pattern = P.is_op("exp")(pattern)
+    bb = aj.FunctionBuilder("main")
+    v = bb.param("a", (2,), "float32")
+    for _k in range(depth):
+        v = aj.op.exp(v)
+    mod = bb.finish(v)
+    assert pattern.match(mod["main"].ret, mod["main"]) is not None
+    assert P.rewrite_call(pattern, lambda e, c: None, mod) is mod
 
 
 # ---- for all patterns: matching and rewriting succeed or raise aj.Errors ----

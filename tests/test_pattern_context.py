@@ -615,6 +615,13 @@ def test_bad_arguments_are_errors(args, message):
         P.rewrite_bindings(*args)
 
 
+@pytest.mark.parametrize("max_rounds", [0, 2**31, 2**32 + 3, "8", True])
+def test_max_rounds_out_of_range_is_an_error(max_rounds):
+    ctx, _ = qkv_context()
+    with pytest.raises(aj.Error, match=r"rewrite_bindings: max_rounds must be an int from 1 to 2\*\*31 - 1"):
+        P.rewrite_bindings(ctx, lambda m, b: {}, qkv_groups(1), max_rounds=max_rounds)
+
+
 def test_a_pattern_shared_by_roots_inside_a_run_is_an_error():
     with P.PatternContext() as ctx:
         x = P.wildcard()

@@ -582,6 +582,8 @@ def test_wrong_arguments_are_errors():
         P.Rewriter.from_text(RULES["exp_of_log"], name="")
     with pytest.raises(aj.Error, match="is not a rule"):
         P.Rewriter(["exp(log(x)) -> x"])
+    with pytest.raises(aj.Error, match="expected a list of rules, got int"):
+        P.Rewriter(1)
     with pytest.raises(aj.TransformError, match="expects an aj.Module"):
         REWRITERS["exp_of_log"](RULES["exp_of_log"])
 
@@ -688,3 +690,25 @@ def test_text_rules_keep_what_programs_and_their_adjoints_compute(prog):
 
 def flatten(out):
     return [a for o in out for a in flatten(o)] if isinstance(out, tuple) else [np.asarray(out)]
+
+
+def test_a_python_rule_giving_a_malformed_module_is_a_verify_error_naming_it():
+    # regression: as a pass, from_pattern returned the module with a free var in it
+    mod = aj.parse('''@function
+def main(a: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
+    l: Tensor((2, 3), "float32") = log(a)
+    e: Tensor((2, 3), "float32") = exp(l)
+    return e
+''')
+    stranger = aj.parse('''@function
+def main(z: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
+    return z
+''')["main"].params[0]
+    x = P.wildcard()
+
+    def add_stranger(e, captures):
+        return aj.op.add(captures[x], stranger)
+
+    with pytest.raises(aj.VerifyError, match="Rewriter: the replacements of rewriter 'add_stranger' leave the module "
+                                             "malformed"):
+        P.Rewriter.from_pattern(P.is_op("exp")(x), add_stranger)(mod)

@@ -3,6 +3,10 @@
 // the matcher and the rewriter until the public adjoint.pattern module wraps
 // them. Replacements may be Python callables; they run with the GIL held
 // (the rewrite does not release it) and their exceptions propagate.
+#include <optional>
+#include <string_view>
+#include <unordered_map>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -20,6 +24,11 @@ namespace aj::bindings {
 void bind_pattern_graph(py::module_& m);  // pattern_graph.cc
 
 namespace {
+
+// A with block of Python putting off pattern name checks (DeferredNameChecks).
+struct NameChecksPutOff {
+  std::optional<DeferredNameChecks> active;
+};
 
 Pattern pattern_arg(const py::handle& obj, const std::string& what) {
   if (!py::isinstance<Pattern>(obj))
@@ -46,16 +55,35 @@ KwAttrs attrs_arg(const py::handle& obj, const std::string& what) {
   return out;
 }
 
+// What a name captured, gathered for every name in one pass over the
+// captures: the first value, and the values as Match::list gives them.
+struct NameValues {
+  const Expr* first = nullptr;
+  std::vector<const Expr*> list;
+  bool list_done = false;  // a second run of the name: the same values again
+};
+
 // {name: expr, or list of exprs for a run's name}, for every name p captures.
 py::dict captures_out(const Pattern& p, const Match& m) {
+  std::unordered_map<std::string_view, NameValues> values;
+  for (const Capture& c : m.captures()) {
+    if (c.pattern->name().empty()) continue;
+    NameValues& v = values[c.pattern->name()];
+    if (!v.first) v.first = c.expr;
+    if (v.list_done) continue;
+    if (c.pattern->kind() == PatternKind::kRepeated && c.element == 0 && !v.list.empty()) v.list_done = true;
+    else v.list.push_back(c.expr);
+  }
   py::dict out;
   for (const CaptureName& c : capture_names(p)) {
+    auto it = values.find(c.name);
     if (c.is_list) {
       py::list items;
-      for (const Expr& e : m.list(c.name)) items.append(unconst(e));
+      if (it != values.end())
+        for (const Expr* e : it->second.list) items.append(unconst(*e));
       out[py::str(c.name)] = items;
-    } else if (m.has(c.name)) {
-      out[py::str(c.name)] = unconst(m[c.name]);
+    } else if (it != values.end()) {
+      out[py::str(c.name)] = unconst(*it->second.first);
     }
   }
   return out;
@@ -137,6 +165,20 @@ void bind_pattern(py::module_& core) {
     return captures_out(pattern, *found);
   }, py::arg("pattern"), py::arg("function"), py::arg("var_name"),
         "The captures of pattern on the value bound to var_name in function, or None.");
+  py::class_<NameChecksPutOff>(m, "_DeferredNameChecks",
+                               "In a with block, the name checks of patterns built on this thread are put off; "
+                               "check_names checks a root then.")
+      .def(py::init<>())
+      .def("__enter__", [](NameChecksPutOff& d) -> NameChecksPutOff& {
+        d.active.emplace();
+        return d;
+      })
+      .def("__exit__", [](NameChecksPutOff& d, const py::args&) {
+        d.active.reset();
+        return false;
+      });
+  m.def("check_names", [](const py::handle& p) { check_pattern_names(pattern_arg(p, "check_names")); },
+        py::arg("pattern"), "The name checks every pattern constructor makes, on pattern as a whole.");
   m.def("match_expr", [](const py::handle& p, const py::handle& e, const py::handle& fn) -> py::object {
     Pattern pattern = pattern_arg(p, "match");
     Expr expr = node_arg<ExprNode>(e, "match: expr", "an aj.Expr");

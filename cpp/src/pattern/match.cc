@@ -107,10 +107,23 @@ bool Matcher::match(const Pattern& p, const Expr& e) {
   scope_ = 0;
   next_scope_ = 1;
   scope_begin_ = 0;
+  named_.clear();
   return node(*p, e);
 }
 
-bool Matcher::node(const PatternNode& p, const Expr& e) { return matches_here(p, e) && record(p, e); }
+// A name already captured (in this scope) must take the same value; when
+// the same pattern object captured it, that is all there is to check: a
+// pattern used in several places is matched once, not once per path to it
+// (which would be exponential in how deeply such uses nest).
+bool Matcher::node(const PatternNode& p, const Expr& e) {
+  if (!p.name().empty()) {
+    if (const Capture* c = captured(p.name())) {
+      if (!same_value(*c->expr, e)) return false;
+      if (c->pattern == &p) return true;
+    }
+  }
+  return matches_here(p, e) && record(p, e);
+}
 
 // Only the kinds that look at what a var stands for resolve it; a var has
 // its value's type, so type constraints read the var's own.
@@ -250,16 +263,27 @@ bool Matcher::count_agrees(const std::string* name, size_t n) {
 bool Matcher::record(const PatternNode& p, const Expr& e) {
   auto& captures = match_.captures_;
   if (!p.name().empty()) {
-    for (size_t i = captures.size(); i-- > scope_begin_;) {
-      const Capture& c = captures[i];
-      if (c.scope == scope_ && c.pattern->name() == p.name()) {
-        if (!same_value(*c.expr, e)) return false;
-        break;
-      }
-    }
+    if (const Capture* c = captured(p.name()); c && !same_value(*c->expr, e)) return false;
+    named_[{p.name(), scope_}] = captures.size();
   }
   captures.push_back({&p, &e, scope_, 0});
   return true;
+}
+
+const Capture* Matcher::captured(const std::string& name) {
+  const auto& captures = match_.captures_;
+  auto it = named_.find({name, scope_});
+  if (it == named_.end()) return nullptr;
+  size_t i = it->second;
+  if (i < captures.size() && captures[i].scope == scope_ && captures[i].pattern->name() == name) return &captures[i];
+  for (i = captures.size(); i-- > scope_begin_;) {
+    if (captures[i].scope == scope_ && captures[i].pattern->name() == name) {
+      it->second = i;
+      return &captures[i];
+    }
+  }
+  named_.erase(it);
+  return nullptr;
 }
 
 std::optional<Match> match(const Pattern& p, const Expr& e, const Bindings& bindings) {

@@ -5,8 +5,12 @@
 #include "adjoint/pattern/pattern.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "adjoint/ir/printer.h"
 #include "adjoint/op/registry.h"
@@ -33,6 +37,7 @@ class PatternFactory {
   static void set_shape(PatternNode& n, Shape shape) { n.shape_ = std::move(shape); }
   static void set_text(PatternNode& n, std::string text) { n.text_ = std::move(text); }
   static void set_predicate(PatternNode& n, ExprPredicate p) { n.predicate_ = std::move(p); }
+  static void set_has_names(PatternNode& n, bool has) { n.has_names_ = has; }
 };
 
 namespace {
@@ -40,6 +45,20 @@ namespace {
 using F = PatternFactory;
 
 bool is_run(const Pattern& p) { return p && p->kind() == PatternKind::kRepeated; }
+
+// Where an error is, as the text its message starts with, made only when an
+// error needs it: printing a pattern walks all of it (every path through a
+// pattern object used twice), which building one must not.
+class Where {
+ public:
+  template <class Make>
+  Where(Make make) : make_(std::move(make)) {}  // NOLINT: implicit from a lambda
+  Where(const char* text) : make_([text] { return std::string(text); }) {}  // NOLINT
+  friend std::ostream& operator<<(std::ostream& os, const Where& w) { return os << w.make_(); }
+
+ private:
+  std::function<std::string()> make_;
+};
 
 // ---- to_string ----
 
@@ -158,46 +177,60 @@ void print(std::ostream& os, const Pattern& p) {
 // One use of a name: the run whose elements it is inside (null: none), and
 // whether it names a run itself.
 struct NameUse {
-  const std::string* name;
   const PatternNode* run;
   bool names_run;
 };
 
-void collect_names(const Pattern& p, const PatternNode* run, std::vector<NameUse>& names,
-                   std::vector<NameUse>& counts) {
-  if (!p->name().empty()) names.push_back({&p->name(), run, is_run(p)});
-  if (is_run(p) && !p->text().empty()) counts.push_back({&p->text(), run, true});
-  const PatternNode* inner_run = is_run(p) ? p.get() : run;
-  for (const Pattern& o : p->operands()) collect_names(o, inner_run, names, counts);
+thread_local int deferred_name_checks = 0;
+
+// Each distinct (node, enclosing run) of p with names inside, once: a
+// pattern object used in several places is walked once per run it is in,
+// not once per path to it. Iterative, so any depth is fine.
+template <class Visit>
+void walk_named(const Pattern& p, Visit&& visit) {
+  struct Hash {
+    size_t operator()(const std::pair<const PatternNode*, const PatternNode*>& k) const {
+      return std::hash<const void*>()(k.first) * 31 + std::hash<const void*>()(k.second);
+    }
+  };
+  std::unordered_set<std::pair<const PatternNode*, const PatternNode*>, Hash> seen;
+  std::vector<std::pair<const PatternNode*, const PatternNode*>> todo{{p.get(), nullptr}};
+  while (!todo.empty()) {
+    auto [node, run] = todo.back();
+    todo.pop_back();
+    if (!node->has_names() || !seen.insert({node, run}).second) continue;
+    visit(*node, run);
+    const PatternNode* inner_run = node->kind() == PatternKind::kRepeated ? node : run;
+    for (auto it = node->operands().rbegin(); it != node->operands().rend(); ++it)
+      todo.push_back({it->get(), inner_run});
+  }
 }
 
-void check_uses(const Pattern& p, const std::vector<NameUse>& uses, const char* what) {
-  for (size_t i = 0; i < uses.size(); ++i) {
-    for (size_t j = 0; j < i; ++j) {
-      if (*uses[i].name != *uses[j].name) continue;
-      if (uses[i].run != uses[j].run)
-        throw Error(str("pattern ", p.to_string(), ": ", what, " '", *uses[i].name,
-                        "' is used both inside and outside a repeated run, or in two runs"
-                        " (a name inside a run captures one value per element of that run)"));
-      if (uses[i].names_run != uses[j].names_run)
-        throw Error(str("pattern ", p.to_string(), ": name '", *uses[i].name,
-                        "' names both a repeated run and a single value"));
-    }
-  }
+// Records one use of `name`, or throws when an earlier use disagrees.
+void add_use(const Pattern& p, std::unordered_map<std::string, NameUse>& uses, const std::string& name,
+             NameUse use, const char* what) {
+  auto [it, first] = uses.emplace(name, use);
+  if (first) return;
+  if (it->second.run != use.run)
+    throw Error(str("pattern ", p.to_string(), ": ", what, " '", name,
+                    "' is used both inside and outside a repeated run, or in two runs"
+                    " (a name inside a run captures one value per element of that run)"));
+  if (it->second.names_run != use.names_run)
+    throw Error(str("pattern ", p.to_string(), ": name '", name, "' names both a repeated run and a single value"));
 }
 
 // A pattern whose names are consistent (see pattern.h), or an aj::Error.
 Pattern checked(std::shared_ptr<PatternNode> node) {
+  bool has = !node->name().empty() || (node->kind() == PatternKind::kRepeated && !node->text().empty());
+  for (const Pattern& o : node->operands()) has = has || o->has_names();
+  F::set_has_names(*node, has);
   Pattern p(std::move(node));
-  std::vector<NameUse> names, counts;
-  collect_names(p, nullptr, names, counts);
-  check_uses(p, names, "name");
-  check_uses(p, counts, "count name");
+  if (has && deferred_name_checks == 0) check_pattern_names(p);
   return p;
 }
 
 // Refuses a run where one value is wanted.
-void check_not_run(const Pattern& p, const std::string& where) {
+void check_not_run(const Pattern& p, const Where& where) {
   if (!p) throw Error(str(where, ": a pattern is null"));
   if (is_run(p))
     throw Error(str(where, ": ", p.to_string(),
@@ -205,12 +238,12 @@ void check_not_run(const Pattern& p, const std::string& where) {
 }
 
 // Checks a list of args or fields: more than one run needs a shared count name.
-void check_list(const std::vector<Pattern>& items, const std::string& where) {
+void check_list(const std::vector<Pattern>& items, const Where& where) {
   const PatternNode* first_run = nullptr;
   for (const Pattern& item : items) {
     if (!item) throw Error(str(where, ": a pattern is null"));
     if (!is_run(item)) continue;
-    check_not_run(item->operands()[0], str(where, ": the element of ", item.to_string()));
+    check_not_run(item->operands()[0], [&] { return str(where, ": the element of ", item.to_string()); });
     if (!first_run) {
       first_run = item.get();
     } else if (first_run->text().empty() || first_run->text() != item->text()) {
@@ -233,7 +266,7 @@ std::string op_attrs_text(const OpDef& op) {
 }
 
 // `attrs` checked against op's schema: names it has, values of the right kind.
-std::vector<AttrConstraint> resolve(const OpDef& op, const KwAttrs& attrs, const std::string& where) {
+std::vector<AttrConstraint> resolve(const OpDef& op, const KwAttrs& attrs, const Where& where) {
   std::vector<AttrConstraint> out;
   for (const auto& [name, value] : attrs) {
     int i = op.attr_index(name);
@@ -249,7 +282,7 @@ std::vector<AttrConstraint> resolve(const OpDef& op, const KwAttrs& attrs, const
 
 // Constraints on a tensor's type make no sense on a pattern that matches only tuples.
 void check_tensor_constraint(const Pattern& p, const std::string& what) {
-  check_not_run(p, str(p.to_string(), ".", what));
+  check_not_run(p, [&] { return str(p.to_string(), ".", what); });
   if (p->kind() == PatternKind::kTuple)
     throw Error(str(p.to_string(), ".", what, ": a tuple has no ", what == "has_dtype" ? "dtype" : "shape"));
 }
@@ -299,20 +332,41 @@ std::optional<std::vector<OpId>> ops_of(const Pattern& p) {
   return std::nullopt;
 }
 
-void collect_capture_names(const Pattern& p, bool in_run, std::vector<CaptureName>& out) {
-  const std::string& name = p->name();
-  if (!name.empty() && std::none_of(out.begin(), out.end(), [&](const CaptureName& c) { return c.name == name; }))
-    out.push_back({name, in_run || is_run(p)});
-  for (const Pattern& o : p->operands()) collect_capture_names(o, in_run || is_run(p), out);
+// Each name of p once, in the order a depth-first walk meets it; each
+// pattern object is walked once in and once out of runs at most.
+void collect_capture_names(const Pattern& p, std::vector<CaptureName>& out) {
+  std::unordered_set<std::string_view> names;
+  std::set<std::pair<const PatternNode*, bool>> seen;
+  std::vector<std::pair<const PatternNode*, bool>> todo{{p.get(), false}};
+  while (!todo.empty()) {
+    auto [node, in_run] = todo.back();
+    todo.pop_back();
+    if (!node->has_names() || !seen.insert({node, in_run}).second) continue;
+    bool inner = in_run || node->kind() == PatternKind::kRepeated;
+    if (!node->name().empty() && names.insert(node->name()).second) out.push_back({node->name(), inner});
+    for (auto it = node->operands().rbegin(); it != node->operands().rend(); ++it) todo.push_back({it->get(), inner});
+  }
 }
 
 Pattern binary(PatternKind kind, const Pattern& a, const Pattern& b, const char* symbol) {
-  check_not_run(a, str("the left side of ", symbol));
-  check_not_run(b, str("the right side of ", symbol));
+  check_not_run(a, [&] { return str("the left side of ", symbol); });
+  check_not_run(b, [&] { return str("the right side of ", symbol); });
   return checked(F::node(kind, {a, b}));
 }
 
 }  // namespace
+
+DeferredNameChecks::DeferredNameChecks() { ++deferred_name_checks; }
+DeferredNameChecks::~DeferredNameChecks() { --deferred_name_checks; }
+
+void check_pattern_names(const Pattern& p) {
+  std::unordered_map<std::string, NameUse> names, counts;
+  walk_named(p, [&](const PatternNode& n, const PatternNode* run) {
+    bool run_node = n.kind() == PatternKind::kRepeated;
+    if (!n.name().empty()) add_use(p, names, n.name(), {run, run_node}, "name");
+    if (run_node && !n.text().empty()) add_use(p, counts, n.text(), {run, true}, "count name");
+  });
+}
 
 // ---- Pattern ----
 
@@ -342,7 +396,7 @@ Pattern Pattern::has_shape(Shape shape) const {
 }
 
 Pattern Pattern::has_attr(const KwAttrs& attrs) const {
-  std::string where = str(to_string(), ".has_attr(...)");
+  Where where = [this] { return str(to_string(), ".has_attr(...)"); };
   check_not_run(*this, where);
   auto ops = ops_of(*this);
   if (ops && ops->empty()) throw Error(str(where, ": the pattern matches no call, and only calls have attrs"));
@@ -358,7 +412,7 @@ Pattern Pattern::has_attr(const KwAttrs& attrs) const {
 }
 
 Pattern Pattern::where(std::string predicate_name, ExprPredicate predicate) const {
-  check_not_run(*this, str(to_string(), ".where(", predicate_name, ")"));
+  check_not_run(*this, [&] { return str(to_string(), ".where(", predicate_name, ")"); });
   if (!predicate) throw Error(str(to_string(), ".where(", predicate_name, "): the predicate is empty"));
   auto n = F::node(PatternKind::kWhere, {*this});
   F::set_text(*n, std::move(predicate_name));
@@ -385,7 +439,7 @@ Pattern operator~(const Pattern& a) {
 Pattern OpPattern::operator()(std::vector<Pattern> args, const KwAttrs& attrs) const {
   auto n = F::node(PatternKind::kCall, std::move(args));
   F::set_op(*n, op_);
-  std::string where = Pattern(n).to_string();
+  Where where = [&n] { return Pattern(n).to_string(); };
   check_list(n->operands(), where);
   size_t fixed = 0, runs = 0;
   for (const Pattern& a : n->operands()) (is_run(a) ? runs : fixed) += 1;
@@ -417,7 +471,7 @@ Pattern is_var(std::string name_hint) {
 
 Pattern is_tuple(std::vector<Pattern> fields) {
   auto n = F::node(PatternKind::kTuple, std::move(fields));
-  check_list(n->operands(), Pattern(n).to_string());
+  check_list(n->operands(), [&n] { return Pattern(n).to_string(); });
   return checked(std::move(n));
 }
 
@@ -449,7 +503,7 @@ bool can_match_call(const Pattern& p) {
 
 std::vector<CaptureName> capture_names(const Pattern& p) {
   std::vector<CaptureName> out;
-  collect_capture_names(p, false, out);
+  collect_capture_names(p, out);
   return out;
 }
 

@@ -33,13 +33,14 @@ class Pattern:
     A pattern object used twice in one pattern matches one value in both
     places, as one capture name does."""
 
-    __slots__ = ("_build", "_children", "_name", "_plain", "_tagged")
+    __slots__ = ("_build", "_children", "_name", "_plain", "_tagged", "_tagged_checked")
 
     def __init__(self, build: Callable[..., Any], children: Sequence["Pattern"] = (), name: str | None = None):
         self._build = build
         self._children = tuple(children)
         self._name = _check_name(name)
         self._tagged = None
+        self._tagged_checked = False
         core = build(*(c._plain for c in self._children))
         self._plain = core.named(name) if name is not None else core
         contexts = _active_contexts()
@@ -52,14 +53,33 @@ class Pattern:
         return f"%{id(self)}"
 
     def _core_tagged(self) -> Any:
-        """The C++ pattern with every node named: its own name, or one made for it."""
-        if self._tagged is None:
-            children = [c._core_tagged() for c in self._children]
+        """The C++ pattern with every node named: its own name, or one made
+        for it. Built children first without recursion (any depth), with
+        the name checks put off until the whole is built: one check of this
+        root, linear in its distinct objects, instead of one per node."""
+        if not self._tagged_checked:
             try:
-                self._tagged = self._build(*children).named(self._capture_name())
+                with _P._DeferredNameChecks():
+                    self._build_tagged()
+                _P.check_names(self._tagged)
             except Error as e:
                 raise self._readable(e) from None
+            self._tagged_checked = True
         return self._tagged
+
+    def _build_tagged(self) -> None:
+        """Sets ``_tagged`` on this pattern and every pattern inside it, in
+        post-order over the distinct objects."""
+        todo: list[tuple[Pattern, bool]] = [(self, False)]
+        while todo:
+            p, children_done = todo.pop()
+            if p._tagged is not None:
+                continue
+            if children_done:
+                p._tagged = p._build(*(c._tagged for c in p._children)).named(p._capture_name())
+                continue
+            todo.append((p, True))
+            todo.extend((c, False) for c in reversed(p._children) if c._tagged is None)
 
     def _readable(self, error: Error) -> Error:
         """``error`` (from the C++ pattern with every node named) told with the

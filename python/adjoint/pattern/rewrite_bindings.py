@@ -13,7 +13,7 @@ from ..builder import _stack
 from ..errors import Error
 from .context import PatternContext
 from .patterns import _P
-from .rewrite_call import _CallMaker
+from .rewrite_call import _CallMaker, checked_max_rounds
 
 __all__ = ["rewrite_bindings"]
 
@@ -51,6 +51,7 @@ def rewrite_bindings(ctx: PatternContext, rewriter: Callable[[dict, Mapping], An
         raise Error(f"rewrite_bindings: the rewriter must be callable, got {type(rewriter).__name__}")
     if not isinstance(mod, (_core.Module, _core.Function)):
         raise Error(f"rewrite_bindings: expected an aj.Module or aj.Function, got {type(mod).__name__}")
+    max_rounds = checked_max_rounds("rewrite_bindings", max_rounds)
     graph = ctx._graph()
     if graph is None:
         return mod

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from numbers import Integral
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from .. import _core
 from ..analysis import verify
@@ -63,8 +63,7 @@ def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod
         raise Error(f"rewrite_call: the rewriter must be callable, got {type(rewriter).__name__}")
     if not isinstance(mod, _core.Module):
         raise Error(f"rewrite_call: expected an aj.Module, got {type(mod).__name__}")
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, Integral) or not 1 <= max_rounds < 2**31:
-        raise Error(f"rewrite_call: max_rounds must be an int from 1 to 2**31 - 1, got {max_rounds!r}")
+    max_rounds = checked_max_rounds("rewrite_call", max_rounds)
     if not _P.can_match_call(pattern._plain):
         return mod
     fired = False
@@ -77,15 +76,29 @@ def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod
         return out
 
     with _ops_make_calls():
-        out = _P.rewrite(mod, [_python_rule(pattern, tracked, name)], int(max_rounds))
+        out = _P.rewrite(mod, [_python_rule(pattern, tracked, name)], max_rounds)
     if not fired:
         return mod
+    return DeadCodeElimination()(verified_rewrite("rewrite_call", [name], out))
+
+
+def checked_max_rounds(who: str, max_rounds: Any) -> int:
+    """max_rounds as an int, or an aj.Error naming ``who``: the C++ rewriters
+    count rounds in 32 bits."""
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, Integral) or not 1 <= max_rounds < 2**31:
+        raise Error(f"{who}: max_rounds must be an int from 1 to 2**31 - 1, got {max_rounds!r}")
+    return int(max_rounds)
+
+
+def verified_rewrite(who: str, rule_names: Sequence[str], out: Any) -> Any:
+    """``out``, the module Python replacements gave, once it verifies; else
+    an aj.VerifyError naming ``who`` and the rules."""
     try:
         verify(out)
     except VerifyError as e:
-        raise VerifyError(f"rewrite_call: the replacements of rewriter '{name}' leave the module malformed: "
-                          f"{e}") from None
-    return DeadCodeElimination()(out)
+        names = ", ".join(f"'{n}'" for n in rule_names)
+        raise VerifyError(f"{who}: the replacements of rewriter {names} leave the module malformed: {e}") from None
+    return out
 
 
 def _same_value(a: Any, b: Any) -> bool:

@@ -13,7 +13,7 @@ from ..errors import Error
 from ..ir import Module, parse
 from ..transform import Pass
 from .patterns import Captures, Pattern, _P, _pattern_arg
-from .rewrite_call import _ops_make_calls, _python_rule
+from .rewrite_call import _ops_make_calls, _python_rule, verified_rewrite
 
 __all__ = ["Rewriter"]
 
@@ -78,6 +78,9 @@ class Rewriter(Pass):
     name = "Rewriter"
 
     def __init__(self, rules: Sequence[Any] = ()) -> None:
+        if isinstance(rules, (str, bytes)) or not isinstance(rules, Sequence):
+            raise Error(f"Rewriter: expected a list of rules, got {type(rules).__name__}; make rewriters with "
+                        "Rewriter.from_text, from_module or from_pattern")
         for rule in rules:
             if not isinstance(rule, (_R.Rule, _PythonRule)):
                 raise Error(f"Rewriter: {rule!r} is not a rule; make rewriters with Rewriter.from_text, "
@@ -146,7 +149,9 @@ class Rewriter(Pass):
         if all(isinstance(rule, _R.Rule) for rule in rules):
             return _R.rewrite(mod, rules, _MAX_ROUNDS)
         with _ops_make_calls():
-            return _R.rewrite(mod, rules, _MAX_ROUNDS)
+            out = _R.rewrite(mod, rules, _MAX_ROUNDS)
+        python_rules = [rule.name for rule in self._rules if isinstance(rule, _PythonRule)]
+        return out if out is mod else verified_rewrite("Rewriter", python_rules, out)
 
     @staticmethod
     def _core_rule(rule: Any) -> Any:

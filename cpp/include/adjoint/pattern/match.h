@@ -8,13 +8,16 @@
 // bound to that call (and a var bound to a var bound to it). What a pattern
 // captures is the expr as written where it matched (a var, not what the var
 // is bound to), so a replacement that uses it refers to the existing value.
-// Time is linear in the size of the pattern tree and of the runs it matches;
+// Time is linear in the size of the pattern and of the runs it matches (a
+// named pattern used in several places is matched once per scope, not once
+// per path to it);
 // `|` tries its left side, then its right (the first that matches is kept).
 #pragma once
 
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "adjoint/pattern/pattern.h"
@@ -110,6 +113,9 @@ class Matcher {
   bool run_agrees(const std::string* name, const std::vector<Expr>& exprs, size_t begin, size_t n);
   bool count_agrees(const std::string* name, size_t n);
   bool record(const PatternNode& p, const Expr& e);
+  // The capture of `name` in the current scope, or nullptr. Valid until
+  // the next capture is pushed.
+  const Capture* captured(const std::string& name);
   bool either(const PatternNode& a, const PatternNode& b, const Expr& e);
   bool negation(const PatternNode& a, const Expr& e);
 
@@ -119,6 +125,18 @@ class Matcher {
   uint32_t scope_ = 0;      // the scope captures are made in now
   uint32_t next_scope_ = 1;
   size_t scope_begin_ = 0;  // the first capture of the current scope
+  // (name, scope) -> the position of a capture of that name in that scope:
+  // a hint for captured(), which checks it (backtracking drops captures
+  // without telling it) and scans the scope when it is stale.
+  struct NameScope {
+    std::string_view name;
+    uint32_t scope;
+    bool operator==(const NameScope& o) const { return scope == o.scope && name == o.name; }
+  };
+  struct NameScopeHash {
+    size_t operator()(const NameScope& k) const { return std::hash<std::string_view>()(k.name) * 31 + k.scope; }
+  };
+  std::unordered_map<NameScope, size_t, NameScopeHash> named_;
 };
 
 // The captures of p matched against e, or nullopt.

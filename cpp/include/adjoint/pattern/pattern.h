@@ -155,6 +155,9 @@ class PatternNode {
   const Shape& shape() const { return shape_; }                     // kHasShape
   const std::string& text() const { return text_; }  // kVar: name hint; kRepeated: count name; kWhere: predicate name
   const ExprPredicate& predicate() const { return predicate_; }     // kWhere
+  // Whether this pattern or one inside it has a capture name or a run's
+  // count name: what the name checks (pattern.cc) must look at.
+  bool has_names() const { return has_names_; }
 
  private:
   friend class PatternFactory;
@@ -170,6 +173,24 @@ class PatternNode {
   Shape shape_;
   std::string text_;
   ExprPredicate predicate_;
+  bool has_names_ = false;
 };
+
+// Checks of the names of patterns built on this thread are put off while a
+// DeferredNameChecks lives: a pattern built bottom-up with a name on every
+// node (Python's capture tags) is then checked once, by check_pattern_names
+// on its root, not once per node. Not for user code: the patterns built
+// meanwhile are unchecked until their root is.
+class DeferredNameChecks {
+ public:
+  DeferredNameChecks();
+  ~DeferredNameChecks();
+  DeferredNameChecks(const DeferredNameChecks&) = delete;
+  DeferredNameChecks& operator=(const DeferredNameChecks&) = delete;
+};
+
+// The checks of the names `p` uses (see pattern.h's top): an aj::Error
+// naming the first conflict. Linear in the number of distinct nodes of p.
+void check_pattern_names(const Pattern& p);
 
 }  // namespace aj
