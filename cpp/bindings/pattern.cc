@@ -63,8 +63,25 @@ struct NameValues {
   bool list_done = false;  // a second run of the name: the same values again
 };
 
-// {name: expr, or list of exprs for a run's name}, for every name p captures.
-py::dict captures_out(const Pattern& p, const Match& m) {
+// {name: expr, or list of exprs for a run's name}, for each of the `names` of
+// the pattern that matched (capture_names):
+// looked up in the match when it is small, else gathered in one pass (a
+// lookup walks the captures, which would be quadratic in a large pattern).
+py::dict captures_out(const std::vector<CaptureName>& names, const Match& m) {
+  constexpr size_t kGatherFrom = 32;
+  if (m.captures().size() < kGatherFrom) {
+    py::dict out;
+    for (const CaptureName& c : names) {
+      if (c.is_list) {
+        py::list items;
+        for (const Expr& e : m.list(c.name)) items.append(unconst(e));
+        out[py::str(c.name)] = items;
+      } else if (m.has(c.name)) {
+        out[py::str(c.name)] = unconst(m[c.name]);
+      }
+    }
+    return out;
+  }
   std::unordered_map<std::string_view, NameValues> values;
   for (const Capture& c : m.captures()) {
     if (c.pattern->name().empty()) continue;
@@ -75,7 +92,7 @@ py::dict captures_out(const Pattern& p, const Match& m) {
     else v.list.push_back(c.expr);
   }
   py::dict out;
-  for (const CaptureName& c : capture_names(p)) {
+  for (const CaptureName& c : names) {
     auto it = values.find(c.name);
     if (c.is_list) {
       py::list items;
@@ -111,8 +128,8 @@ Rule rule_arg(const py::handle& obj, size_t i) {
   Pattern pattern = pattern_arg(t[2], what + ": pattern");
   py::object fn = t[3];
   if (!PyCallable_Check(fn.ptr())) throw Error(str(what, ": the replacement is not callable"));
-  Replacement replacement = [pattern, fn](const Match& m) -> Expr {
-    py::object out = fn(unconst(m.root()), captures_out(pattern, m));
+  Replacement replacement = [names = capture_names(pattern), fn](const Match& m) -> Expr {
+    py::object out = fn(unconst(m.root()), captures_out(names, m));
     if (out.is_none()) return nullptr;
     if (!py::isinstance<ExprNode>(out))
       throw TypeInferenceError(str("the replacement returned ", py_type_name(out), ", not an aj.Expr or None"));
@@ -162,7 +179,7 @@ void bind_pattern(py::module_& core) {
     const Expr& value = bound_value(index, string_arg(var_name, "match: var name"));
     std::optional<Match> found = match(pattern, value, bindings);
     if (!found) return py::none();
-    return captures_out(pattern, *found);
+    return captures_out(capture_names(pattern), *found);
   }, py::arg("pattern"), py::arg("function"), py::arg("var_name"),
         "The captures of pattern on the value bound to var_name in function, or None.");
   py::class_<NameChecksPutOff>(m, "_DeferredNameChecks",
@@ -185,7 +202,7 @@ void bind_pattern(py::module_& core) {
     if (fn.is_none()) {
       NoBindings none;
       std::optional<Match> found = match(pattern, expr, none);
-      return found ? py::object(captures_out(pattern, *found)) : py::none();
+      return found ? py::object(captures_out(capture_names(pattern), *found)) : py::none();
     }
     if (!py::isinstance<NamedFunction>(fn)) throw Error(str("match: expected an aj.Function or None, got ", py_type_name(fn)));
     const auto& named = fn.cast<const NamedFunction&>();
@@ -194,7 +211,7 @@ void bind_pattern(py::module_& core) {
     DataflowIndex index(*named.fn);
     IndexBindings bindings(index);
     std::optional<Match> found = match(pattern, expr, bindings);
-    return found ? py::object(captures_out(pattern, *found)) : py::none();
+    return found ? py::object(captures_out(capture_names(pattern), *found)) : py::none();
   }, py::arg("pattern"), py::arg("expr"), py::arg("function") = py::none(),
         "The captures of pattern on expr, seeing through the bindings of function (None: no bindings), or None.");
   m.def("can_match_call", [](const py::handle& p) { return can_match_call(pattern_arg(p, "can_match_call")); });

@@ -107,7 +107,8 @@ bool Matcher::match(const Pattern& p, const Expr& e) {
   scope_ = 0;
   next_scope_ = 1;
   scope_begin_ = 0;
-  named_.clear();
+  if (indexed_) named_.clear();
+  indexed_ = false;
   return node(*p, e);
 }
 
@@ -264,14 +265,28 @@ bool Matcher::record(const PatternNode& p, const Expr& e) {
   auto& captures = match_.captures_;
   if (!p.name().empty()) {
     if (const Capture* c = captured(p.name()); c && !same_value(*c->expr, e)) return false;
-    named_[{p.name(), scope_}] = captures.size();
+    if (indexed_) named_[{p.name(), scope_}] = captures.size();
   }
   captures.push_back({&p, &e, scope_, 0});
   return true;
 }
 
+// Below kIndexFrom captures a backward scan of the scope is quickest; from
+// there on the captures are indexed by (name, scope), which keeps a large
+// pattern (every node named, as Python's are) linear.
 const Capture* Matcher::captured(const std::string& name) {
+  constexpr size_t kIndexFrom = 32;
   const auto& captures = match_.captures_;
+  if (!indexed_ && captures.size() < kIndexFrom) {
+    for (size_t i = captures.size(); i-- > scope_begin_;)
+      if (captures[i].scope == scope_ && captures[i].pattern->name() == name) return &captures[i];
+    return nullptr;
+  }
+  if (!indexed_) {
+    for (size_t i = 0; i < captures.size(); ++i)
+      if (!captures[i].pattern->name().empty()) named_[{captures[i].pattern->name(), captures[i].scope}] = i;
+    indexed_ = true;
+  }
   auto it = named_.find({name, scope_});
   if (it == named_.end()) return nullptr;
   size_t i = it->second;

@@ -125,9 +125,10 @@ class Matcher {
   uint32_t scope_ = 0;      // the scope captures are made in now
   uint32_t next_scope_ = 1;
   size_t scope_begin_ = 0;  // the first capture of the current scope
-  // (name, scope) -> the position of a capture of that name in that scope:
-  // a hint for captured(), which checks it (backtracking drops captures
-  // without telling it) and scans the scope when it is stale.
+  // (name, scope) -> the position of a capture of that name in that scope,
+  // once a match has many captures: a hint for captured(), which checks it
+  // (backtracking drops captures without telling it) and scans the scope
+  // when it is stale.
   struct NameScope {
     std::string_view name;
     uint32_t scope;
@@ -137,6 +138,7 @@ class Matcher {
     size_t operator()(const NameScope& k) const { return std::hash<std::string_view>()(k.name) * 31 + k.scope; }
   };
   std::unordered_map<NameScope, size_t, NameScopeHash> named_;
+  bool indexed_ = false;  // named_ holds every named capture's (name, scope)
 };
 
 // The captures of p matched against e, or nullopt.
