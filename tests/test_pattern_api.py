@@ -511,27 +511,31 @@ def test_one_pattern_object_inside_and_outside_a_run_is_an_error_told_as_written
             use()
 
 
-def residual_blocks(n: int) -> tuple[P.Pattern, aj.Function]:
-    """h_{k+1} = add(h_k, relu(h_k)) n times, as a function and as a pattern
+def residual_blocks(n: int) -> tuple[P.Pattern, aj.Module]:
+    """h_{k+1} = add(h_k, relu(h_k)) n times, as a module and as a pattern
     using each h_k object twice."""
     bb = aj.FunctionBuilder("main")
     v = bb.param("a", (2,), "float32")
     for _k in range(n):
         v = v + aj.op.relu(v)
-    fn = bb.finish(v)["main"]
+    mod = bb.finish(v)
     h = _()
     for _k in range(n):
         h = P.is_op("add")(h, P.is_op("relu")(h))
-    return h, fn
+    return h, mod
 
 
 def test_a_pattern_object_nested_in_itself_many_times_is_matched_once_per_value():
-    # regression: each object was matched (and its names checked) once per path to it, 2**n paths here
-    pattern, fn = residual_blocks(60)
+    # regression: each object was matched (and its names checked and printed) once per path to it, 2**n paths here
+    pattern, mod = residual_blocks(60)
+    fn = mod["main"]
     got = pattern.match(fn.ret, fn)
     assert got is not None and got[pattern] is fn.ret
-    different, _fn = residual_blocks(59)
+    different, _mod = residual_blocks(59)
     assert P.is_op("add")(different, P.is_op("exp")(different)).match(fn.ret, fn) is None
+    text = repr(pattern)
+    assert text.startswith("add(add(add(") and "..." in text and len(text) < 10_000
+    assert P.rewrite_call(pattern, lambda e, c: None, mod) is mod
 
 
 def test_a_pattern_thousands_deep_builds_matches_and_rewrites():

@@ -156,9 +156,18 @@ void print_unnamed(std::ostream& os, const Pattern& p) {
 }
 
 // A named wildcard prints as its name; another named pattern as (name := p).
+// Past this many characters a pattern prints its remaining sub-patterns as
+// "...": a pattern object used in several places prints once per path to
+// it, which nesting makes exponential, and a repr must stay readable.
+constexpr std::streamoff kMaxPatternText = 4000;
+
 void print(std::ostream& os, const Pattern& p) {
   if (!p) {
     os << "<null pattern>";
+    return;
+  }
+  if (os.tellp() > kMaxPatternText) {
+    os << "...";
     return;
   }
   const std::string& name = p->name();
