@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <functional>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <unordered_set>
@@ -341,20 +340,13 @@ std::optional<std::vector<OpId>> ops_of(const Pattern& p) {
   return std::nullopt;
 }
 
-// Each name of p once, in the order a depth-first walk meets it; each
-// pattern object is walked once in and once out of runs at most.
+// Each name of p once, in the order a depth-first walk meets it.
 void collect_capture_names(const Pattern& p, std::vector<CaptureName>& out) {
   std::unordered_set<std::string_view> names;
-  std::set<std::pair<const PatternNode*, bool>> seen;
-  std::vector<std::pair<const PatternNode*, bool>> todo{{p.get(), false}};
-  while (!todo.empty()) {
-    auto [node, in_run] = todo.back();
-    todo.pop_back();
-    if (!node->has_names() || !seen.insert({node, in_run}).second) continue;
-    bool inner = in_run || node->kind() == PatternKind::kRepeated;
-    if (!node->name().empty() && names.insert(node->name()).second) out.push_back({node->name(), inner});
-    for (auto it = node->operands().rbegin(); it != node->operands().rend(); ++it) todo.push_back({it->get(), inner});
-  }
+  walk_named(p, [&](const PatternNode& n, const PatternNode* run) {
+    if (!n.name().empty() && names.insert(n.name()).second)
+      out.push_back({n.name(), run != nullptr || n.kind() == PatternKind::kRepeated});
+  });
 }
 
 Pattern binary(PatternKind kind, const Pattern& a, const Pattern& b, const char* symbol) {
