@@ -81,13 +81,13 @@ def _check_reduction(name: str, value: Any) -> str:
     return value
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     """A real number, NumPy's scalars included, but not a bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def _check_delta(name: str, value: Any) -> float:
-    if not _is_number(value) or not 0 < value < math.inf:
+    if not is_number(value) or not 0 < value < math.inf:
         raise TypeInferenceError(f"{name}: delta must be a positive finite number, got {value!r}")
     return float(value)
 
@@ -99,7 +99,7 @@ def _check_ignore_index(name: str, value: Any) -> int:
 
 
 def _check_label_smoothing(name: str, value: Any) -> float:
-    if not _is_number(value) or not 0 <= value <= 1:
+    if not is_number(value) or not 0 <= value <= 1:
         raise TypeInferenceError(f"{name}: label_smoothing must be a number from 0 to 1, got {value!r}")
     return float(value)
 
@@ -113,7 +113,7 @@ def _check_targets(name: str, value: Any) -> str:
 def _check_pos_weight(name: str, value: Any) -> Any:
     if value is None or isinstance(value, Expr):
         return value
-    if not _is_number(value) or not math.isfinite(value):
+    if not is_number(value) or not math.isfinite(value):
         raise TypeInferenceError(f"{name}: pos_weight must be None, a finite number or an aj.Var, got {value!r}")
     return float(value)
 

@@ -22,6 +22,7 @@ from ..ir import Module
 from ..runtime import build
 from .append_loss import loss_name
 from .init import init_params
+from .losses import is_number
 from .step import SetupTrainer, StepLayout
 
 
@@ -264,8 +265,7 @@ class Trainer:
 
 
 def _checked_lr(value: Any, who: str) -> float:
-    if not isinstance(value, numbers.Real) or isinstance(value, (bool, np.bool_)) \
-            or not math.isfinite(value) or value < 0:
+    if not is_number(value) or not math.isfinite(value) or value < 0:
         raise Error(f"{who} must be a finite number >= 0, got {value!r}")
     return float(value)
 
