@@ -62,10 +62,7 @@ class VarSet {
 
  private:
   size_t mask() const { return slots_.size() - 1; }
-  size_t slot(const VarNode* v) const {
-    uint64_t bits = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(v));
-    return static_cast<size_t>((bits * 0x9e3779b97f4a7c15ULL) >> shift_);
-  }
+  size_t slot(const VarNode* v) const { return address_slot(v, shift_); }
   size_t find(const VarNode* v) const {
     size_t s = slot(v);
     while (slots_[s] && slots_[s] != v) s = (s + 1) & mask();
