@@ -77,6 +77,32 @@ def test_dce_keeps_a_chain_only_the_last_binding_reaches():
     assert binding_names(kept) == [f"v{k}" for k in range(50)]
 
 
+def test_dce_of_a_large_random_function_keeps_exactly_what_the_return_reaches():
+    # Thousands of vars wanted at once, filed and removed in every order:
+    # the liveness set grows many times and deletes from long runs of
+    # neighbouring slots. Checked against liveness computed here.
+    rng = np.random.default_rng(7)
+    n = 20_000
+    names = ["a", "b"] + [f"v{k}" for k in range(n)]
+    uses = {}
+    lines = [f"@function\ndef main(a: {T}, b: {T}):"]
+    for k in range(n):
+        lo = max(0, k + 2 - 3000) if k % 2 else 0  # half near their use, half anywhere before
+        x, y = (names[int(i)] for i in rng.integers(lo, k + 2, size=2))
+        uses[f"v{k}"] = (x, y)
+        lines.append(f"    v{k} = add({x}, {y})")
+    returned = sorted({f"v{int(k)}" for k in rng.integers(0, n, size=3000)}, key=lambda s: int(s[1:]))
+    lines.append(f"    return ({', '.join(returned)})")
+    wanted, live = set(returned), set()
+    for k in reversed(range(n)):
+        if f"v{k}" in wanted:
+            live.add(f"v{k}")
+            wanted.update(uses[f"v{k}"])
+    kept = aj.transform.DeadCodeElimination()(aj.parse("\n".join(lines) + "\n"))["main"]
+    assert binding_names(kept) == [f"v{k}" for k in range(n) if f"v{k}" in live]
+    assert 0 < len(live) < n
+
+
 # ---- relevance: Gradient ----
 
 RELEVANCE = f"""\
