@@ -13,17 +13,15 @@
 #include "adjoint/ir/printer.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/ir/var_map.h"
+#include "adjoint/support/hash.h"
 
 namespace aj {
 namespace {
 
 // ---- hashing helpers ----
 
-size_t scramble(size_t v) {  // splitmix64 finalizer: spreads small ints
-  uint64_t z = static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return static_cast<size_t>(z ^ (z >> 31));
+size_t scramble(size_t v) {  // spreads small ints: splitmix64's step
+  return static_cast<size_t>(mix64(static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ULL));
 }
 
 size_t mix(size_t h, size_t v) { return h ^ (scramble(v) + (h << 6) + (h >> 2)); }

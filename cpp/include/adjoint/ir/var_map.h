@@ -13,24 +13,19 @@
 
 #include "adjoint/ir/binding_walk.h"
 #include "adjoint/ir/function.h"
+#include "adjoint/support/hash.h"
 
 namespace aj {
 
 // The slot of an address in an open-addressing table of 2^(64 - shift)
-// slots: the high bits of the address with every bit mixed in (MurmurHash3's
-// finalizer). Fibonacci hashing alone (one multiply) sent the vars a parser
+// slots: the high bits of the address with every bit mixed in (mix64).
+// Fibonacci hashing alone (one multiply) sent the vars a parser
 // allocates at a fixed stride into long runs of neighbouring slots, which
 // linear probing then walked (DCE's liveness set on the compile benchmark's
 // wide function: 11 slots read a lookup at 100k bindings, 38 at 400k; with
 // the mix, under 2.1 at each size from 10k to 1M).
 inline size_t address_slot(const void* address, int shift) {
-  uint64_t x = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(address));
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ULL;
-  x ^= x >> 33;
-  return static_cast<size_t>(x >> shift);
+  return static_cast<size_t>(mix64(static_cast<uint64_t>(reinterpret_cast<uintptr_t>(address))) >> shift);
 }
 
 class VarIndexMap {

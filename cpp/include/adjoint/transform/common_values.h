@@ -14,6 +14,7 @@
 
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/ir/function.h"
+#include "adjoint/support/hash.h"
 
 namespace aj::cse {
 
@@ -96,17 +97,9 @@ inline bool value_equal(const Expr& a, const Expr& b) {
   return true;
 }
 
-// Spreads a hash over all 64 bits (splitmix64's finalizer): the table takes
-// its slot from the low bits and its tag from the high ones.
-inline size_t spread(size_t h) {
-  uint64_t z = static_cast<uint64_t>(h);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return static_cast<size_t>(z ^ (z >> 31));
-}
-
-// The hash a value is filed under.
-inline size_t value_key(const Expr& v) { return spread(value_hash(v)); }
+// The hash a value is filed under, spread over all 64 bits (mix64): the
+// table takes its slot from the low bits and its tag from the high ones.
+inline size_t value_key(const Expr& v) { return static_cast<size_t>(mix64(value_hash(v))); }
 
 // Values seen so far, in an open-addressing table of 8-byte slots (32 bits
 // of the hash, the index of the kept binding): one flat array, as small as
