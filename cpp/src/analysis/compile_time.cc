@@ -34,16 +34,16 @@ bool symbols_within(const Type& t, const std::set<std::string>& symbols) {
 // (a = b) could be as long as the function.
 constexpr int kMaxItemPathSteps = 64;
 
+const Expr* field_read(const DataflowIndex& index, const TupleGetItemNode& item, int& steps);
+
 // e seen through the vars bound to tuples, to items of tuple literals and to
 // other vars: the tuple literal or other expr it holds; nullptr when the
 // path ends at something else or runs out of `steps`.
 const Expr* resolved(const DataflowIndex& index, const Expr* e, int& steps) {
   while (e && steps-- > 0) {
     if ((*e)->kind() == ExprKind::kTuple) return e;
-    if (const auto* g = as<TupleGetItemNode>(*e)) {
-      const Expr* tuple = resolved(index, &g->tuple(), steps);
-      if (!tuple || (*tuple)->kind() != ExprKind::kTuple) return nullptr;
-      e = &static_cast<const TupleNode*>(tuple->get())->fields()[static_cast<size_t>(g->index())];
+    if (const auto* item = as<TupleGetItemNode>(*e)) {
+      e = field_read(index, *item, steps);
       continue;
     }
     const auto* v = as<VarNode>(*e);
@@ -54,13 +54,18 @@ const Expr* resolved(const DataflowIndex& index, const Expr* e, int& steps) {
   return nullptr;
 }
 
+// The field of the tuple literal `item` reads (through resolved), or nullptr.
+const Expr* field_read(const DataflowIndex& index, const TupleGetItemNode& item, int& steps) {
+  const Expr* tuple = resolved(index, &item.tuple(), steps);
+  if (!tuple || (*tuple)->kind() != ExprKind::kTuple) return nullptr;
+  return &static_cast<const TupleNode*>(tuple->get())->fields()[static_cast<size_t>(item.index())];
+}
+
 }  // namespace
 
 const Expr* tuple_item_source(const DataflowIndex& index, const TupleGetItemNode& item) {
   int steps = kMaxItemPathSteps;
-  const Expr* tuple = resolved(index, &item.tuple(), steps);
-  if (!tuple || (*tuple)->kind() != ExprKind::kTuple) return nullptr;
-  return &static_cast<const TupleNode*>(tuple->get())->fields()[static_cast<size_t>(item.index())];
+  return field_read(index, item, steps);
 }
 
 void add_type_symbols(const Type& t, bool bare_only, std::set<std::string>& out) {
@@ -84,13 +89,14 @@ std::vector<uint8_t> computable_bindings(const DataflowIndex& index) {
   for (size_t p = fn.num_input(); p < num_params; ++p) known[p] = 1;
   for_each_binding(fn.bindings(), [&](size_t b, const Binding& binding) {
     bool all = symbols_within(binding.var->type(), weight_symbols);
-    const auto* item = as<TupleGetItemNode>(binding.value);
-    const Expr* source = item ? tuple_item_source(index, *item) : nullptr;
-    if (all)
+    if (all) {
+      const auto* item = as<TupleGetItemNode>(binding.value);
+      const Expr* source = item ? tuple_item_source(index, *item) : nullptr;
       for_each_var_use(source ? *source : binding.value, [&](const VarNode* v) {
         int64_t d = index.def_index(v);
         all = all && d >= 0 && known[static_cast<size_t>(d)];
       });
+    }
     out[b] = known[num_params + b] = all;
   });
   return out;

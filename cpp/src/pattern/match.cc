@@ -276,12 +276,14 @@ bool Matcher::record(const PatternNode& p, const Expr& e) {
 // pattern (every node named, as Python's are) linear.
 const Capture* Matcher::captured(const std::string& name) {
   constexpr size_t kIndexFrom = 32;
-  const auto& captures = match_.captures_;
-  if (!indexed_ && captures.size() < kIndexFrom) {
+  auto& captures = match_.captures_;
+  auto here = [&](size_t i) { return captures[i].scope == scope_ && captures[i].pattern->name() == name; };
+  auto scan = [&]() -> Capture* {  // the scope's last capture of name
     for (size_t i = captures.size(); i-- > scope_begin_;)
-      if (captures[i].scope == scope_ && captures[i].pattern->name() == name) return &captures[i];
+      if (here(i)) return &captures[i];
     return nullptr;
-  }
+  };
+  if (!indexed_ && captures.size() < kIndexFrom) return scan();
   if (!indexed_) {
     for (size_t i = 0; i < captures.size(); ++i)
       if (!captures[i].pattern->name().empty()) named_[{captures[i].pattern->name(), captures[i].scope}] = i;
@@ -289,16 +291,11 @@ const Capture* Matcher::captured(const std::string& name) {
   }
   auto it = named_.find({name, scope_});
   if (it == named_.end()) return nullptr;
-  size_t i = it->second;
-  if (i < captures.size() && captures[i].scope == scope_ && captures[i].pattern->name() == name) return &captures[i];
-  for (i = captures.size(); i-- > scope_begin_;) {
-    if (captures[i].scope == scope_ && captures[i].pattern->name() == name) {
-      it->second = i;
-      return &captures[i];
-    }
-  }
-  named_.erase(it);
-  return nullptr;
+  if (it->second < captures.size() && here(it->second)) return &captures[it->second];
+  Capture* found = scan();
+  if (found) it->second = static_cast<size_t>(found - captures.data());
+  else named_.erase(it);
+  return found;
 }
 
 std::optional<Match> match(const Pattern& p, const Expr& e, const Bindings& bindings) {

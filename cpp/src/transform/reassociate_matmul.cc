@@ -22,9 +22,9 @@
 // weights of num_input, and what only they and constants give). An
 // alternative replaces the input form only when its cost is no larger for
 // every dim value within dim_bounds and is not the same polynomial;
-// identical or undecided costs keep the input. So with A and B weights, (W + B@A) @ x wins (its sum is free, and
-// LiftTransformParams lifts it); with A and B inputs and r small,
-// W@x + B@(A@x) does.
+// identical or undecided costs keep the input. So with A and B weights,
+// (W + B@A) @ x wins (its sum is free, and LiftTransformParams lifts it);
+// with A and B inputs and r small, W@x + B@(A@x) does.
 //
 // Algorithm, per function, linear in its size for bounded chains:
 //   0. Dead-code elimination, so that a value's users are the ones it keeps.
