@@ -157,14 +157,14 @@ class PyFunctionBuilder {
                   const py::handle& keyword, const py::handle& name) {
     std::string what = "aj.op." + op_name;
     const OpDef& op = OpRegistry::global().get(op_name);
-    std::vector<Expr> in = exprs_in(args, "op '" + op_name + "'");
+    std::vector<Expr> in = exprs_in(args, What("op '", op_name, "'"));
     check_owned(in, what);  // first: a var of a finished or abandoned builder is named
     live(what);
     std::vector<AttrValue> pos;
-    for (const auto& v : positional) pos.push_back(attr_from_py(v, "op '" + op_name + "'"));
+    for (const auto& v : positional) pos.push_back(attr_from_py(v, What("op '", op_name, "'")));
     Attrs attrs = resolve_attrs(op, pos, call_attrs_in(op, keyword));
     size_t before = builder_->num_bindings();
-    Var out = builder_->emit_call(op, std::move(in), std::move(attrs), string_arg(name, "op '" + op_name + "': name"));
+    Var out = builder_->emit_call(op, std::move(in), std::move(attrs), string_arg(name, What("op '", op_name, "': name")));
     own_bindings_from(before);
     return unconst(out);
   }

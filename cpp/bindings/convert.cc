@@ -3,6 +3,7 @@
 
 #include <pybind11/stl.h>
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 
@@ -13,7 +14,7 @@ namespace aj::bindings {
 namespace {
 
 // A dim string read by Dim::parse; a bad one's error also names `what`.
-Dim dim_from_str(const py::handle& s, const std::string& what) {
+Dim dim_from_str(const py::handle& s, const What& what) {
   std::string text = string_arg(s, what);
   try {
     return Dim::parse(text);
@@ -24,7 +25,7 @@ Dim dim_from_str(const py::handle& s, const std::string& what) {
 
 // Dims from a tuple or list of ints and dim strings; negative ints are an
 // error unless `allow_negative` (attrs, whose op checks them).
-Shape dims_from_py(const py::handle& obj, const std::string& what, bool allow_negative) {
+Shape dims_from_py(const py::handle& obj, const What& what, bool allow_negative) {
   if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj))
     throw Error(str(what, ": a shape must be a tuple or list of ints and strings, got ",
                     py_type_name(obj)));
@@ -45,12 +46,26 @@ Shape dims_from_py(const py::handle& obj, const std::string& what, bool allow_ne
 
 }  // namespace
 
-bool is_int_like(const py::handle& o) {
-  return !py::isinstance<py::bool_>(o) && (py::isinstance<py::int_>(o) ||
-         py::isinstance(o, py::module_::import("numpy").attr("integer")));
+const py::object& numpy_attr(NumpyAttr which) {
+  // Stored once under the GIL (a plain static could deadlock: another thread
+  // may hold the GIL while it waits for the static's initialization).
+  using Attrs = std::array<py::object, 4>;
+  PYBIND11_CONSTINIT static py::gil_safe_call_once_and_store<Attrs> stored;
+  const Attrs& attrs = stored
+                           .call_once_and_store_result([] {
+                             py::module_ np = py::module_::import("numpy");
+                             return Attrs{np.attr("bool_"), np.attr("integer"), np.attr("floating"), np.attr("dtype")};
+                           })
+                           .get_stored();
+  return attrs[static_cast<size_t>(which)];
 }
 
-int64_t to_int64(const py::handle& o, const std::string& what) {
+bool is_int_like(const py::handle& o) {
+  return !py::isinstance<py::bool_>(o) &&
+         (py::isinstance<py::int_>(o) || py::isinstance(o, numpy_attr(NumpyAttr::kInteger)));
+}
+
+int64_t to_int64(const py::handle& o, const What& what) {
   try {
     return py::int_(py::reinterpret_borrow<py::object>(o)).cast<int64_t>();
   } catch (const py::error_already_set&) {
@@ -118,13 +133,13 @@ std::string function_name_key(const py::handle& key, const std::string& containe
   return *std::move(name);
 }
 
-DType dtype_from_py(const py::handle& obj, const std::string& what) {
+DType dtype_from_py(const py::handle& obj, const What& what) {
   std::string name;
   if (py::isinstance<py::str>(obj)) {
     name = string_arg(obj, what);
   } else {
     try {
-      name = py::str(py::module_::import("numpy").attr("dtype")(obj).attr("name")).cast<std::string>();
+      name = py::str(numpy_attr(NumpyAttr::kDtype)(obj).attr("name")).cast<std::string>();
     } catch (const py::error_already_set&) {
       throw Error(str(what, ": not a dtype: ", printable_str(py::repr(obj))));
     }
@@ -136,11 +151,11 @@ DType dtype_from_py(const py::handle& obj, const std::string& what) {
   return *t;
 }
 
-Shape shape_from_py(const py::handle& obj, const std::string& what) {
+Shape shape_from_py(const py::handle& obj, const What& what) {
   return dims_from_py(obj, what, /*allow_negative=*/false);
 }
 
-Type tensor_type_from_py(const py::handle& shape, const py::handle& dtype, const std::string& what) {
+Type tensor_type_from_py(const py::handle& shape, const py::handle& dtype, const What& what) {
   Shape dims = shape_from_py(shape, what);
   DType t = dtype_from_py(dtype, what);
   try {
@@ -159,12 +174,12 @@ py::tuple shape_to_py(const Shape& shape) {
   return t;
 }
 
-AttrValue attr_from_py(const py::handle& obj, const std::string& what) {
+AttrValue attr_from_py(const py::handle& obj, const What& what) {
   if (obj.is_none()) return NoneValue{};
   if (py::isinstance<py::bool_>(obj)) return obj.cast<bool>();
   if (is_int_like(obj)) return to_int64(obj, what);
   if (py::isinstance<py::float_>(obj) ||
-      py::isinstance(obj, py::module_::import("numpy").attr("floating")))
+      py::isinstance(obj, numpy_attr(NumpyAttr::kFloating)))
     return obj.cast<double>();
   if (py::isinstance<py::str>(obj)) return string_arg(obj, what);
   if (py::isinstance<py::tuple>(obj) || py::isinstance<py::list>(obj)) {
@@ -177,7 +192,7 @@ AttrValue attr_from_py(const py::handle& obj, const std::string& what) {
     }
     return dims_from_py(obj, what, /*allow_negative=*/true);
   }
-  if (py::isinstance(obj, py::module_::import("numpy").attr("dtype")) || py::isinstance<py::type>(obj))
+  if (py::isinstance(obj, numpy_attr(NumpyAttr::kDtype)) || py::isinstance<py::type>(obj))
     return dtype_from_py(obj, what);
   throw Error(str(what, ": cannot use a value of type ", py_type_name(obj), " as an attr"));
 }
@@ -193,7 +208,7 @@ py::object attr_to_py(const AttrValue& v) {
   return py::str(dtype_name(std::get<DType>(v)));
 }
 
-NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const std::string& what) {
+NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const What& what) {
   py::module_ np = py::module_::import("numpy");
   py::array a = numpy_call<Error>([&] { return str(what, ": cannot make an array"); }, [&] {
     // asarray(order="C"), not ascontiguousarray, which makes 0-d arrays 1-d.
@@ -231,14 +246,14 @@ py::array ndarray_to_py(const NDArray& a, bool writeable) {
   return out;
 }
 
-Expr expr_arg(const py::handle& e, const std::string& what) { return node_arg<ExprNode>(e, what, "an aj.Expr"); }
+Expr expr_arg(const py::handle& e, const What& what) { return node_arg<ExprNode>(e, what, "an aj.Expr"); }
 
-std::vector<Expr> exprs_in(const py::handle& list, const std::string& what) {
+std::vector<Expr> exprs_in(const py::handle& list, const What& what) {
   auto nodes = node_list_arg<ExprNode>(list, what, "aj.Expr");
   return std::vector<Expr>(nodes.begin(), nodes.end());
 }
 
-py::dict dict_arg(const py::handle& obj, const std::string& what) {
+py::dict dict_arg(const py::handle& obj, const What& what) {
   if (!py::isinstance<py::dict>(obj)) throw Error(str(what, ": expected a dict, got ", py_type_name(obj)));
   return py::reinterpret_borrow<py::dict>(obj);
 }
@@ -259,11 +274,11 @@ FuncAttrs func_attrs_in(const py::handle& attrs, const std::string& what) {
 }
 
 std::vector<std::pair<std::string, AttrValue>> call_attrs_in(const OpDef& op, const py::handle& attrs) {
-  std::string what = "op '" + op.name + "'";
+  What what("op '", op.name, "'");
   std::vector<std::pair<std::string, AttrValue>> out;
-  for (const auto& kv : dict_arg(attrs, what + ": attrs")) {
-    std::string key = string_arg(kv.first, what + ": attr name");
-    out.emplace_back(key, attr_from_py(kv.second, what + ": attr '" + key + "'"));
+  for (const auto& kv : dict_arg(attrs, what.then(": attrs"))) {
+    std::string key = string_arg(kv.first, what.then(": attr name"));
+    out.emplace_back(key, attr_from_py(kv.second, what.then(": attr '", key, "'")));
   }
   return out;
 }

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <optional>
+#include <ostream>
 #include <string>
+#include <string_view>
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -19,11 +21,42 @@ namespace aj::bindings {
 
 namespace py = pybind11;
 
+// What an argument is, for the message of an error about it ("op 'split':
+// attr 'axis'"): a parent's name followed by up to three parts, joined only
+// when a message is written, so that a conversion that succeeds, as nearly
+// all do, builds no string. The parts are views: a What lives no longer than
+// the call it is given to.
+class What {
+ public:
+  What(const std::string& s) : a_(s) {}  // NOLINT(google-explicit-constructor): stands for the string
+  What(const char* s) : a_(s) {}          // NOLINT(google-explicit-constructor)
+  What(std::string_view a, std::string_view b, std::string_view c = {}) : a_(a), b_(b), c_(c) {}
+  // This name followed by more: what.then(": attr '", key, "'").
+  What then(std::string_view a, std::string_view b = {}, std::string_view c = {}) const { return What(this, a, b, c); }
+
+  friend std::ostream& operator<<(std::ostream& os, const What& w) {
+    if (w.parent_) os << *w.parent_;
+    return os << w.a_ << w.b_ << w.c_;
+  }
+
+ private:
+  What(const What* parent, std::string_view a, std::string_view b, std::string_view c)
+      : parent_(parent), a_(a), b_(b), c_(c) {}
+
+  const What* parent_ = nullptr;
+  std::string_view a_, b_, c_;
+};
+
 // Typed reads of arguments given from Python. A value of the wrong kind is
 // an aj::Error naming `what` and what was given, never a pybind TypeError.
 std::string py_type_name(const py::handle& obj);
 bool is_int_like(const py::handle& obj);  // int or NumPy integer, not bool
-int64_t to_int64(const py::handle& obj, const std::string& what);
+
+// NumPy's scalar and dtype classes, looked up once (conversions test against
+// them on every call).
+enum class NumpyAttr { kBool, kInteger, kFloating, kDtype };
+const py::object& numpy_attr(NumpyAttr which);
+int64_t to_int64(const py::handle& obj, const What& what);
 
 // The UTF-8 form of a Python str, or nothing when it holds a lone surrogate
 // (U+D800..U+DFFF alone has no UTF-8 form); *bad then gets its index.
@@ -34,7 +67,7 @@ std::string code_point_at(const py::handle& s, Py_ssize_t i);
 std::string printable_str(const py::handle& s);
 
 template <class E = Error>
-std::string string_arg(const py::handle& obj, const std::string& what) {
+std::string string_arg(const py::handle& obj, const What& what) {
   if (!py::isinstance<py::str>(obj))
     throw E(str(what, ": expected a str, got ", obj.is_none() ? "None" : py_type_name(obj)));
   Py_ssize_t bad = -1;
@@ -43,7 +76,7 @@ std::string string_arg(const py::handle& obj, const std::string& what) {
 }
 
 template <class E = Error>
-int64_t int_arg(const py::handle& obj, const std::string& what) {
+int64_t int_arg(const py::handle& obj, const What& what) {
   if (!is_int_like(obj)) throw E(str(what, ": expected an int, got ", obj.is_none() ? "None" : py_type_name(obj)));
   try {
     return to_int64(obj, what);
@@ -53,31 +86,40 @@ int64_t int_arg(const py::handle& obj, const std::string& what) {
 }
 
 template <class E = Error>
-bool bool_arg(const py::handle& obj, const std::string& what) {
-  if (!py::isinstance<py::bool_>(obj) && !py::isinstance(obj, py::module_::import("numpy").attr("bool_")))
+bool bool_arg(const py::handle& obj, const What& what) {
+  if (!py::isinstance<py::bool_>(obj) && !py::isinstance(obj, numpy_attr(NumpyAttr::kBool)))
     throw E(str(what, ": expected a bool, got ", obj.is_none() ? "None" : py_type_name(obj)));
   return obj.cast<bool>();
 }
 
+// The IR node of class T that obj wraps, or nullptr when it wraps none (or
+// is None): one lookup of T's registration, where isinstance then cast
+// would make two.
+template <typename T>
+std::shared_ptr<T> node_or_null(const py::handle& obj) {
+  py::detail::make_caster<std::shared_ptr<T>> caster;
+  if (obj.is_none() || !caster.load(obj, /*convert=*/false)) return nullptr;
+  return py::detail::cast_op<std::shared_ptr<T>>(std::move(caster));
+}
+
 // An IR node of class T (`expected` names it for the message); None is an error.
 template <typename T>
-std::shared_ptr<T> node_arg(const py::handle& obj, const std::string& what, const char* expected) {
-  if (obj.is_none() || !py::isinstance<T>(obj))
-    throw Error(str(what, ": expected ", expected, ", got ", obj.is_none() ? "None" : py_type_name(obj)));
-  return obj.cast<std::shared_ptr<T>>();
+std::shared_ptr<T> node_arg(const py::handle& obj, const What& what, const char* expected) {
+  if (std::shared_ptr<T> node = node_or_null<T>(obj)) return node;
+  throw Error(str(what, ": expected ", expected, ", got ", obj.is_none() ? "None" : py_type_name(obj)));
 }
 
 // A list or tuple of IR nodes of class T; item i is named "what[i]".
 template <typename T>
-std::vector<std::shared_ptr<T>> node_list_arg(const py::handle& obj, const std::string& what, const char* expected) {
+std::vector<std::shared_ptr<T>> node_list_arg(const py::handle& obj, const What& what, const char* expected) {
   if (!py::isinstance<py::list>(obj) && !py::isinstance<py::tuple>(obj))
     throw Error(str(what, ": expected a list of ", expected, ", got ", py_type_name(obj)));
   std::vector<std::shared_ptr<T>> out;
   out.reserve(py::len(obj));
   for (const auto& item : obj) {
-    if (item.is_none() || !py::isinstance<T>(item))  // the item's name is made only for the message
-      node_arg<T>(item, str(what, "[", out.size(), "]"), expected);
-    out.push_back(item.cast<std::shared_ptr<T>>());
+    std::shared_ptr<T> node = node_or_null<T>(item);
+    if (!node) node_arg<T>(item, str(what, "[", out.size(), "]"), expected);  // the item's name is made only for the message
+    out.push_back(std::move(node));
   }
   return out;
 }
@@ -104,9 +146,9 @@ std::string function_name_key(const py::handle& key, const std::string& containe
 [[noreturn]] void throw_function_not_found(const std::string& message);
 
 // Exprs and dicts given as arguments; the wrong kind is an aj::Error naming `what`.
-Expr expr_arg(const py::handle& e, const std::string& what);
-std::vector<Expr> exprs_in(const py::handle& list, const std::string& what);
-py::dict dict_arg(const py::handle& obj, const std::string& what);
+Expr expr_arg(const py::handle& e, const What& what);
+std::vector<Expr> exprs_in(const py::handle& list, const What& what);
+py::dict dict_arg(const py::handle& obj, const What& what);
 // Function attrs from a dict; a name that is not a known function attr is a
 // VerifyError naming the known ones (values are judged by the verifier).
 FuncAttrs func_attrs_in(const py::handle& attrs, const std::string& what);
@@ -116,18 +158,18 @@ std::vector<std::pair<std::string, AttrValue>> call_attrs_in(const OpDef& op, co
 
 // Attr values from Python; a shape-like list keeps negative dims (a reshape's
 // -1) for the op's attr check to judge, as the parser does.
-AttrValue attr_from_py(const py::handle& obj, const std::string& what);
+AttrValue attr_from_py(const py::handle& obj, const What& what);
 py::object attr_to_py(const AttrValue& v);
 
-Shape shape_from_py(const py::handle& obj, const std::string& what);
+Shape shape_from_py(const py::handle& obj, const What& what);
 py::tuple shape_to_py(const Shape& shape);
-DType dtype_from_py(const py::handle& obj, const std::string& what);
+DType dtype_from_py(const py::handle& obj, const What& what);
 // Tensor((shape), dtype); a shape too large is a TypeInferenceError naming `what`.
-Type tensor_type_from_py(const py::handle& shape, const py::handle& dtype, const std::string& what);
+Type tensor_type_from_py(const py::handle& shape, const py::handle& dtype, const What& what);
 
 // A C-contiguous, native-endian copy of a NumPy array (or anything
 // np.asarray accepts), converted to `dtype` when given.
-NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const std::string& what);
+NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const What& what);
 // NumPy's dtype object for t (native byte order), made once per dtype.
 const py::dtype& numpy_dtype(DType t);
 // A NumPy view of an array that keeps its buffer alive (no copy); read-only

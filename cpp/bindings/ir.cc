@@ -205,7 +205,7 @@ void bind_exprs(py::module_& m) {
       .def_property_readonly("attrs", &call_attrs_out)
       .def(py::init([](const py::handle& op_name, const py::handle& args, const py::handle& attrs) {
         const OpDef& op = OpRegistry::global().get(string_arg(op_name, "Call: op"));
-        std::vector<Expr> in = exprs_in(args, "op '" + op.name + "': args");
+        std::vector<Expr> in = exprs_in(args, What("op '", op.name, "': args"));
         return unconst(make_call(op, std::move(in), resolve_attrs(op, {}, call_attrs_in(op, attrs))));
       }), py::arg("op"), py::arg("args"), py::arg("attrs") = py::dict(),
       "A call with attr defaults filled in and its type inferred (not emitted anywhere).");
