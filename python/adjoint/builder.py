@@ -230,11 +230,16 @@ def _untuple(e: Any) -> Any:
     return e
 
 
+# The concrete expr classes: `type(v) in _EXPR_CLASSES` answers most checks
+# faster than isinstance, which pybind's metaclass makes slow for subclasses.
+_EXPR_CLASSES = frozenset({_core.Var, _core.Call, _core.Constant, _core.Tuple, _core.TupleGetItem})
+
+
 def as_expr(value: Any, like: Expr | str | None = None) -> Expr:
     """An expr for ``value``: exprs as they are, sequences as tuples, numbers
     and arrays as constants (numbers take the dtype of ``like``, an expr or a
     dtype name, when given)."""
-    if isinstance(value, Expr):
+    if type(value) in _EXPR_CLASSES or isinstance(value, Expr):
         return value
     if isinstance(value, (tuple, list)):
         return _core.Tuple([as_expr(v, like) for v in value])

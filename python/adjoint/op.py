@@ -22,7 +22,7 @@ from typing import Any, Callable
 from . import _core
 from ._core import Expr
 from ._opref import docstring
-from .builder import _first_expr, _numbers_dtype, abandon_builder_for, as_expr, builder_for, current_builder
+from .builder import _EXPR_CLASSES, _first_expr, _numbers_dtype, abandon_builder_for, as_expr, builder_for, current_builder
 from .errors import Error, TypeInferenceError
 
 
@@ -36,9 +36,9 @@ def _signature(schema: dict) -> inspect.Signature:
     return inspect.Signature(params)
 
 
-def _all_exprs(values: list) -> bool:
+def _all_exprs(values: Any) -> bool:
     for v in values:
-        if not isinstance(v, Expr):
+        if type(v) not in _EXPR_CLASSES and not isinstance(v, Expr):
             return False
     return True
 
@@ -66,16 +66,25 @@ def _make_op(op_name: str) -> Callable[..., Any]:
     def common_attrs(args: tuple, kwargs: dict) -> dict | None:
         """The attrs of the common call (tensors by position, attrs by
         position or keyword), bound as sig.bind would bind them; None for
-        any other call."""
+        any other call. (kwargs is the call's own dict: it may become the
+        attrs.)"""
         given = len(args)
-        if not n_args <= given <= n_positional or (kwargs and not keywords.issuperset(kwargs)):
+        if given == n_args:
+            attrs = kwargs
+        elif given == n_args + 1 and n_positional > n_args:
+            attrs = {attr_names[0]: args[n_args]}
+        elif n_args < given <= n_positional:
+            attrs = dict(zip(attr_names, args[n_args:]))
+        else:
             return None
-        attrs = dict(zip(attr_names, args[n_args:])) if given > n_args else {}
         if kwargs:
-            if not attrs.keys().isdisjoint(kwargs):
+            if not keywords.issuperset(kwargs):
                 return None
-            attrs.update(kwargs)
-        return attrs if required.issubset(attrs) else None
+            if attrs is not kwargs:
+                if not attrs.keys().isdisjoint(kwargs):
+                    return None
+                attrs.update(kwargs)
+        return attrs if not required or required.issubset(attrs) else None
 
     def bind(args: tuple, kwargs: dict) -> tuple[list, dict, str]:
         attrs = common_attrs(args, kwargs)

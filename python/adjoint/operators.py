@@ -265,7 +265,7 @@ def _integer_index(i: int, axis: int, dim: Any) -> tuple[int, int]:
 
 def _getitem(self: Expr, index: Any) -> Any:
     if self.type.is_tuple:
-        if not _is_int(index):
+        if type(index) is not int and not _is_int(index):
             raise TypeInferenceError(f"a tuple takes an integer index, got {index!r}")
         return builder_for("tuple indexing", [self]).emit(_core.TupleGetItem(self, int(index)))
     items = index if isinstance(index, tuple) else (index,)
