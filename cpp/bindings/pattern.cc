@@ -131,9 +131,8 @@ Rule rule_arg(const py::handle& obj, size_t i) {
   Replacement replacement = [names = capture_names(pattern), fn](const Match& m) -> Expr {
     py::object out = fn(unconst(m.root()), captures_out(names, m));
     if (out.is_none()) return nullptr;
-    if (!py::isinstance<ExprNode>(out))
-      throw TypeInferenceError(str("the replacement returned ", py_type_name(out), ", not an aj.Expr or None"));
-    return out.cast<Expr>();
+    if (Expr e = node_or_null<ExprNode>(out)) return e;
+    throw TypeInferenceError(str("the replacement returned ", py_type_name(out), ", not an aj.Expr or None"));
   };
   return Rule{string_arg(t[0], what + ": name"), string_arg(t[1], what + ": before_after"), pattern,
               std::move(replacement)};

@@ -29,9 +29,10 @@ class FunctionBindings {
   explicit FunctionBindings(Function fn) : fn_(std::move(fn)) {}
 
   const Expr* find(const py::handle& key) const {
-    if (!py::isinstance<VarNode>(key)) return nullptr;
+    std::shared_ptr<VarNode> var = node_or_null<VarNode>(key);
+    if (!var) return nullptr;
     if (!index_) index_ = std::make_unique<DataflowIndex>(*fn_);
-    return index_->value(key.cast<const VarNode*>());
+    return index_->value(var.get());
   }
   const std::vector<Binding>& bindings() const { return fn_->bindings(); }
   py::list keys() const {
@@ -169,14 +170,15 @@ std::vector<GraphReplacement> replacements_from(const py::handle& out, const std
     throw Error(str("rewrite_bindings: function '", fn_name, "': the rewriter returned ", py_type_name(out),
                     "; it must return a dict {var: new value} (or None)"));
   for (const auto& [key, value] : py::reinterpret_borrow<py::dict>(out)) {
-    if (!py::isinstance<VarNode>(key))
+    Var var = node_or_null<VarNode>(key);
+    if (!var)
       throw Error(str("rewrite_bindings: function '", fn_name, "': a key of the rewriter's dict is ",
                       py_type_name(key), ", not an aj.Var of the function"));
-    Var var = key.cast<std::shared_ptr<VarNode>>();
-    if (!py::isinstance<ExprNode>(value))
+    Expr new_value = node_or_null<ExprNode>(value);
+    if (!new_value)
       throw TypeInferenceError(str("rewrite_bindings: function '", fn_name, "': the new value for '", var->name_hint(),
                                    "' is ", value.is_none() ? "None" : py_type_name(value), ", not an aj.Expr"));
-    reps.push_back({std::move(var), value.cast<std::shared_ptr<ExprNode>>()});
+    reps.push_back({std::move(var), std::move(new_value)});
   }
   return reps;
 }
