@@ -86,15 +86,14 @@ def _make_op(op_name: str) -> Callable[..., Any]:
                 attrs.update(kwargs)
         return attrs if not required or required.issubset(attrs) else None
 
-    def bind(args: tuple, kwargs: dict) -> tuple[list, dict, str]:
-        attrs = common_attrs(args, kwargs)
+    def bind(args: tuple, kwargs: dict, attrs: dict | None) -> tuple[list, dict, str]:
+        """Tensors, attrs and name of a call that is not the common one with
+        expr tensors (attrs: what common_attrs made of it)."""
         if attrs is not None:
             name = attrs.pop("name", "") if kwargs else ""
-            tensors = list(args[:n_args])
+            tensors = [_exprs_as_tuple(t) for t in args[:n_args]]
             if not _all_exprs(tensors):
-                tensors = [_exprs_as_tuple(t) for t in tensors]
-                if not _all_exprs(tensors):
-                    tensors = _tensor_args(dict(zip(arg_names, tensors)))
+                tensors = _tensor_args(dict(zip(arg_names, tensors)))
             return tensors, attrs, name
         try:
             given = sig.bind(*args, **kwargs).arguments
@@ -115,11 +114,16 @@ def _make_op(op_name: str) -> Callable[..., Any]:
     what = f"aj.op.{op_name}"
 
     def op_fn(*args: Any, **kwargs: Any) -> Any:
-        try:
-            tensors, attrs, name = bind(args, kwargs)
-        except Error as e:  # arguments refused before the op reached its builder: abandoned all the same
-            abandon_builder_for(what, [*args, *kwargs.values()], e)
-            raise
+        attrs = common_attrs(args, kwargs)
+        tensors = list(args[:n_args])
+        if attrs is not None and _all_exprs(tensors):  # the common call, bound here
+            name = attrs.pop("name", "") if kwargs else ""
+        else:
+            try:
+                tensors, attrs, name = bind(args, kwargs, attrs)
+            except Error as e:  # arguments refused before the op reached its builder: abandoned all the same
+                abandon_builder_for(what, [*args, *kwargs.values()], e)
+                raise
         return builder_for(what, tensors)._emit_call(op_name, tensors, attrs, name)
 
     op_fn.__name__ = op_fn.__qualname__ = op_name
