@@ -184,3 +184,34 @@ def test_rules_and_docstring():
 def test_malformed_input_is_an_error():
     with pytest.raises(aj.Error):
         REORDER("not a module")
+
+
+DEAD_AND_NOTHING_TO_REORDER = """@function
+def main(x: Tensor((2, 3), "float64")) -> Tensor((3, 2), "float64"):
+    dead: Tensor((2, 3), "float64") = exp(x)
+    t: Tensor((3, 2), "float64") = permute_dims(x)
+    return t
+"""
+
+DEAD_AND_ONE_TO_REORDER = """@function
+def main(x: Tensor((2, 3), "float64"), y: Tensor((2, 3), "float64")) -> Tensor((6, 2), "float64"):
+    dead: Tensor((2, 3), "float64") = exp(x)
+    a: Tensor((3, 2), "float64") = permute_dims(x)
+    b: Tensor((3, 2), "float64") = permute_dims(y)
+    c: Tensor((6, 2), "float64") = concat((a, b), axis=0)
+    return c
+"""
+
+
+@pytest.mark.parametrize("text", [DEAD_AND_NOTHING_TO_REORDER, DEAD_AND_ONE_TO_REORDER], ids=["unchanged", "rewritten"])
+def test_dead_code_goes_from_the_output_and_the_input_keeps_it(text):
+    # The pass removes dead code from the functions it rebuilds by moving
+    # their bindings when it alone holds them: the caller's module, still
+    # held, must keep every binding it had.
+    mod = aj.parse(text)
+    before = mod.script()
+    out = REORDER(mod)
+    assert mod.script() == before
+    assert "dead" not in out.script()
+    aj.analysis.verify(out)
+    assert_same_numbers(mod, out)

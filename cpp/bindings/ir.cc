@@ -232,9 +232,9 @@ void bind_functions(py::module_& m) {
                        const py::handle& attrs, const py::handle& name) {
         auto ps = node_list_arg<VarNode>(params, "Function: params", "aj.Var");
         return NamedFunction{string_arg(name, "Function: name"),
-                             std::make_shared<const FunctionNode>(std::vector<Var>(ps.begin(), ps.end()),
-                                                                  bindings_in(bindings), expr_arg(ret, "Function: ret"),
-                                                                  func_attrs_in(attrs, "Function"))};
+                             std::make_shared<FunctionNode>(std::vector<Var>(ps.begin(), ps.end()),
+                                                            bindings_in(bindings), expr_arg(ret, "Function: ret"),
+                                                            func_attrs_in(attrs, "Function"))};
       }), py::arg("params"), py::arg("bindings"), py::arg("ret"), py::arg("attrs") = py::dict(),
       py::arg("name") = "main",
       "A function from its parts, unchecked: aj.analysis.verify tells whether it is well formed.")

@@ -300,7 +300,7 @@ Module gradient(const Module& mod, const GradientOptions& options) {
       adjoint = rewrite_simplify_gradient(adjoint, /*share_values=*/true);
     }
     PassStatsScope stage("DeadCodeElimination");
-    adjoint = dead_code_elimination(adjoint);
+    adjoint = dead_code_elimination(std::move(adjoint));
   }
   return mod->with_function(adjoint_name, adjoint);
 }

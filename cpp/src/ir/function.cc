@@ -49,6 +49,11 @@ FunctionNode::~FunctionNode() {
   }
 }
 
+std::vector<Binding>* FunctionNode::sole_bindings(Function& fn) {
+  if (!fn || fn.use_count() != 1) return nullptr;
+  return &const_cast<FunctionNode&>(*fn).bindings_;
+}
+
 const AttrValue* FunctionNode::attr(const std::string& name) const {
   for (const auto& kv : attrs_)
     if (kv.first == name) return &kv.second;

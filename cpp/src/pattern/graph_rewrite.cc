@@ -208,7 +208,7 @@ Function rewrite_graph(const Function& fn, const std::string& name, const GraphP
     if (walk == max_rounds)
       throw TransformError(str(where(name), "the rewriter still gives new values after ", max_rounds,
                                " walks (return {} for a match it has nothing to do with)"));
-    current = dead_code_elimination(out);
+    current = dead_code_elimination(std::move(out));
   }
 }
 

@@ -3,7 +3,8 @@
 //      backward sweep from the return that reads nothing of a dead binding
 //      (analysis/dataflow.h).
 //   2. Rebuild the function from the live bindings, in their order; return
-//      it unchanged when all are live.
+//      it unchanged when all are live. A function the caller made and hands
+//      over (Function&&) gives up its live bindings by move.
 
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/ir/substitute.h"
@@ -12,7 +13,11 @@
 
 namespace aj {
 
-Function dead_code_elimination(const Function& fn) {
+namespace {
+
+// The function without its dead bindings; the live ones are moved out of
+// `fn` when it holds the function alone (FunctionNode::sole_bindings).
+Function without_dead(Function fn) {
   const auto& bindings = fn->bindings();
   DataflowIndex index(*fn);
   const std::vector<uint8_t>& live = index.live();
@@ -22,10 +27,17 @@ Function dead_code_elimination(const Function& fn) {
   count_pass_stat("bindings removed", static_cast<int64_t>(bindings.size() - kept_count));
   std::vector<Binding> kept;
   kept.reserve(kept_count);
+  std::vector<Binding>* own = FunctionNode::sole_bindings(fn);
   for (size_t i = 0; i < bindings.size(); ++i)
-    if (live[i]) kept.push_back(bindings[i]);
+    if (live[i]) kept.push_back(own ? std::move((*own)[i]) : bindings[i]);
   return std::make_shared<FunctionNode>(fn->params(), std::move(kept), fn->ret(), fn->attrs());
 }
+
+}  // namespace
+
+Function dead_code_elimination(const Function& fn) { return without_dead(fn); }
+
+Function dead_code_elimination(Function&& fn) { return without_dead(std::move(fn)); }
 
 Module dead_code_elimination(const Module& mod) {
   return map_functions(mod, [](const Function& fn) { return dead_code_elimination(fn); });

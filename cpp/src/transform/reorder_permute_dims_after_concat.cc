@@ -6,6 +6,7 @@
 // then removes the permutes left unused.
 #include <optional>
 
+#include "adjoint/ir/substitute.h"
 #include "adjoint/op/manipulate.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/pattern/rule.h"
@@ -57,7 +58,9 @@ const RuleSet& reorder_permute_dims_after_concat_rules() {
 }
 
 Module reorder_permute_dims_after_concat(const Module& mod) {
-  return dead_code_elimination(rewrite_bindings(mod, reorder_permute_dims_after_concat_rules()));
+  return map_functions(mod, [](const Function& fn) {
+    return dead_code_elimination(rewrite_bindings(fn, reorder_permute_dims_after_concat_rules()));
+  });
 }
 
 }  // namespace aj

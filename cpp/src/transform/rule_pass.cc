@@ -11,7 +11,7 @@ Module apply_rules(const Module& mod, const RuleSet& rules, const RewriteOptions
   verify_input(mod, "Rewriter");  // a malformed module is a VerifyError, not a failure inside a rule
   return map_functions(mod, [&](const Function& fn) {
     Function out = rewrite_bindings(fn, rules, options);
-    return out == fn ? fn : dead_code_elimination(out);
+    return out == fn ? fn : dead_code_elimination(std::move(out));
   });
 }
 

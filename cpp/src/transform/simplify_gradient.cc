@@ -12,6 +12,7 @@
 // instruction runs faster than a sum and a broadcast (`python -m
 // adjoint.bench passes` prints the crossover), and small adjoints keep the
 // matmul forms of DESIGN.md §6.
+#include "adjoint/ir/substitute.h"
 #include "adjoint/op/linalg.h"
 #include "adjoint/op/manipulate.h"
 #include "adjoint/op/registry.h"
@@ -245,7 +246,7 @@ Function rewrite_simplify_gradient(const Function& fn, bool share_values) {
 Function simplify_gradient(const Function& fn) { return dead_code_elimination(rewrite_simplify_gradient(fn)); }
 
 Module simplify_gradient(const Module& mod) {
-  return dead_code_elimination(rewrite_bindings(mod, simplify_gradient_rules()));
+  return map_functions(mod, [](const Function& fn) { return simplify_gradient(fn); });
 }
 
 }  // namespace aj

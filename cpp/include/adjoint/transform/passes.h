@@ -20,6 +20,9 @@ class RuleSet;  // pattern/rule.h
 // in every function.
 Module dead_code_elimination(const Module& mod);
 Function dead_code_elimination(const Function& fn);
+// The same for a function the caller made and drops: its live bindings are
+// moved into the result when nothing else holds it.
+Function dead_code_elimination(Function&& fn);
 
 // Binds identical pure values (same op, attrs and arguments) once.
 Module eliminate_common_subexpr(const Module& mod);
