@@ -51,12 +51,12 @@ class What {
 // an aj::Error naming `what` and what was given, never a pybind TypeError.
 std::string py_type_name(const py::handle& obj);
 bool is_int_like(const py::handle& obj);  // int or NumPy integer, not bool
+int64_t to_int64(const py::handle& obj, const What& what);
 
 // NumPy's scalar and dtype classes, looked up once (conversions test against
 // them on every call).
 enum class NumpyAttr { kBool, kInteger, kFloating, kDtype };
 const py::object& numpy_attr(NumpyAttr which);
-int64_t to_int64(const py::handle& obj, const What& what);
 
 // The UTF-8 form of a Python str, or nothing when it holds a lone surrogate
 // (U+D800..U+DFFF alone has no UTF-8 form); *bad then gets its index.

@@ -22,7 +22,8 @@ from typing import Any, Callable
 from . import _core
 from ._core import Expr
 from ._opref import docstring
-from .builder import _EXPR_CLASSES, _first_expr, _numbers_dtype, abandon_builder_for, as_expr, builder_for, current_builder
+from .builder import (_EXPR_CLASSES, _first_expr, _numbers_dtype, abandon_builder_for, as_expr, builder_for,
+                      current_builder)
 from .errors import Error, TypeInferenceError
 
 
