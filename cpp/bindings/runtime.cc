@@ -375,6 +375,9 @@ void bind_runtime(py::module_& m) {
                              "Fused instructions, each a group of elementwise ops run in one pass.")
       .def_property_readonly("num_fused_ops", [](const ExecFunction& f) { return f.fn->num_fused_ops(); },
                              "Elementwise ops that run inside fused instructions.")
+      .def_property_readonly("fused_programs", [](const ExecFunction& f) { return f.fn->fused_programs(); },
+                             "Each fused instruction as (program, compiled): its ops as text, and the name of "
+                             "the compiled program running it, or '' when the block interpreter does.")
       .def_property_readonly("pool_bytes", [](const ExecFunction& f) { return f.fn->pool_bytes(); })
       .def_property_readonly("peak_bytes", [](const ExecFunction& f) { return f.fn->peak_bytes(); },
                              "Peak bytes of intermediates and results alive at once in the last run.")

@@ -24,6 +24,10 @@
 // reads it, the function returns it, or it is the group's last (kept so
 // that a fused instruction always has an output); the others live only in
 // per-thread scratch blocks.
+//
+// Each group's program is also written as text (FusedGroup::program); a group
+// whose text is one of the compiled programs (fused_programs.cc) runs as that
+// program's loop instead of the block interpreter (fused_kernel.cc).
 #include <algorithm>
 #include <numeric>
 #include <unordered_map>
@@ -175,20 +179,24 @@ CompiledFunction::Instr CompiledFunction::fuse_group(const std::vector<int>& mem
   std::unordered_map<int, int> input_of;  // slot -> input index
   std::vector<BlockRef> result(members.size(), BlockRef{BlockRef::kScratch, -1});
   std::vector<int> free_scratch;
+  std::string program = str(dtype_name(last.out_types[0]->dtype()), ": ");
   for (size_t k = 0; k < members.size(); ++k) {
     const Instr& ins = instrs_[static_cast<size_t>(members[k])];
     const CallNode& call = *ins.ctx.call;
     FusedStep step{call.op().block(call), {}, {}};
+    program += (k ? " ; " : "") + call.op().name + "(";
     for (size_t a = 0; a < ins.in_slots.size(); ++a) {
       int s = ins.in_slots[a];
+      program += a ? ", " : "";
       auto member = position.find(producer[static_cast<size_t>(s)]);
       if (member != position.end()) {
         step.args.push_back(result[member->second]);
+        program += "s" + std::to_string(member->second);
         continue;
       }
       auto [it, added] = input_of.emplace(s, static_cast<int>(fused.in_slots.size()));
+      const Type& t = call.args()[a]->type();
       if (added) {
-        const Type& t = call.args()[a]->type();
         fused.in_slots.push_back(s);
         fused.in_types.push_back(t);
         group->input_bytes.push_back(dtype_size(t->dtype()));
@@ -196,9 +204,13 @@ CompiledFunction::Instr CompiledFunction::fuse_group(const std::vector<int>& mem
         group->gather_block.push_back(tiles ? -2 : -1);  // numbered after the steps' blocks
       }
       step.args.push_back(BlockRef{BlockRef::kInput, it->second});
+      program += "i" + std::to_string(it->second) + (t->shape() == shape ? "" : is_one_element(t->shape()) ? ":1" : ":t");
+      if (t->dtype() != last.out_types[0]->dtype()) program += str(":", dtype_name(t->dtype()));
     }
+    program += ")";
     int out_slot = ins.out_slots[0];
     if (escapes[static_cast<size_t>(out_slot)] || k + 1 == members.size()) {
+      program += ">";
       step.out = BlockRef{BlockRef::kOutput, static_cast<int>(fused.out_slots.size())};
       fused.out_slots.push_back(out_slot);
       fused.out_types.push_back(ins.out_types[0]);
@@ -221,8 +233,12 @@ CompiledFunction::Instr CompiledFunction::fuse_group(const std::vector<int>& mem
   }
   for (int& b : group->gather_block)
     if (b == -2) b = group->num_scratch++;
+  group->program = std::move(program);
   fused.group = group;
-  auto kernel = std::make_shared<const Kernel>(fused_kernel(std::move(group)));
+  std::string compiled_name;
+  Kernel compiled = compiled_program(*group, compiled_name);
+  fused_programs_.emplace_back(group->program, compiled_name);
+  auto kernel = std::make_shared<const Kernel>(compiled ? std::move(compiled) : fused_kernel(std::move(group)));
   fused.kernel = kernel.get();
   fused.own_kernel = std::move(kernel);
   return fused;

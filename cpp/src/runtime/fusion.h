@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "adjoint/runtime/block_kernel.h"
@@ -42,10 +43,22 @@ struct FusedGroup {
   // its type is the group's or one element.
   std::vector<int> gather_block;
   int num_scratch = 0;  // scratch blocks, each kFusedBlock elements of 8 bytes
+  // The steps as text, for matching against compiled programs and for
+  // reports: "<dtype>: op(arg, ...)[>] ; ..." where an arg is sN (step N's
+  // result), iN (input N, the group's shape), iN:1 (one element) or iN:t (a
+  // repeating input), followed by ":<dtype>" when that is not the group's;
+  // ">" marks a step writing an output.
+  std::string program;
 };
 
 // The kernel of a fused instruction: every output has the group's shape; an
 // input has it too, or is one element, or repeats with a period dividing it.
 Kernel fused_kernel(std::shared_ptr<const FusedGroup> group);
+
+// A compiled program (fused_programs.cc): a kernel computing the whole of a
+// group whose `program` it implements in one loop, with the same operations
+// in the same order (so the same bits), or an empty Kernel when none does.
+// `name` is set to the program's name when one is found.
+Kernel compiled_program(const FusedGroup& group, std::string& name);
 
 }  // namespace aj

@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adjoint/ir/function.h"
@@ -78,6 +79,9 @@ class CompiledFunction {
   size_t num_folded_transposes() const { return folded_transposes_; }
   size_t num_fused_groups() const { return fused_groups_; }  // fused instructions
   size_t num_fused_ops() const { return fused_ops_; }        // the ops they hold
+  // Each fused instruction's program (runtime/fusion.h) and the name of the
+  // compiled program running it, or "" when the block interpreter does.
+  const std::vector<std::pair<std::string, std::string>>& fused_programs() const { return fused_programs_; }
   size_t pool_bytes() const;  // bytes held by the buffer pool between runs
   // Peak bytes of intermediate and result buffers alive at once in the last
   // run (inputs and constants excluded).
@@ -133,6 +137,7 @@ class CompiledFunction {
   bool fuse_ = true;
   size_t fused_groups_ = 0;
   size_t fused_ops_ = 0;
+  std::vector<std::pair<std::string, std::string>> fused_programs_;
   size_t last_peak_ = 0;
   std::vector<Alias> aliases_;
   std::vector<int> producer_;      // by slot: the instruction writing it, or -1
