@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import adjoint as aj
 from adjoint import training as T
@@ -18,17 +20,17 @@ ADAM_PROGRAM = ("float32: subtract(i0, i1) ; multiply(s0, i2:1) ; add(i1, s1)> ;
                 "add(s8, i7:1) ; multiply(i8:1, s2) ; divide(s10, s9) ; subtract(i9, s11)>")
 
 
-def update_inputs(fn, dtype, seed=0):
+def update_inputs(fn, dtype, seed=0, step=4, lr=1e-2):
     """Random params and grads, state with a non-negative second moment,
-    step 4 and the learning rate, in ``fn``'s param order."""
+    the step count and the learning rate, in ``fn``'s param order."""
     rng = np.random.default_rng(seed)
     arrays = []
     for p in fn.params:
         shape, dt = tuple(p.type.shape), p.type.dtype
         if dt != dtype:
-            arrays.append(np.array(4, dt))
+            arrays.append(np.array(step, dt))
         elif p.name_hint == "lr":
-            arrays.append(np.array(1e-2, dt))
+            arrays.append(np.array(lr, dt))
         else:
             arrays.append(np.abs(rng.standard_normal(shape)).astype(dt) if "sq" in p.name_hint
                           else rng.standard_normal(shape).astype(dt))
@@ -65,6 +67,21 @@ def test_adam_updates_run_compiled_with_the_bits_of_the_ops_one_by_one(optimizer
     args = update_inputs(mod["update"], dtype)
     want = aj.build(mod, fuse=False)["update"](*args)
     assert_same_bits(with_threads(threads, lambda: fused(*args)), want)
+
+
+@given(decoupled=st.booleans(), dtype=st.sampled_from(["float32", "float64"]),
+       betas=st.tuples(st.floats(0.01, 0.99), st.floats(0.01, 0.9999)), eps=st.floats(1e-12, 1e-2),
+       weight_decay=st.floats(1e-4, 0.5), lr=st.floats(1e-5, 1.0), step=st.integers(0, 10_000),
+       shape=st.sampled_from([(1,), (7,), (3, 5), (64, 9), (2, 3, 4)]), seed=st.integers(0, 2**16))
+def test_for_all_hyperparameters_the_compiled_update_has_the_bits_of_the_ops(decoupled, dtype, betas, eps,
+                                                                             weight_decay, lr, step, shape, seed):
+    optimizer = (T.AdamW(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay) if decoupled
+                 else T.Adam(lr=lr, betas=betas, eps=eps))
+    mod = optimizer.function([("w", shape, dtype)])
+    fused = aj.build(mod)["update"]
+    assert ("adamw" if decoupled else "adam") in compiled_names(fused)
+    args = update_inputs(mod["update"], dtype, seed, step, lr)
+    assert_same_bits(fused(*args), aj.build(mod, fuse=False)["update"](*args))
 
 
 @pytest.mark.parametrize("optimizer", [T.Adam(lr=1e-2), T.AdamW(lr=1e-2, weight_decay=0.1)])

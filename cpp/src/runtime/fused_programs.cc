@@ -28,19 +28,21 @@ template <typename T>
 struct AdamArgs {
   const T *p, *g, *m, *v;
   T *p_out, *m_out, *v_out;
-  T decay, one_minus_beta1, beta2, one_minus_beta2, bias_correction2_sqrt, eps, step_size;
+  T decay, lerp_weight, beta2, one_minus_beta2, bias_correction2_sqrt, eps, step_size;
 };
 
 // Elements [first, last). Each element is read before it is written, and
 // no element reads another, so an output may be its input's array (a
-// donated param or state): ivdep tells the vectorizer so.
-template <typename T, bool kDecoupled>
+// donated param or state): ivdep tells the vectorizer so. The first moment
+// is torch.lerp(m, g, 1 - beta1) in its rounding order: from m when the
+// weight is under 0.5, else from g (kFromEnd, lerp_weight = beta1).
+template <typename T, bool kDecoupled, bool kFromEnd>
 AJ_MULTIVERSION void adam_range(const AdamArgs<T>& a, int64_t first, int64_t last) {
 #pragma GCC ivdep
   for (int64_t i = first; i < last; ++i) {
     T p = kDecoupled ? a.p[i] * a.decay : a.p[i];
     T g = a.g[i], m = a.m[i];
-    T m1 = m + (g - m) * a.one_minus_beta1;
+    T m1 = kFromEnd ? g - (g - m) * a.lerp_weight : m + (g - m) * a.lerp_weight;
     T v1 = a.v[i] * a.beta2 + g * a.one_minus_beta2 * g;
     T denom = std::sqrt(v1) / a.bias_correction2_sqrt + a.eps;
     a.m_out[i] = m1;
@@ -55,23 +57,39 @@ AJ_MULTIVERSION void adam_range(const AdamArgs<T>& a, int64_t first, int64_t las
 // m, v, p in every program here.
 struct AdamProgram {
   const char* name;
-  bool decoupled;
+  bool decoupled, from_end;
   std::string_view text;
   std::array<int, 11> inputs;
 };
 
 const AdamProgram kPrograms[] = {
-    {"adam", false,
+    {"adam", false, false,
      "subtract(i0, i1) ; multiply(s0, i2:1) ; add(i1, s1)> ; multiply(i3, i4:1) ; multiply(i0, i5:1) ; "
      "multiply(s4, i0) ; add(s3, s5)> ; sqrt(s6) ; divide(s7, i6:1) ; add(s8, i7:1) ; multiply(i8:1, s2) ; "
      "divide(s10, s9) ; subtract(i9, s11)>",
      {9, 0, 1, 3, -1, 2, 4, 5, 6, 7, 8}},
-    {"adamw", true,
+    {"adam", false, true,
+     "subtract(i0, i1) ; multiply(s0, i2:1) ; subtract(i0, s1)> ; multiply(i3, i4:1) ; multiply(i0, i5:1) ; "
+     "multiply(s4, i0) ; add(s3, s5)> ; sqrt(s6) ; divide(s7, i6:1) ; add(s8, i7:1) ; multiply(i8:1, s2) ; "
+     "divide(s10, s9) ; subtract(i9, s11)>",
+     {9, 0, 1, 3, -1, 2, 4, 5, 6, 7, 8}},
+    {"adamw", true, false,
      "multiply(i0, i1:1) ; subtract(i2, i3) ; multiply(s1, i4:1) ; add(i3, s2)> ; multiply(i5, i6:1) ; "
      "multiply(i2, i7:1) ; multiply(s5, i2) ; add(s4, s6)> ; sqrt(s7) ; divide(s8, i8:1) ; add(s9, i9:1) ; "
      "multiply(i10:1, s3) ; divide(s11, s10) ; subtract(s0, s12)>",
      {0, 2, 3, 5, 1, 4, 6, 7, 8, 9, 10}},
+    {"adamw", true, true,
+     "multiply(i0, i1:1) ; subtract(i2, i3) ; multiply(s1, i4:1) ; subtract(i2, s2)> ; multiply(i5, i6:1) ; "
+     "multiply(i2, i7:1) ; multiply(s5, i2) ; add(s4, s6)> ; sqrt(s7) ; divide(s8, i8:1) ; add(s9, i9:1) ; "
+     "multiply(i10:1, s3) ; divide(s11, s10) ; subtract(s0, s12)>",
+     {0, 2, 3, 5, 1, 4, 6, 7, 8, 9, 10}},
 };
+
+template <typename T, bool kDecoupled>
+void adam_range_of(const AdamProgram& program, const AdamArgs<T>& a, int64_t first, int64_t last) {
+  if (program.from_end) adam_range<T, kDecoupled, true>(a, first, last);
+  else adam_range<T, kDecoupled, false>(a, first, last);
+}
 
 template <typename T>
 Kernel adam_kernel(const AdamProgram& program) {
@@ -87,8 +105,8 @@ Kernel adam_kernel(const AdamProgram& program) {
                   scalar(4), scalar(5), scalar(6), scalar(7), scalar(8), scalar(9), scalar(10)};
     constexpr int64_t kOpsPerElement = 14;
     parallel_for(n, std::max<int64_t>(1, kParallelGrain / kOpsPerElement), [&](int64_t first, int64_t last) {
-      if (program.decoupled) adam_range<T, true>(a, first, last);
-      else adam_range<T, false>(a, first, last);
+      if (program.decoupled) adam_range_of<T, true>(program, a, first, last);
+      else adam_range_of<T, false>(program, a, first, last);
     });
   };
 }
