@@ -1,8 +1,8 @@
 """Compiled programs for fused groups (docs/executor.md, "Compiled programs"):
-the per-param updates of adjoint.training's Adam and AdamW run as one
-compiled loop, with the bits of the same ops run one by one, also when the
-updates are written over donated params and state; any other group keeps the
-block interpreter."""
+the per-param updates of adjoint.training's Adam, AdamW, SGD with momentum
+and RMSprop run as one compiled loop, with the bits of the same ops run one
+by one, also when the updates are written over donated params and state; any
+other group keeps the block interpreter."""
 
 from __future__ import annotations
 
@@ -56,11 +56,32 @@ def with_threads(n, run):
         aj.set_num_threads(before)
 
 
-@pytest.mark.parametrize("optimizer, name", [(T.Adam(lr=1e-2), "adam"),
-                                             (T.AdamW(lr=1e-2, weight_decay=0.1), "adamw")])
+COMPILED = [
+    (T.Adam(lr=1e-2), "adam"),
+    (T.Adam(lr=1e-2, betas=(0.3, 0.9)), "adam"),
+    (T.Adam(lr=1e-2, weight_decay=0.1), "adam"),
+    (T.Adam(lr=1e-2, betas=(0.5, 0.9), weight_decay=0.1), "adam"),
+    (T.Adam(lr=1e-2, amsgrad=True), "adam"),
+    (T.Adam(lr=1e-2, betas=(0.2, 0.99), amsgrad=True), "adam"),
+    (T.Adam(lr=1e-2, weight_decay=0.1, amsgrad=True), "adam"),
+    (T.Adam(lr=1e-2, betas=(0.4, 0.99), weight_decay=0.1, amsgrad=True), "adam"),
+    (T.AdamW(lr=1e-2, weight_decay=0.1), "adamw"),
+    (T.AdamW(lr=1e-2, betas=(0.1, 0.99), weight_decay=0.1), "adamw"),
+    (T.AdamW(lr=1e-2, weight_decay=0.1, amsgrad=True), "adamw"),
+    (T.AdamW(lr=1e-2, betas=(0.5, 0.99), weight_decay=0.1, amsgrad=True), "adamw"),
+    (T.SGD(lr=1e-2, momentum=0.9), "sgd_momentum"),
+    (T.SGD(lr=1e-2, momentum=0.9, nesterov=True), "sgd_momentum"),
+    (T.SGD(lr=1e-2, momentum=0.9, weight_decay=1e-3), "sgd_momentum"),
+    (T.SGD(lr=1e-2, momentum=0.9, nesterov=True, weight_decay=1e-3), "sgd_momentum"),
+    (T.RMSprop(lr=1e-2), "rmsprop"),
+    (T.RMSprop(lr=1e-2, weight_decay=1e-3), "rmsprop"),
+]
+
+
+@pytest.mark.parametrize("optimizer, name", COMPILED)
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("threads", [1, 2])
-def test_adam_updates_run_compiled_with_the_bits_of_the_ops_one_by_one(optimizer, name, dtype, threads):
+def test_updates_run_compiled_with_the_bits_of_the_ops_one_by_one(optimizer, name, dtype, threads):
     mod = optimizer.function([(n, s, dtype) for n, s in SHAPES])
     fused = aj.build(mod)["update"]
     assert compiled_names(fused).count(name) == len(SHAPES)
@@ -69,22 +90,40 @@ def test_adam_updates_run_compiled_with_the_bits_of_the_ops_one_by_one(optimizer
     assert_same_bits(with_threads(threads, lambda: fused(*args)), want)
 
 
-@given(decoupled=st.booleans(), dtype=st.sampled_from(["float32", "float64"]),
-       betas=st.tuples(st.floats(0.01, 0.99), st.floats(0.01, 0.9999)), eps=st.floats(1e-12, 1e-2),
-       weight_decay=st.floats(1e-4, 0.5), lr=st.floats(1e-5, 1.0), step=st.integers(0, 10_000),
-       shape=st.sampled_from([(1,), (7,), (3, 5), (64, 9), (2, 3, 4)]), seed=st.integers(0, 2**16))
-def test_for_all_hyperparameters_the_compiled_update_has_the_bits_of_the_ops(decoupled, dtype, betas, eps,
-                                                                             weight_decay, lr, step, shape, seed):
-    optimizer = (T.AdamW(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay) if decoupled
-                 else T.Adam(lr=lr, betas=betas, eps=eps))
+@st.composite
+def compiled_optimizers(draw):
+    """An optimizer whose per-param update has a compiled program, with any
+    hyperparameters, and that program's name."""
+    lr = draw(st.floats(1e-5, 1.0))
+    decay = draw(st.sampled_from([0.0, 1e-4, 0.5]))
+    kind = draw(st.sampled_from(["adam", "adamw", "sgd_momentum", "rmsprop"]))
+    if kind in ("adam", "adamw"):
+        options = dict(lr=lr, betas=draw(st.tuples(st.floats(0.01, 0.99), st.floats(0.01, 0.9999))),
+                       eps=draw(st.floats(1e-12, 1e-2)), amsgrad=draw(st.booleans()))
+        if kind == "adamw":
+            return T.AdamW(weight_decay=max(decay, 1e-4), **options), kind
+        return T.Adam(weight_decay=decay, **options), kind
+    if kind == "sgd_momentum":
+        return T.SGD(lr=lr, momentum=draw(st.floats(0.01, 0.99)), nesterov=draw(st.booleans()),
+                     weight_decay=decay), kind
+    return T.RMSprop(lr=lr, alpha=draw(st.floats(0.01, 0.999)), eps=draw(st.floats(1e-12, 1e-2)),
+                     weight_decay=decay), kind
+
+
+@given(optimizer=compiled_optimizers(), dtype=st.sampled_from(["float32", "float64"]),
+       step=st.integers(0, 10_000), shape=st.sampled_from([(1,), (7,), (3, 5), (64, 9), (2, 3, 4)]),
+       seed=st.integers(0, 2**16))
+def test_for_all_hyperparameters_the_compiled_update_has_the_bits_of_the_ops(optimizer, dtype, step, shape, seed):
+    optimizer, name = optimizer
     mod = optimizer.function([("w", shape, dtype)])
     fused = aj.build(mod)["update"]
-    assert ("adamw" if decoupled else "adam") in compiled_names(fused)
-    args = update_inputs(mod["update"], dtype, seed, step, lr)
+    assert name in compiled_names(fused)
+    args = update_inputs(mod["update"], dtype, seed, step, optimizer.lr)
     assert_same_bits(fused(*args), aj.build(mod, fuse=False)["update"](*args))
 
 
-@pytest.mark.parametrize("optimizer", [T.Adam(lr=1e-2), T.AdamW(lr=1e-2, weight_decay=0.1)])
+@pytest.mark.parametrize("optimizer", [T.Adam(lr=1e-2), T.AdamW(lr=1e-2, weight_decay=0.1, amsgrad=True),
+                                       T.SGD(lr=1e-2, momentum=0.9, nesterov=True), T.RMSprop(lr=1e-2)])
 def test_compiled_updates_written_over_donated_params_and_state(optimizer):
     mod = optimizer.function([(n, s, "float32") for n, s in SHAPES])
     fn = mod["update"]
@@ -106,8 +145,8 @@ def test_the_adam_group_as_text():
     assert (ADAM_PROGRAM, "adam") in aj.build(mod)["update"].fused_programs
 
 
-@pytest.mark.parametrize("optimizer", [T.Adam(lr=1e-2, weight_decay=0.1), T.Adam(lr=1e-2, amsgrad=True),
-                                       T.SGD(lr=1e-2, momentum=0.9, nesterov=True), T.RMSprop(lr=1e-2)])
+@pytest.mark.parametrize("optimizer", [T.SGD(lr=1e-2), T.SGD(lr=1e-2, momentum=0.9, dampening=0.1),
+                                       T.RMSprop(lr=1e-2, momentum=0.9), T.RMSprop(lr=1e-2, centered=True)])
 def test_other_updates_keep_the_block_interpreter(optimizer):
     mod = optimizer.function([(n, s, "float64") for n, s in SHAPES])
     fused = aj.build(mod)["update"]

@@ -6,10 +6,13 @@
 // with the same operations in the same order (no contraction: the build has
 // -ffp-contract=off), so the bits are those of the ops run one by one.
 //
-// The programs here are the per-param updates of training/optim.py's Adam
-// and AdamW (decoupled weight decay), for float32 and float64: the bulk of
-// the elementwise work of a training step, run over every weight each step.
-// The hyperparameters are inputs (one element each), read at run time.
+// The programs here are the per-param updates of training/optim.py's
+// optimizers, for float32 and float64: the bulk of the elementwise work of a
+// training step, run over every weight each step. Adam and AdamW (with
+// coupled weight decay, amsgrad, and both of torch.lerp's rounding orders),
+// SGD with momentum (plain or Nesterov, with or without weight decay) and
+// RMSprop (with or without weight decay). The hyperparameters are inputs
+// (one element each), read at run time.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -22,92 +25,249 @@
 namespace aj {
 namespace {
 
-// The arrays and hyperparameters of one Adam update (torch.optim.Adam's
-// single-tensor rule, as training/optim.py writes it).
+// How an update applies weight decay: not at all, added to the grad
+// (g + p * decay: Adam, SGD, RMSprop), or to the param (p * decay: AdamW).
+enum class Decay : uint8_t { kNone, kCoupled, kDecoupled };
+
+// The operands of an update loop: its arrays, its outputs and its
+// hyperparameters, each named by the family's loop below.
 template <typename T>
-struct AdamArgs {
-  const T *p, *g, *m, *v;
-  T *p_out, *m_out, *v_out;
-  T decay, lerp_weight, beta2, one_minus_beta2, bias_correction2_sqrt, eps, step_size;
+struct UpdateArgs {
+  const T* in[5];
+  T* out[4];
+  T h[7];
 };
 
-// Elements [first, last). Each element is read before it is written, and
-// no element reads another, so an output may be its input's array (a
-// donated param or state): ivdep tells the vectorizer so. The first moment
-// is torch.lerp(m, g, 1 - beta1) in its rounding order: from m when the
-// weight is under 0.5, else from g (kFromEnd, lerp_weight = beta1).
-template <typename T, bool kDecoupled, bool kFromEnd>
-AJ_MULTIVERSION void adam_range(const AdamArgs<T>& a, int64_t first, int64_t last) {
+// The grad an update steps with.
+template <typename T, Decay kDecay>
+[[gnu::always_inline]] inline T decayed_grad(T g, T p, T decay) {
+  return kDecay == Decay::kCoupled ? g + p * decay : g;
+}
+
+// Adam (torch.optim.Adam's single-tensor rule, as training/optim.py writes
+// it). in: p, g, m, v, max_v; out: m, v, [max_v,] p; h: decay, lerp weight,
+// beta2, 1 - beta2, sqrt(bias correction 2), eps, step size. The first
+// moment is torch.lerp(m, g, 1 - beta1) in its rounding order: from m when
+// the weight is under 0.5, else from g (kFromEnd, lerp weight = beta1).
+// Elements [first, last). Each element is read before it is written, and no
+// element reads another, so an output may be its input's array (a donated
+// param or state): ivdep tells the vectorizer so.
+template <typename T, Decay kDecay, bool kAmsgrad, bool kFromEnd>
+AJ_MULTIVERSION void adam_range(const UpdateArgs<T>& a, int64_t first, int64_t last) {
+  const T decay = a.h[0], lerp_weight = a.h[1], beta2 = a.h[2], one_minus_beta2 = a.h[3];
+  const T bias_correction2_sqrt = a.h[4], eps = a.h[5], step_size = a.h[6];
+  T* p_out = a.out[kAmsgrad ? 3 : 2];
 #pragma GCC ivdep
   for (int64_t i = first; i < last; ++i) {
-    T p = kDecoupled ? a.p[i] * a.decay : a.p[i];
-    T g = a.g[i], m = a.m[i];
-    T m1 = kFromEnd ? g - (g - m) * a.lerp_weight : m + (g - m) * a.lerp_weight;
-    T v1 = a.v[i] * a.beta2 + g * a.one_minus_beta2 * g;
-    T denom = std::sqrt(v1) / a.bias_correction2_sqrt + a.eps;
-    a.m_out[i] = m1;
-    a.v_out[i] = v1;
-    a.p_out[i] = p - a.step_size * m1 / denom;
+    T p = kDecay == Decay::kDecoupled ? a.in[0][i] * decay : a.in[0][i];
+    T g = decayed_grad<T, kDecay>(a.in[1][i], a.in[0][i], decay), m = a.in[2][i];
+    T m1 = kFromEnd ? g - (g - m) * lerp_weight : m + (g - m) * lerp_weight;
+    T v1 = a.in[3][i] * beta2 + g * one_minus_beta2 * g;
+    T v = v1;
+    if constexpr (kAmsgrad) {
+      T max_v = a.in[4][i];
+      v = (max_v >= v1 || max_v != max_v) ? max_v : v1;  // the maximum op's NaN rule
+      a.out[2][i] = v;
+    }
+    T denom = std::sqrt(v) / bias_correction2_sqrt + eps;
+    a.out[0][i] = m1;
+    a.out[1][i] = v1;
+    p_out[i] = p - step_size * m1 / denom;
   }
 }
 
-// A program: its text (fusion.h) after the dtype, its name, and where its
-// kernel finds the update's operands: input indices, in AdamArgs order
-// (p, g, m, v, then decay or -1 and the hyperparameters); the outputs are
-// m, v, p in every program here.
-struct AdamProgram {
+// SGD with momentum (dampening 0). in: p, g, buf; out: buf, p; h: decay,
+// momentum, momentum again (Nesterov's), lr.
+template <typename T, Decay kDecay, bool kNesterov>
+AJ_MULTIVERSION void sgd_momentum_range(const UpdateArgs<T>& a, int64_t first, int64_t last) {
+  const T decay = a.h[0], momentum = a.h[1], nesterov_momentum = a.h[2], lr = a.h[3];
+#pragma GCC ivdep
+  for (int64_t i = first; i < last; ++i) {
+    T p = a.in[0][i], g = decayed_grad<T, kDecay>(a.in[1][i], p, decay);
+    T buf = a.in[2][i] * momentum + g;
+    T step = kNesterov ? g + buf * nesterov_momentum : buf;
+    a.out[0][i] = buf;
+    a.out[1][i] = p - lr * step;
+  }
+}
+
+// RMSprop (not centered, no momentum). in: p, g, square_avg; out:
+// square_avg, p; h: decay, alpha, 1 - alpha, eps, lr.
+template <typename T, Decay kDecay>
+AJ_MULTIVERSION void rmsprop_range(const UpdateArgs<T>& a, int64_t first, int64_t last) {
+  const T decay = a.h[0], alpha = a.h[1], one_minus_alpha = a.h[2], eps = a.h[3], lr = a.h[4];
+#pragma GCC ivdep
+  for (int64_t i = first; i < last; ++i) {
+    T p = a.in[0][i], g = decayed_grad<T, kDecay>(a.in[1][i], p, decay);
+    T avg = a.in[2][i] * alpha + g * one_minus_alpha * g;
+    a.out[0][i] = avg;
+    a.out[1][i] = p - lr * g / (std::sqrt(avg) + eps);
+  }
+}
+
+enum class Family : uint8_t { kAdam, kSgdMomentum, kRmsprop };
+
+// A program: its name, family and variant, its text (fusion.h) after the
+// dtype, and where its loop finds its operands: the group's input index of
+// each array the family's loop reads (UpdateArgs::in, in its order), then of
+// each hyperparameter (UpdateArgs::h), -1 for one the variant has not.
+struct Program {
   const char* name;
-  bool decoupled, from_end;
+  Family family;
+  Decay decay;
+  bool amsgrad, from_end, nesterov;
   std::string_view text;
-  std::array<int, 11> inputs;
+  std::array<int, 12> inputs;
 };
 
-const AdamProgram kPrograms[] = {
-    {"adam", false, false,
+constexpr int kArrays = 5;  // entries of Program::inputs for UpdateArgs::in
+
+const Program kPrograms[] = {
+    {"adam", Family::kAdam, Decay::kNone, false, false, false,
      "subtract(i0, i1) ; multiply(s0, i2:1) ; add(i1, s1)> ; multiply(i3, i4:1) ; multiply(i0, i5:1) ; "
      "multiply(s4, i0) ; add(s3, s5)> ; sqrt(s6) ; divide(s7, i6:1) ; add(s8, i7:1) ; multiply(i8:1, s2) ; "
      "divide(s10, s9) ; subtract(i9, s11)>",
-     {9, 0, 1, 3, -1, 2, 4, 5, 6, 7, 8}},
-    {"adam", false, true,
+     {9, 0, 1, 3, -1, -1, 2, 4, 5, 6, 7, 8}},
+    {"adam", Family::kAdam, Decay::kNone, false, true, false,
      "subtract(i0, i1) ; multiply(s0, i2:1) ; subtract(i0, s1)> ; multiply(i3, i4:1) ; multiply(i0, i5:1) ; "
      "multiply(s4, i0) ; add(s3, s5)> ; sqrt(s6) ; divide(s7, i6:1) ; add(s8, i7:1) ; multiply(i8:1, s2) ; "
      "divide(s10, s9) ; subtract(i9, s11)>",
-     {9, 0, 1, 3, -1, 2, 4, 5, 6, 7, 8}},
-    {"adamw", true, false,
+     {9, 0, 1, 3, -1, -1, 2, 4, 5, 6, 7, 8}},
+    {"adam", Family::kAdam, Decay::kCoupled, false, false, false,
+     "multiply(i0, i1:1) ; add(i2, s0) ; subtract(s1, i3) ; multiply(s2, i4:1) ; add(i3, s3)> ; "
+     "multiply(i5, i6:1) ; multiply(s1, i7:1) ; multiply(s6, s1) ; add(s5, s7)> ; sqrt(s8) ; divide(s9, i8:1) ; "
+     "add(s10, i9:1) ; multiply(i10:1, s4) ; divide(s12, s11) ; subtract(i0, s13)>",
+     {0, 2, 3, 5, -1, 1, 4, 6, 7, 8, 9, 10}},
+    {"adam", Family::kAdam, Decay::kCoupled, false, true, false,
+     "multiply(i0, i1:1) ; add(i2, s0) ; subtract(s1, i3) ; multiply(s2, i4:1) ; subtract(s1, s3)> ; "
+     "multiply(i5, i6:1) ; multiply(s1, i7:1) ; multiply(s6, s1) ; add(s5, s7)> ; sqrt(s8) ; divide(s9, i8:1) ; "
+     "add(s10, i9:1) ; multiply(i10:1, s4) ; divide(s12, s11) ; subtract(i0, s13)>",
+     {0, 2, 3, 5, -1, 1, 4, 6, 7, 8, 9, 10}},
+    {"adam", Family::kAdam, Decay::kNone, true, false, false,
+     "subtract(i0, i1) ; multiply(s0, i2:1) ; add(i1, s1)> ; multiply(i3, i4:1) ; multiply(i0, i5:1) ; "
+     "multiply(s4, i0) ; add(s3, s5)> ; maximum(i6, s6)> ; sqrt(s7) ; divide(s8, i7:1) ; add(s9, i8:1) ; "
+     "multiply(i9:1, s2) ; divide(s11, s10) ; subtract(i10, s12)>",
+     {10, 0, 1, 3, 6, -1, 2, 4, 5, 7, 8, 9}},
+    {"adam", Family::kAdam, Decay::kNone, true, true, false,
+     "subtract(i0, i1) ; multiply(s0, i2:1) ; subtract(i0, s1)> ; multiply(i3, i4:1) ; multiply(i0, i5:1) ; "
+     "multiply(s4, i0) ; add(s3, s5)> ; maximum(i6, s6)> ; sqrt(s7) ; divide(s8, i7:1) ; add(s9, i8:1) ; "
+     "multiply(i9:1, s2) ; divide(s11, s10) ; subtract(i10, s12)>",
+     {10, 0, 1, 3, 6, -1, 2, 4, 5, 7, 8, 9}},
+    {"adam", Family::kAdam, Decay::kCoupled, true, false, false,
+     "multiply(i0, i1:1) ; add(i2, s0) ; subtract(s1, i3) ; multiply(s2, i4:1) ; add(i3, s3)> ; "
+     "multiply(i5, i6:1) ; multiply(s1, i7:1) ; multiply(s6, s1) ; add(s5, s7)> ; maximum(i8, s8)> ; sqrt(s9) ; "
+     "divide(s10, i9:1) ; add(s11, i10:1) ; multiply(i11:1, s4) ; divide(s13, s12) ; subtract(i0, s14)>",
+     {0, 2, 3, 5, 8, 1, 4, 6, 7, 9, 10, 11}},
+    {"adam", Family::kAdam, Decay::kCoupled, true, true, false,
+     "multiply(i0, i1:1) ; add(i2, s0) ; subtract(s1, i3) ; multiply(s2, i4:1) ; subtract(s1, s3)> ; "
+     "multiply(i5, i6:1) ; multiply(s1, i7:1) ; multiply(s6, s1) ; add(s5, s7)> ; maximum(i8, s8)> ; sqrt(s9) ; "
+     "divide(s10, i9:1) ; add(s11, i10:1) ; multiply(i11:1, s4) ; divide(s13, s12) ; subtract(i0, s14)>",
+     {0, 2, 3, 5, 8, 1, 4, 6, 7, 9, 10, 11}},
+    {"adamw", Family::kAdam, Decay::kDecoupled, false, false, false,
      "multiply(i0, i1:1) ; subtract(i2, i3) ; multiply(s1, i4:1) ; add(i3, s2)> ; multiply(i5, i6:1) ; "
      "multiply(i2, i7:1) ; multiply(s5, i2) ; add(s4, s6)> ; sqrt(s7) ; divide(s8, i8:1) ; add(s9, i9:1) ; "
      "multiply(i10:1, s3) ; divide(s11, s10) ; subtract(s0, s12)>",
-     {0, 2, 3, 5, 1, 4, 6, 7, 8, 9, 10}},
-    {"adamw", true, true,
+     {0, 2, 3, 5, -1, 1, 4, 6, 7, 8, 9, 10}},
+    {"adamw", Family::kAdam, Decay::kDecoupled, false, true, false,
      "multiply(i0, i1:1) ; subtract(i2, i3) ; multiply(s1, i4:1) ; subtract(i2, s2)> ; multiply(i5, i6:1) ; "
      "multiply(i2, i7:1) ; multiply(s5, i2) ; add(s4, s6)> ; sqrt(s7) ; divide(s8, i8:1) ; add(s9, i9:1) ; "
      "multiply(i10:1, s3) ; divide(s11, s10) ; subtract(s0, s12)>",
-     {0, 2, 3, 5, 1, 4, 6, 7, 8, 9, 10}},
+     {0, 2, 3, 5, -1, 1, 4, 6, 7, 8, 9, 10}},
+    {"adamw", Family::kAdam, Decay::kDecoupled, true, false, false,
+     "multiply(i0, i1:1) ; subtract(i2, i3) ; multiply(s1, i4:1) ; add(i3, s2)> ; multiply(i5, i6:1) ; "
+     "multiply(i2, i7:1) ; multiply(s5, i2) ; add(s4, s6)> ; maximum(i8, s7)> ; sqrt(s8) ; divide(s9, i9:1) ; "
+     "add(s10, i10:1) ; multiply(i11:1, s3) ; divide(s12, s11) ; subtract(s0, s13)>",
+     {0, 2, 3, 5, 8, 1, 4, 6, 7, 9, 10, 11}},
+    {"adamw", Family::kAdam, Decay::kDecoupled, true, true, false,
+     "multiply(i0, i1:1) ; subtract(i2, i3) ; multiply(s1, i4:1) ; subtract(i2, s2)> ; multiply(i5, i6:1) ; "
+     "multiply(i2, i7:1) ; multiply(s5, i2) ; add(s4, s6)> ; maximum(i8, s7)> ; sqrt(s8) ; divide(s9, i9:1) ; "
+     "add(s10, i10:1) ; multiply(i11:1, s3) ; divide(s12, s11) ; subtract(s0, s13)>",
+     {0, 2, 3, 5, 8, 1, 4, 6, 7, 9, 10, 11}},
+    {"sgd_momentum", Family::kSgdMomentum, Decay::kNone, false, false, false,
+     "multiply(i0, i1:1) ; add(s0, i2)> ; multiply(i3:1, s1) ; subtract(i4, s2)>",
+     {4, 2, 0, -1, -1, -1, 1, -1, 3, -1, -1, -1}},
+    {"sgd_momentum", Family::kSgdMomentum, Decay::kNone, false, false, true,
+     "multiply(i0, i1:1) ; add(s0, i2)> ; multiply(s1, i3:1) ; add(i2, s2) ; multiply(i4:1, s3) ; "
+     "subtract(i5, s4)>",
+     {5, 2, 0, -1, -1, -1, 1, 3, 4, -1, -1, -1}},
+    {"sgd_momentum", Family::kSgdMomentum, Decay::kCoupled, false, false, false,
+     "multiply(i0, i1:1) ; add(i2, s0) ; multiply(i3, i4:1) ; add(s2, s1)> ; multiply(i5:1, s3) ; "
+     "subtract(i0, s4)>",
+     {0, 2, 3, -1, -1, 1, 4, -1, 5, -1, -1, -1}},
+    {"sgd_momentum", Family::kSgdMomentum, Decay::kCoupled, false, false, true,
+     "multiply(i0, i1:1) ; add(i2, s0) ; multiply(i3, i4:1) ; add(s2, s1)> ; multiply(s3, i5:1) ; add(s1, s4) ; "
+     "multiply(i6:1, s5) ; subtract(i0, s6)>",
+     {0, 2, 3, -1, -1, 1, 4, 5, 6, -1, -1, -1}},
+    {"rmsprop", Family::kRmsprop, Decay::kNone, false, false, false,
+     "multiply(i0, i1:1) ; multiply(i2, i3:1) ; multiply(s1, i2) ; add(s0, s2)> ; sqrt(s3) ; add(s4, i4:1) ; "
+     "multiply(i5:1, i2) ; divide(s6, s5) ; subtract(i6, s7)>",
+     {6, 2, 0, -1, -1, -1, 1, 3, 4, 5, -1, -1}},
+    {"rmsprop", Family::kRmsprop, Decay::kCoupled, false, false, false,
+     "multiply(i0, i1:1) ; add(i2, s0) ; multiply(i3, i4:1) ; multiply(s1, i5:1) ; multiply(s3, s1) ; "
+     "add(s2, s4)> ; sqrt(s5) ; add(s6, i6:1) ; multiply(i7:1, s1) ; divide(s8, s7) ; subtract(i0, s9)>",
+     {0, 2, 3, -1, -1, 1, 4, 5, 6, 7, -1, -1}},
 };
 
-template <typename T, bool kDecoupled>
-void adam_range_of(const AdamProgram& program, const AdamArgs<T>& a, int64_t first, int64_t last) {
-  if (program.from_end) adam_range<T, kDecoupled, true>(a, first, last);
-  else adam_range<T, kDecoupled, false>(a, first, last);
+// The range function of a program's family and variant, for T.
+template <typename T>
+using RangeFn = void (*)(const UpdateArgs<T>&, int64_t, int64_t);
+
+template <typename T, Decay kDecay>
+RangeFn<T> adam_range_of(const Program& p) {
+  if (p.amsgrad) return p.from_end ? adam_range<T, kDecay, true, true> : adam_range<T, kDecay, true, false>;
+  return p.from_end ? adam_range<T, kDecay, false, true> : adam_range<T, kDecay, false, false>;
+}
+
+template <typename T, Decay kDecay>
+RangeFn<T> range_of_decay(const Program& p) {
+  switch (p.family) {
+    case Family::kAdam:
+      return adam_range_of<T, kDecay>(p);
+    case Family::kSgdMomentum:
+      return p.nesterov ? sgd_momentum_range<T, kDecay, true> : sgd_momentum_range<T, kDecay, false>;
+    case Family::kRmsprop:
+      return rmsprop_range<T, kDecay>;
+  }
+  return nullptr;
 }
 
 template <typename T>
-Kernel adam_kernel(const AdamProgram& program) {
-  return [program](KernelContext& ctx) {
-    auto input = [&](int k) { return program.inputs[static_cast<size_t>(k)]; };
-    auto in = [&](int k) { return static_cast<const T*>(ctx.in(static_cast<size_t>(input(k))).data()); };
-    // The hyperparameters are read once, before any output is written.
-    auto scalar = [&](int k) { return input(k) < 0 ? T(1) : in(k)[0]; };
+RangeFn<T> range_of(const Program& p) {
+  switch (p.decay) {
+    case Decay::kNone:
+      return range_of_decay<T, Decay::kNone>(p);
+    case Decay::kCoupled:
+      return range_of_decay<T, Decay::kCoupled>(p);
+    case Decay::kDecoupled:
+      return adam_range_of<T, Decay::kDecoupled>(p);
+  }
+  return nullptr;
+}
+
+// Elementwise ops per element, for the parallel grain.
+int ops_per_element(const Program& p) {
+  return p.family == Family::kAdam ? 14 : p.family == Family::kRmsprop ? 10 : 6;
+}
+
+template <typename T>
+Kernel update_kernel(const Program& program) {
+  return [program, range = range_of<T>(program)](KernelContext& ctx) {
+    auto in = [&](size_t k) {
+      int input = program.inputs[k];
+      return input < 0 ? nullptr : static_cast<const T*>(ctx.in(static_cast<size_t>(input)).data());
+    };
+    UpdateArgs<T> a{};
+    for (size_t k = 0; k < kArrays; ++k) a.in[k] = in(k);
+    for (size_t k = 0; k < ctx.outputs.size() && k < 4; ++k) a.out[k] = static_cast<T*>(ctx.out(k).data());
+    // The hyperparameters are read once, before any output is written; an
+    // absent decay is 1 (as a factor on p) and never read as a term.
+    for (size_t k = 0; k + kArrays < program.inputs.size(); ++k) {
+      const T* h = in(kArrays + k);
+      a.h[k] = h ? h[0] : T(1);
+    }
     int64_t n = ctx.out(0).numel();
-    AdamArgs<T> a{in(0), in(1), in(2), in(3),
-                  static_cast<T*>(ctx.out(2).data()), static_cast<T*>(ctx.out(0).data()),
-                  static_cast<T*>(ctx.out(1).data()),
-                  scalar(4), scalar(5), scalar(6), scalar(7), scalar(8), scalar(9), scalar(10)};
-    constexpr int64_t kOpsPerElement = 14;
-    parallel_for(n, std::max<int64_t>(1, kParallelGrain / kOpsPerElement), [&](int64_t first, int64_t last) {
-      if (program.decoupled) adam_range_of<T, true>(program, a, first, last);
-      else adam_range_of<T, false>(program, a, first, last);
-    });
+    parallel_for(n, std::max<int64_t>(1, kParallelGrain / ops_per_element(program)),
+                 [&](int64_t first, int64_t last) { range(a, first, last); });
   };
 }
 
@@ -119,15 +279,15 @@ Kernel compiled_program(const FusedGroup& group, std::string& name) {
   size_t colon = text.find(": ");
   if (colon == std::string_view::npos) return Kernel();
   std::string_view dtype = text.substr(0, colon), steps = text.substr(colon + 2);
-  for (const AdamProgram& program : kPrograms) {
+  for (const Program& program : kPrograms) {
     if (steps != program.text) continue;
     if (dtype == "float32") {
       name = program.name;
-      return adam_kernel<float>(program);
+      return update_kernel<float>(program);
     }
     if (dtype == "float64") {
       name = program.name;
-      return adam_kernel<double>(program);
+      return update_kernel<double>(program);
     }
   }
   return Kernel();
