@@ -5,25 +5,43 @@ from __future__ import annotations
 
 import statistics
 import time
-from typing import Callable
+from typing import Callable, Hashable, Sequence, TypeVar
+
+Key = TypeVar("Key", bound=Hashable)
+Result = TypeVar("Result")
 
 
 def median_seconds(fn: Callable[[], object], repeat: int = 5, warmup: int = 1,
                    min_total: float = 0.0) -> float:
     """Median wall time of ``fn`` over ``repeat`` runs, after ``warmup`` runs;
-    more runs while their total is under ``min_total`` seconds, so that a
-    run of a millisecond is not measured from three samples of noise.
+    more runs while the time spent running them is under ``min_total``
+    seconds, so that a run of a millisecond is not measured from three
+    samples of noise.
     What ``fn`` returns is freed after its timing stops: freeing the previous
     result (a module of 200k bindings, say) is not part of the next run."""
     for _ in range(warmup):
         fn()
     times: list[float] = []
-    while len(times) < repeat or sum(times) < min_total:
+    start = time.perf_counter()
+    while len(times) < repeat or time.perf_counter() - start < min_total:
         t0 = time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - t0)
         del result
     return statistics.median(times)
+
+
+def interleaved(measure: Callable[[Key], Result], keys: Sequence[Key], rounds: int) -> dict[Key, list[Result]]:
+    """``measure(key)`` for every key, ``rounds`` times over, the keys taken
+    in turn (every key once, then every key again, ...): a slow spell of a
+    shared machine then falls on every key alike instead of on those measured
+    during it, so ratios between keys (growth with size) stay steady. Each
+    key's results, in round order."""
+    results: dict[Key, list[Result]] = {key: [] for key in keys}
+    for _ in range(rounds):
+        for key in keys:
+            results[key].append(measure(key))
+    return results
 
 
 def print_table(headers: list[str], rows: list[list[object]]) -> None:

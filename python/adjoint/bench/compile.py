@@ -6,8 +6,9 @@ and 1M bindings of two shapes (``num_input=1``, (4, 4) float32 values):
 "wide", one weight per group of four bindings, three of them from the weight
 alone and one using the input, all groups independent; and "chain", each
 binding using the one before, the first half from the weight alone and the
-second half with the input. Each (shape, size) runs in a fresh process, and
-every result is checked against what the generated function must give
+second half with the input. Each (shape, size) runs in a fresh process, three
+times, the sizes taken in turn so that a slow spell of the machine falls on
+every size alike (medians over the three), and every result is checked against what the generated function must give
 before anything is timed. Building the function (text, then ``aj.parse``,
 faster than the builder at 1M) is shown on its own row and counted in no
 goal. The floor row, DCE with nothing to remove, is one walk over the same
@@ -36,6 +37,7 @@ and on functions of many low-rank updates, by size.
 from __future__ import annotations
 
 import json
+import statistics
 import subprocess
 import sys
 import time
@@ -45,7 +47,7 @@ from typing import Callable
 import numpy as np
 
 import adjoint as aj
-from adjoint.bench import median_seconds, print_table
+from adjoint.bench import interleaved, median_seconds, print_table
 
 SIZES = (10_000, 100_000, 1_000_000)
 LIFT_ANCHORS = {10_000: 2.76, 100_000: 547.0}  # TVM 0.27 LiftTransformParams seconds, wide
@@ -66,6 +68,7 @@ class Settings:
     repeat: int = 3
     sizes: tuple[int, ...] = SIZES
     min_total: float = 0.3
+    rounds: int = 3  # fresh processes per (shape, size), taken in turn (bench.interleaved)
 
 
 @dataclass(frozen=True)
@@ -184,7 +187,10 @@ def _label(n: int) -> str:
 
 def compile_time_scaling(settings: Settings) -> None:
     sizes = settings.sizes
-    seconds = {(shape, n): measure_in_fresh_process(shape, n, settings) for shape in SHAPES for n in sizes}
+    runs = interleaved(lambda key: measure_in_fresh_process(*key, settings),
+                       [(shape, n) for shape in SHAPES for n in sizes], settings.rounds)
+    seconds = {key: {what: statistics.median(r[what] for r in results) for what in results[0]}
+               for key, results in runs.items()}
     steps = list(zip(sizes, sizes[1:]))
     growth = {(shape, what, a, b): seconds[shape, b][what] / seconds[shape, a][what]
               for shape in SHAPES for what in (BUILD, *MEASURED, FLOOR) for a, b in steps}
@@ -196,7 +202,8 @@ def compile_time_scaling(settings: Settings) -> None:
             rows.append([shape, what, *(seconds[shape, n][what] for n in sizes),
                          *(growth[shape, what, a, b] for a, b in steps), *over_floor])
     print(f"Compile-time analyses and LiftTransformParams: seconds, median of {settings.repeat} runs (build: one "
-          f"run), each size in a fresh process; growth from each size to the next, and that growth over the floor's")
+          f"run) in a fresh process, then median over {settings.rounds} such processes per size, the sizes taken "
+          f"in turn; growth from each size to the next, and that growth over the floor's")
     print_table(["shape", "measured", *(f"{_label(n)} s" for n in sizes),
                  *(f"{_label(b)}/{_label(a)}" for a, b in steps),
                  *(f"{_label(b)}/{_label(a)} / floor's" for a, b in steps)], rows)
@@ -339,8 +346,8 @@ def reassociation(settings: Settings) -> None:
 SECTIONS: tuple[Callable[[Settings], None], ...] = (compile_time_scaling, reassociation)
 
 
-def run(repeat: int = 3, sizes: tuple[int, ...] = SIZES, min_total: float = 0.3) -> None:
+def run(repeat: int = 3, sizes: tuple[int, ...] = SIZES, min_total: float = 0.3, rounds: int = 3) -> None:
     for k, section in enumerate(SECTIONS):
         if k:
             print()
-        section(Settings(repeat, sizes, min_total))
+        section(Settings(repeat, sizes, min_total, rounds))
