@@ -110,101 +110,86 @@ enum class Family : uint8_t { kAdam, kSgdMomentum, kRmsprop };
 // A program: its name, family and variant, its text (fusion.h) after the
 // dtype, and where its loop finds its operands: the group's input index of
 // each array the family's loop reads (UpdateArgs::in, in its order), then of
-// each hyperparameter (UpdateArgs::h), -1 for one the variant has not.
+// each hyperparameter (UpdateArgs::h), -1 for one the variant has not. An
+// Adam text lerps the first moment from m; `lerp_from_end` is that step and
+// its spelling from g, which the same program also matches (kFromEnd).
 struct Program {
   const char* name;
   Family family;
   Decay decay;
-  bool amsgrad, from_end, nesterov;
+  bool amsgrad, nesterov;
   std::string_view text;
+  std::array<std::string_view, 2> lerp_from_end;
   std::array<int, 12> inputs;
 };
 
 constexpr int kArrays = 5;  // entries of Program::inputs for UpdateArgs::in
 
 const Program kPrograms[] = {
-    {"adam", Family::kAdam, Decay::kNone, false, false, false,
+    {"adam", Family::kAdam, Decay::kNone, false, false,
      "subtract(i0, i1) ; multiply(s0, i2:1) ; add(i1, s1)> ; multiply(i3, i4:1) ; multiply(i0, i5:1) ; "
      "multiply(s4, i0) ; add(s3, s5)> ; sqrt(s6) ; divide(s7, i6:1) ; add(s8, i7:1) ; multiply(i8:1, s2) ; "
      "divide(s10, s9) ; subtract(i9, s11)>",
+     {"add(i1, s1)>", "subtract(i0, s1)>"},
      {9, 0, 1, 3, -1, -1, 2, 4, 5, 6, 7, 8}},
-    {"adam", Family::kAdam, Decay::kNone, false, true, false,
-     "subtract(i0, i1) ; multiply(s0, i2:1) ; subtract(i0, s1)> ; multiply(i3, i4:1) ; multiply(i0, i5:1) ; "
-     "multiply(s4, i0) ; add(s3, s5)> ; sqrt(s6) ; divide(s7, i6:1) ; add(s8, i7:1) ; multiply(i8:1, s2) ; "
-     "divide(s10, s9) ; subtract(i9, s11)>",
-     {9, 0, 1, 3, -1, -1, 2, 4, 5, 6, 7, 8}},
-    {"adam", Family::kAdam, Decay::kCoupled, false, false, false,
+    {"adam", Family::kAdam, Decay::kCoupled, false, false,
      "multiply(i0, i1:1) ; add(i2, s0) ; subtract(s1, i3) ; multiply(s2, i4:1) ; add(i3, s3)> ; "
      "multiply(i5, i6:1) ; multiply(s1, i7:1) ; multiply(s6, s1) ; add(s5, s7)> ; sqrt(s8) ; divide(s9, i8:1) ; "
      "add(s10, i9:1) ; multiply(i10:1, s4) ; divide(s12, s11) ; subtract(i0, s13)>",
+     {"add(i3, s3)>", "subtract(s1, s3)>"},
      {0, 2, 3, 5, -1, 1, 4, 6, 7, 8, 9, 10}},
-    {"adam", Family::kAdam, Decay::kCoupled, false, true, false,
-     "multiply(i0, i1:1) ; add(i2, s0) ; subtract(s1, i3) ; multiply(s2, i4:1) ; subtract(s1, s3)> ; "
-     "multiply(i5, i6:1) ; multiply(s1, i7:1) ; multiply(s6, s1) ; add(s5, s7)> ; sqrt(s8) ; divide(s9, i8:1) ; "
-     "add(s10, i9:1) ; multiply(i10:1, s4) ; divide(s12, s11) ; subtract(i0, s13)>",
-     {0, 2, 3, 5, -1, 1, 4, 6, 7, 8, 9, 10}},
-    {"adam", Family::kAdam, Decay::kNone, true, false, false,
+    {"adam", Family::kAdam, Decay::kNone, true, false,
      "subtract(i0, i1) ; multiply(s0, i2:1) ; add(i1, s1)> ; multiply(i3, i4:1) ; multiply(i0, i5:1) ; "
      "multiply(s4, i0) ; add(s3, s5)> ; maximum(i6, s6)> ; sqrt(s7) ; divide(s8, i7:1) ; add(s9, i8:1) ; "
      "multiply(i9:1, s2) ; divide(s11, s10) ; subtract(i10, s12)>",
+     {"add(i1, s1)>", "subtract(i0, s1)>"},
      {10, 0, 1, 3, 6, -1, 2, 4, 5, 7, 8, 9}},
-    {"adam", Family::kAdam, Decay::kNone, true, true, false,
-     "subtract(i0, i1) ; multiply(s0, i2:1) ; subtract(i0, s1)> ; multiply(i3, i4:1) ; multiply(i0, i5:1) ; "
-     "multiply(s4, i0) ; add(s3, s5)> ; maximum(i6, s6)> ; sqrt(s7) ; divide(s8, i7:1) ; add(s9, i8:1) ; "
-     "multiply(i9:1, s2) ; divide(s11, s10) ; subtract(i10, s12)>",
-     {10, 0, 1, 3, 6, -1, 2, 4, 5, 7, 8, 9}},
-    {"adam", Family::kAdam, Decay::kCoupled, true, false, false,
+    {"adam", Family::kAdam, Decay::kCoupled, true, false,
      "multiply(i0, i1:1) ; add(i2, s0) ; subtract(s1, i3) ; multiply(s2, i4:1) ; add(i3, s3)> ; "
      "multiply(i5, i6:1) ; multiply(s1, i7:1) ; multiply(s6, s1) ; add(s5, s7)> ; maximum(i8, s8)> ; sqrt(s9) ; "
      "divide(s10, i9:1) ; add(s11, i10:1) ; multiply(i11:1, s4) ; divide(s13, s12) ; subtract(i0, s14)>",
+     {"add(i3, s3)>", "subtract(s1, s3)>"},
      {0, 2, 3, 5, 8, 1, 4, 6, 7, 9, 10, 11}},
-    {"adam", Family::kAdam, Decay::kCoupled, true, true, false,
-     "multiply(i0, i1:1) ; add(i2, s0) ; subtract(s1, i3) ; multiply(s2, i4:1) ; subtract(s1, s3)> ; "
-     "multiply(i5, i6:1) ; multiply(s1, i7:1) ; multiply(s6, s1) ; add(s5, s7)> ; maximum(i8, s8)> ; sqrt(s9) ; "
-     "divide(s10, i9:1) ; add(s11, i10:1) ; multiply(i11:1, s4) ; divide(s13, s12) ; subtract(i0, s14)>",
-     {0, 2, 3, 5, 8, 1, 4, 6, 7, 9, 10, 11}},
-    {"adamw", Family::kAdam, Decay::kDecoupled, false, false, false,
+    {"adamw", Family::kAdam, Decay::kDecoupled, false, false,
      "multiply(i0, i1:1) ; subtract(i2, i3) ; multiply(s1, i4:1) ; add(i3, s2)> ; multiply(i5, i6:1) ; "
      "multiply(i2, i7:1) ; multiply(s5, i2) ; add(s4, s6)> ; sqrt(s7) ; divide(s8, i8:1) ; add(s9, i9:1) ; "
      "multiply(i10:1, s3) ; divide(s11, s10) ; subtract(s0, s12)>",
+     {"add(i3, s2)>", "subtract(i2, s2)>"},
      {0, 2, 3, 5, -1, 1, 4, 6, 7, 8, 9, 10}},
-    {"adamw", Family::kAdam, Decay::kDecoupled, false, true, false,
-     "multiply(i0, i1:1) ; subtract(i2, i3) ; multiply(s1, i4:1) ; subtract(i2, s2)> ; multiply(i5, i6:1) ; "
-     "multiply(i2, i7:1) ; multiply(s5, i2) ; add(s4, s6)> ; sqrt(s7) ; divide(s8, i8:1) ; add(s9, i9:1) ; "
-     "multiply(i10:1, s3) ; divide(s11, s10) ; subtract(s0, s12)>",
-     {0, 2, 3, 5, -1, 1, 4, 6, 7, 8, 9, 10}},
-    {"adamw", Family::kAdam, Decay::kDecoupled, true, false, false,
+    {"adamw", Family::kAdam, Decay::kDecoupled, true, false,
      "multiply(i0, i1:1) ; subtract(i2, i3) ; multiply(s1, i4:1) ; add(i3, s2)> ; multiply(i5, i6:1) ; "
      "multiply(i2, i7:1) ; multiply(s5, i2) ; add(s4, s6)> ; maximum(i8, s7)> ; sqrt(s8) ; divide(s9, i9:1) ; "
      "add(s10, i10:1) ; multiply(i11:1, s3) ; divide(s12, s11) ; subtract(s0, s13)>",
+     {"add(i3, s2)>", "subtract(i2, s2)>"},
      {0, 2, 3, 5, 8, 1, 4, 6, 7, 9, 10, 11}},
-    {"adamw", Family::kAdam, Decay::kDecoupled, true, true, false,
-     "multiply(i0, i1:1) ; subtract(i2, i3) ; multiply(s1, i4:1) ; subtract(i2, s2)> ; multiply(i5, i6:1) ; "
-     "multiply(i2, i7:1) ; multiply(s5, i2) ; add(s4, s6)> ; maximum(i8, s7)> ; sqrt(s8) ; divide(s9, i9:1) ; "
-     "add(s10, i10:1) ; multiply(i11:1, s3) ; divide(s12, s11) ; subtract(s0, s13)>",
-     {0, 2, 3, 5, 8, 1, 4, 6, 7, 9, 10, 11}},
-    {"sgd_momentum", Family::kSgdMomentum, Decay::kNone, false, false, false,
+    {"sgd_momentum", Family::kSgdMomentum, Decay::kNone, false, false,
      "multiply(i0, i1:1) ; add(s0, i2)> ; multiply(i3:1, s1) ; subtract(i4, s2)>",
+     {},
      {4, 2, 0, -1, -1, -1, 1, -1, 3, -1, -1, -1}},
-    {"sgd_momentum", Family::kSgdMomentum, Decay::kNone, false, false, true,
+    {"sgd_momentum", Family::kSgdMomentum, Decay::kNone, false, true,
      "multiply(i0, i1:1) ; add(s0, i2)> ; multiply(s1, i3:1) ; add(i2, s2) ; multiply(i4:1, s3) ; "
      "subtract(i5, s4)>",
+     {},
      {5, 2, 0, -1, -1, -1, 1, 3, 4, -1, -1, -1}},
-    {"sgd_momentum", Family::kSgdMomentum, Decay::kCoupled, false, false, false,
+    {"sgd_momentum", Family::kSgdMomentum, Decay::kCoupled, false, false,
      "multiply(i0, i1:1) ; add(i2, s0) ; multiply(i3, i4:1) ; add(s2, s1)> ; multiply(i5:1, s3) ; "
      "subtract(i0, s4)>",
+     {},
      {0, 2, 3, -1, -1, 1, 4, -1, 5, -1, -1, -1}},
-    {"sgd_momentum", Family::kSgdMomentum, Decay::kCoupled, false, false, true,
+    {"sgd_momentum", Family::kSgdMomentum, Decay::kCoupled, false, true,
      "multiply(i0, i1:1) ; add(i2, s0) ; multiply(i3, i4:1) ; add(s2, s1)> ; multiply(s3, i5:1) ; add(s1, s4) ; "
      "multiply(i6:1, s5) ; subtract(i0, s6)>",
+     {},
      {0, 2, 3, -1, -1, 1, 4, 5, 6, -1, -1, -1}},
-    {"rmsprop", Family::kRmsprop, Decay::kNone, false, false, false,
+    {"rmsprop", Family::kRmsprop, Decay::kNone, false, false,
      "multiply(i0, i1:1) ; multiply(i2, i3:1) ; multiply(s1, i2) ; add(s0, s2)> ; sqrt(s3) ; add(s4, i4:1) ; "
      "multiply(i5:1, i2) ; divide(s6, s5) ; subtract(i6, s7)>",
+     {},
      {6, 2, 0, -1, -1, -1, 1, 3, 4, 5, -1, -1}},
-    {"rmsprop", Family::kRmsprop, Decay::kCoupled, false, false, false,
+    {"rmsprop", Family::kRmsprop, Decay::kCoupled, false, false,
      "multiply(i0, i1:1) ; add(i2, s0) ; multiply(i3, i4:1) ; multiply(s1, i5:1) ; multiply(s3, s1) ; "
      "add(s2, s4)> ; sqrt(s5) ; add(s6, i6:1) ; multiply(i7:1, s1) ; divide(s8, s7) ; subtract(i0, s9)>",
+     {},
      {0, 2, 3, -1, -1, 1, 4, 5, 6, 7, -1, -1}},
 };
 
@@ -213,16 +198,16 @@ template <typename T>
 using RangeFn = void (*)(const UpdateArgs<T>&, int64_t, int64_t);
 
 template <typename T, Decay kDecay>
-RangeFn<T> adam_range_of(const Program& p) {
-  if (p.amsgrad) return p.from_end ? adam_range<T, kDecay, true, true> : adam_range<T, kDecay, true, false>;
-  return p.from_end ? adam_range<T, kDecay, false, true> : adam_range<T, kDecay, false, false>;
+RangeFn<T> adam_range_of(const Program& p, bool from_end) {
+  if (p.amsgrad) return from_end ? adam_range<T, kDecay, true, true> : adam_range<T, kDecay, true, false>;
+  return from_end ? adam_range<T, kDecay, false, true> : adam_range<T, kDecay, false, false>;
 }
 
 template <typename T, Decay kDecay>
-RangeFn<T> range_of_decay(const Program& p) {
+RangeFn<T> range_of_decay(const Program& p, bool from_end) {
   switch (p.family) {
     case Family::kAdam:
-      return adam_range_of<T, kDecay>(p);
+      return adam_range_of<T, kDecay>(p, from_end);
     case Family::kSgdMomentum:
       return p.nesterov ? sgd_momentum_range<T, kDecay, true> : sgd_momentum_range<T, kDecay, false>;
     case Family::kRmsprop:
@@ -232,14 +217,14 @@ RangeFn<T> range_of_decay(const Program& p) {
 }
 
 template <typename T>
-RangeFn<T> range_of(const Program& p) {
+RangeFn<T> range_of(const Program& p, bool from_end) {
   switch (p.decay) {
     case Decay::kNone:
-      return range_of_decay<T, Decay::kNone>(p);
+      return range_of_decay<T, Decay::kNone>(p, from_end);
     case Decay::kCoupled:
-      return range_of_decay<T, Decay::kCoupled>(p);
+      return range_of_decay<T, Decay::kCoupled>(p, from_end);
     case Decay::kDecoupled:
-      return adam_range_of<T, Decay::kDecoupled>(p);
+      return adam_range_of<T, Decay::kDecoupled>(p, from_end);
   }
   return nullptr;
 }
@@ -250,8 +235,8 @@ int ops_per_element(const Program& p) {
 }
 
 template <typename T>
-Kernel update_kernel(const Program& program) {
-  return [program, range = range_of<T>(program)](KernelContext& ctx) {
+Kernel update_kernel(const Program& program, bool from_end) {
+  return [program, range = range_of<T>(program, from_end)](KernelContext& ctx) {
     auto in = [&](size_t k) {
       int input = program.inputs[k];
       return input < 0 ? nullptr : static_cast<const T*>(ctx.in(static_cast<size_t>(input)).data());
@@ -271,6 +256,16 @@ Kernel update_kernel(const Program& program) {
   };
 }
 
+// Whether `steps` is `text` with its step `from` (which it holds once)
+// spelled `to` instead.
+bool is_with_step_replaced(std::string_view steps, std::string_view text, std::string_view from,
+                           std::string_view to) {
+  size_t at = text.find(from);
+  if (at == std::string_view::npos || steps.size() != text.size() - from.size() + to.size()) return false;
+  return steps.substr(0, at) == text.substr(0, at) && steps.substr(at, to.size()) == to &&
+         steps.substr(at + to.size()) == text.substr(at + from.size());
+}
+
 }  // namespace
 
 Kernel compiled_program(const FusedGroup& group, std::string& name) {
@@ -280,14 +275,16 @@ Kernel compiled_program(const FusedGroup& group, std::string& name) {
   if (colon == std::string_view::npos) return Kernel();
   std::string_view dtype = text.substr(0, colon), steps = text.substr(colon + 2);
   for (const Program& program : kPrograms) {
-    if (steps != program.text) continue;
+    const auto& [from_m, from_g] = program.lerp_from_end;
+    bool from_end = !from_m.empty() && is_with_step_replaced(steps, program.text, from_m, from_g);
+    if (!from_end && steps != program.text) continue;
     if (dtype == "float32") {
       name = program.name;
-      return update_kernel<float>(program);
+      return update_kernel<float>(program, from_end);
     }
     if (dtype == "float64") {
       name = program.name;
-      return update_kernel<double>(program);
+      return update_kernel<double>(program, from_end);
     }
   }
   return Kernel();
