@@ -44,6 +44,12 @@ def interleaved(measure: Callable[[Key], Result], keys: Sequence[Key], rounds: i
     return results
 
 
+def interleaved_medians_phrase(repeat: int, rounds: int) -> str:
+    """How a table measured with ``interleaved`` fresh processes was made."""
+    return (f"median of {repeat} runs in a fresh process, then median over {rounds} such processes per size, "
+            f"the sizes taken in turn")
+
+
 def print_table(headers: list[str], rows: list[list[object]]) -> None:
     """Prints rows as an aligned plain-text table."""
     cells = [headers] + [[_fmt(c) for c in r] for r in rows]

@@ -8,8 +8,8 @@ alone and one using the input, all groups independent; and "chain", each
 binding using the one before, the first half from the weight alone and the
 second half with the input. Each (shape, size) runs in a fresh process, three
 times, the sizes taken in turn so that a slow spell of the machine falls on
-every size alike (medians over the three), and every result is checked against what the generated function must give
-before anything is timed. Building the function (text, then ``aj.parse``,
+every size alike (medians over the three), and every result is checked
+against what the generated function must give before anything is timed. Building the function (text, then ``aj.parse``,
 faster than the builder at 1M) is shown on its own row and counted in no
 goal. The floor row, DCE with nothing to remove, is one walk over the same
 function: its growth shows what the caches alone cost (10k bindings fit in
@@ -47,7 +47,7 @@ from typing import Callable
 import numpy as np
 
 import adjoint as aj
-from adjoint.bench import interleaved, median_seconds, print_table
+from adjoint.bench import interleaved, interleaved_medians_phrase, median_seconds, print_table
 
 SIZES = (10_000, 100_000, 1_000_000)
 LIFT_ANCHORS = {10_000: 2.76, 100_000: 547.0}  # TVM 0.27 LiftTransformParams seconds, wide
@@ -201,9 +201,9 @@ def compile_time_scaling(settings: Settings) -> None:
                           for a, b in steps]
             rows.append([shape, what, *(seconds[shape, n][what] for n in sizes),
                          *(growth[shape, what, a, b] for a, b in steps), *over_floor])
-    print(f"Compile-time analyses and LiftTransformParams: seconds, median of {settings.repeat} runs (build: one "
-          f"run) in a fresh process, then median over {settings.rounds} such processes per size, the sizes taken "
-          f"in turn; growth from each size to the next, and that growth over the floor's")
+    print(f"Compile-time analyses and LiftTransformParams: seconds, "
+          f"{interleaved_medians_phrase(settings.repeat, settings.rounds)} (build: one run per process); growth "
+          f"from each size to the next, and that growth over the floor's")
     print_table(["shape", "measured", *(f"{_label(n)} s" for n in sizes),
                  *(f"{_label(b)}/{_label(a)}" for a, b in steps),
                  *(f"{_label(b)}/{_label(a)} / floor's" for a, b in steps)], rows)

@@ -33,7 +33,7 @@ from typing import Callable
 
 import adjoint as aj
 from adjoint import pattern as P
-from adjoint.bench import interleaved, median_seconds, print_table
+from adjoint.bench import interleaved, interleaved_medians_phrase, median_seconds, print_table
 from adjoint.bench.graphs import qkv_groups
 
 _T = 'Tensor((4,), "float32")'
@@ -154,9 +154,8 @@ def qkv_scaling(repeat: int, rounds: int = QKV_ROUNDS, groups: tuple[int, ...] =
             before = groups[k - 1]
             growth = [seconds[how, n] / seconds[how, before], floor[how, n] / floor[how, before]] if k else ["", ""]
             rows.append([how, n, seconds[how, n], seconds[how, n] / n * 1e6, *growth])
-    print(f"QKV combine: seconds, median of {repeat} runs in a fresh process, then median over {rounds} such "
-          f"processes per size, the sizes taken in turn; growth over the row before, and the floor's (a DCE that "
-          f"removes nothing) over the same step")
+    print(f"QKV combine: seconds, {interleaved_medians_phrase(repeat, rounds)}; growth over the row before, and "
+          f"the floor's (a DCE that removes nothing) over the same step")
     print_table(["how", "groups", "seconds", "us/group", "growth", "floor growth"], rows)
     if groups != QKV_GROUPS:
         return
