@@ -18,7 +18,7 @@ import pytest
 from adjoint.bench import train as bench
 from adjoint.bench.__main__ import SUITES
 from adjoint.bench.graphs import transformer_block
-from adjoint.bench.train_models import MODELS, SYSTEMS, adjoint_step, gemms_alone
+from adjoint.bench.train_models import MODELS, SYSTEMS, adjoint_step, gemms_alone, step_gemms, torch_gemms_alone
 
 TINY = {"mlp": {"batch": 8, "sizes": (12, 16, 16, 5)},
         "transformer": {"batch": 2, "seq": 8, "hidden": 16, "heads": 2, "ffn": 32}}
@@ -91,6 +91,27 @@ def test_gemms_alone_makes_the_steps_matmuls_and_nothing_else(model_name):
     assert set(ops) <= {"matmul", "permute_dims"} and ops.count("matmul") == len(step_matmuls)
 
 
+@pytest.mark.parametrize("model_name", sorted(TINY))
+def test_torch_gemms_alone_makes_the_same_matmuls(model_name):
+    needs("torch")
+    _, trainer = adjoint_step(MODELS[model_name](**TINY[model_name]))
+    gemms = step_gemms(trainer)
+    step_matmuls = [b.value for b in trainer.module["step"].bindings if getattr(b.value, "op", None) == "matmul"]
+    run = torch_gemms_alone(gemms)
+    results = run()
+    assert [tuple(r.shape) for r in results] == [tuple(c.type.shape) for c in step_matmuls]
+    assert all(a is b for a, b in zip(run(), results))  # into the same out tensors
+    assert any(g.rhs_transposed for g in gemms) and any(g.lhs_transposed for g in gemms)
+
+
+def test_the_gemms_line_says_when_torchs_own_gemms_leave_no_room():
+    seconds = {"torch": 10.0, "adjoint GEMMs": 8.2, "torch GEMMs": 8.0}
+    assert bench.gemms_line(seconds) == ("    (adjoint's GEMMs alone: 0.82 of torch's step; torch's own GEMMs alone: "
+                                         "0.80 of it: at or above 0.8, the goal needs GEMMs faster than torch's)")
+    seconds["torch GEMMs"] = 7.0
+    assert bench.gemms_line(seconds).endswith("torch's own GEMMs alone: 0.70 of it)")
+
+
 def test_a_failing_worker_is_an_error_naming_its_system():
     worker = bench.Worker("nonesuch", "mlp", TINY["mlp"], 1)
     with pytest.raises(RuntimeError, match="^the nonesuch worker stopped"):
@@ -115,14 +136,16 @@ def test_the_suite_runs_at_small_sizes(capsys):
     assert [r[:2] for r in times] == [r[:2] for r in losses] == [["mlp", "1"], ["mlp", "2"]]
     for row, loss_row in zip(times, losses):
         for k, system in enumerate(bench.SYSTEMS):
-            assert (row[2 + k] == "nan") == (system not in present) == (row[9 + k] == "nan"), (system, row)
+            assert (row[2 + k] == "nan") == (system not in present) == (row[11 + k] == "nan"), (system, row)
             assert (loss_row[2 + k] == "nan") == (system not in present), (system, loss_row)
         for k, other in enumerate(("torch", "jax")):
             if other in present:
-                assert float(row[6 + k]) == pytest.approx(float(row[2]) / float(row[3 + k]), rel=1e-2)
+                assert float(row[7 + k]) == pytest.approx(float(row[2]) / float(row[3 + k]), rel=1e-2)
         assert float(row[5]) > 0
+        assert (row[6] == "nan") == ("torch" not in present)
         if "torch" in present:
-            assert float(row[8]) == pytest.approx(float(row[5]) / float(row[3]), rel=1e-2)
+            assert float(row[9]) == pytest.approx(float(row[5]) / float(row[3]), rel=1e-2)
+            assert float(row[10]) == pytest.approx(float(row[6]) / float(row[3]), rel=1e-2)
         assert float(loss_row[-1]) < 1e-5
     memory = table(lines, "Resident memory")
     assert [r[2] for r in memory] == present

@@ -14,7 +14,10 @@ The adjoint process also times the step's matmuls alone (the same GEMMs
 on operands of their shapes, through the same executor and OpenBLAS,
 bench/train_models.gemms_alone), sampled after each of its step samples:
 a step can go no faster than that by any change outside the GEMMs, and
-its ratio to PyTorch's step shows how much of the goal that leaves.
+its ratio to PyTorch's step shows how much of the goal that leaves. The
+PyTorch process times the same matmuls by ``torch.matmul``
+(train_models.torch_gemms_alone) after each of its samples: their share
+of PyTorch's own step, and how fast its GEMMs are against adjoint's.
 The header names the OpenBLAS kernels adjoint's GEMMs run: an
 OPENBLAS_CORETYPE in the environment overrides OpenBLAS's pick for the CPU
 (PyTorch and JAX have GEMMs of their own).
@@ -37,7 +40,7 @@ from adjoint.bench import print_table
 from adjoint.bench.train_models import MODELS
 
 SYSTEMS = ("adjoint", "torch", "jax")
-GEMMS = "adjoint GEMMs"  # the matmuls of adjoint's step alone
+GEMMS = {"adjoint": "adjoint GEMMs", "torch": "torch GEMMs"}  # the matmuls of adjoint's step alone, by each
 GOALS = {"torch": 0.8, "jax": 1.0}
 MiB = 1024  # KiB per MiB
 
@@ -90,18 +93,19 @@ def settle() -> None:
 
 def measure(workers: list[Worker], repeat: int, sample_seconds: float) -> dict[str, float]:
     """Median seconds per step of each system over ``repeat`` samples, taken
-    in turn (one sample of each system per repeat, adjoint's followed by
-    one of its GEMMs alone, under ``GEMMS``); a sample is as many steps as
-    fill about ``sample_seconds`` by the worker's first steps."""
+    in turn (one sample of each system per repeat, adjoint's and torch's
+    each followed by one of their GEMMs alone, under ``GEMMS``); a sample
+    is as many steps as fill about ``sample_seconds`` by the worker's first
+    steps."""
     steps = {w.system: max(1, round(sample_seconds / w.hello["step_seconds"])) for w in workers}
     times: dict[str, list[float]] = {w.system: [] for w in workers}
     for _ in range(repeat):
         for w in workers:
             settle()
             times[w.system].append(w.ask({"cmd": "time", "steps": steps[w.system]})["seconds"] / steps[w.system])
-            if w.system == "adjoint":
+            if w.system in GEMMS:
                 settle()
-                times.setdefault(GEMMS, []).append(
+                times.setdefault(GEMMS[w.system], []).append(
                     w.ask({"cmd": "time", "steps": steps[w.system], "gemms": True})["seconds"] / steps[w.system])
     return {s: statistics.median(t) for s, t in times.items()}
 
@@ -171,6 +175,17 @@ def blas_line() -> str:
             f"PyTorch and JAX use GEMMs of their own, which it does not change")
 
 
+def gemms_line(seconds: dict) -> str:
+    """How much of torch's step the step's GEMMs alone take, adjoint's and
+    torch's own; when torch's own take the goal's share or more, no system
+    with GEMMs no faster than torch's can reach the goal."""
+    mine, theirs = ratio(seconds, "torch", GEMMS["adjoint"]), ratio(seconds, "torch", GEMMS["torch"])
+    line = f"    (adjoint's GEMMs alone: {mine:.2f} of torch's step; torch's own GEMMs alone: {theirs:.2f} of it"
+    if theirs >= GOALS["torch"]:
+        line += f": at or above {GOALS['torch']}, the goal needs GEMMs faster than torch's"
+    return line + ")"
+
+
 def ratio(seconds: dict, other: str, mine: str = "adjoint") -> float:
     return seconds[mine] / seconds[other] if other in seconds and mine in seconds else float("nan")
 
@@ -186,8 +201,9 @@ def run(repeat: int = 3, models: dict | None = None, thread_counts: tuple[int, .
         for threads in thread_counts:
             check_memory = memory_steps if threads == thread_counts[-1] else None
             seconds, losses, mem = run_model(model, dims, systems, threads, repeat, sample_seconds, check_memory)
-            rows.append([model, threads] + [seconds.get(s, float("nan")) * 1e3 for s in (*SYSTEMS, GEMMS)]
-                        + [ratio(seconds, "torch"), ratio(seconds, "jax"), ratio(seconds, "torch", GEMMS)]
+            rows.append([model, threads] + [seconds.get(s, float("nan")) * 1e3 for s in (*SYSTEMS, *GEMMS.values())]
+                        + [ratio(seconds, "torch"), ratio(seconds, "jax")]
+                        + [ratio(seconds, "torch", g) for g in GEMMS.values()]
                         + [1 / seconds[s] if s in seconds else float("nan") for s in SYSTEMS])
             loss_rows.append([model, threads] + [losses.get(s, float("nan")) for s in SYSTEMS]
                              + [loss_spread(losses)])
@@ -195,15 +211,16 @@ def run(repeat: int = 3, models: dict | None = None, thread_counts: tuple[int, .
             goal_lines += [f"  {model}, {threads} thread{'s' * (threads > 1)}: aj/{o} "
                            f"{ratio(seconds, o):.2f} (<= {g})" for o, g in GOALS.items() if o in seconds]
             if "torch" in seconds:
-                goal_lines.append(f"    (adjoint's GEMMs alone: {ratio(seconds, 'torch', GEMMS):.2f} of torch's step)")
+                goal_lines.append(gemms_line(seconds))
     print(f"Training step with Adam (lr 1e-3): ms per step, median of {repeat} interleaved samples of "
           f"~{sample_seconds:g} s; each system in its own process pinned to the first n CPUs "
           f"({cpus} available); systems: {', '.join(systems)}")
     for model, dims in models.items():
         print(f"  {model}: {MODEL_LOSSES[model]}; {describe(model, dims)}")
     print(f"  {blas_line()}")
-    print_table(["model", "threads", "adjoint ms", "torch ms", "jax ms", "aj GEMMs ms", "aj/torch", "aj/jax",
-                 "GEMMs/torch", "adjoint steps/s", "torch steps/s", "jax steps/s"], rows)
+    print_table(["model", "threads", "adjoint ms", "torch ms", "jax ms", "aj GEMMs ms", "torch GEMMs ms", "aj/torch",
+                 "aj/jax", "aj GEMMs/torch", "torch GEMMs/torch", "adjoint steps/s", "torch steps/s", "jax steps/s"],
+                rows)
     print()
     print("Loss of step 1 (same initial params and batch):")
     print_table(["model", "threads", "adjoint", "torch", "jax", "max rel diff"], loss_rows)

@@ -78,6 +78,33 @@ def adjoint_step(model: Model) -> tuple[Callable[[], float], object]:
     return (lambda: float(trainer.step(model.x, model.y))), trainer
 
 
+@dataclass(frozen=True)
+class Gemm:
+    """One matmul of a step: its operands as stored (shape, dtype), each
+    with whether the step reads it transposed (a ``permute_dims`` of its last
+    two axes, which the executor folds into the GEMM), and the call's attrs."""
+    lhs: tuple[int, ...]
+    lhs_transposed: bool
+    rhs: tuple[int, ...]
+    rhs_transposed: bool
+    dtype: str
+    attrs: dict
+
+
+def step_gemms(trainer) -> list[Gemm]:
+    """The matmuls of ``trainer``'s step function, in order."""
+    step_fn = trainer.module["step"]
+    values = {b.var: b.value for b in step_fn.bindings}
+
+    def operand(arg) -> tuple[tuple[int, ...], bool]:
+        value = values.get(arg)
+        transposed = value is not None and _is_transpose(value)
+        return tuple((value.args[0] if transposed else arg).type.shape), transposed
+
+    return [Gemm(*operand(call.args[0]), *operand(call.args[1]), call.args[0].type.dtype, dict(call.attrs))
+            for call in (b.value for b in step_fn.bindings) if getattr(call, "op", None) == "matmul"]
+
+
 def gemms_alone(trainer) -> functools.partial:
     """The matmuls of ``trainer``'s step function and nothing else, on
     operands of their shapes: a function of adjoint's executor making each
@@ -86,26 +113,20 @@ def gemms_alone(trainer) -> functools.partial:
     donated array. Its time is the part of a step no change outside the
     GEMMs can remove (bench/train.py reports it beside the step). A
     ``functools.partial`` of that function (``.func``) and its arrays."""
-    step_fn = trainer.module["step"]
-    values = {b.var: b.value for b in step_fn.bindings}
-    matmuls = [b.value for b in step_fn.bindings if getattr(b.value, "op", None) == "matmul"]
     rng = np.random.default_rng(0)
     bb = aj.FunctionBuilder("gemms")
     arrays, results = [], []
 
-    def operand(arg, name: str):
-        value = values.get(arg)
-        transposed = value is not None and _is_transpose(value)
-        source = value.args[0] if transposed else arg
-        shape, dtype = tuple(source.type.shape), source.type.dtype
+    def operand(shape: tuple[int, ...], transposed: bool, dtype: str, name: str):
         arrays.append(rng.standard_normal(shape).astype(dtype))
         param = bb.param(name, shape, dtype)
-        return aj.op.permute_dims(param, **value.attrs) if transposed else param
+        return _swap_last_two(param) if transposed else param
 
     with bb:
-        for i, call in enumerate(matmuls):
-            lhs, rhs = operand(call.args[0], f"a{i}"), operand(call.args[1], f"b{i}")
-            results.append(aj.op.matmul(lhs, rhs, **call.attrs))
+        for i, g in enumerate(step_gemms(trainer)):
+            lhs = operand(g.lhs, g.lhs_transposed, g.dtype, f"a{i}")
+            rhs = operand(g.rhs, g.rhs_transposed, g.dtype, f"b{i}")
+            results.append(aj.op.matmul(lhs, rhs, **g.attrs))
         first_output = len(arrays)
         for i, r in enumerate(results):
             bb.param(f"out{i}", tuple(r.type.shape), r.type.dtype)
@@ -113,6 +134,37 @@ def gemms_alone(trainer) -> functools.partial:
         module = bb.finish(tuple(results))
     run = aj.build(module)["gemms"].donating({first_output + i: i for i in range(len(results))})
     return functools.partial(run, *arrays)
+
+
+def torch_gemms_alone(gemms: list[Gemm]) -> Callable[[], list]:
+    """The same matmuls in PyTorch: ``torch.matmul`` of operands of their
+    shapes (a transposed one as a transposed view, as ``nn.Linear`` passes
+    its weight), each into an ``out`` tensor made once. Its time against
+    torch's step shows how much of that step is GEMMs."""
+    import torch
+
+    generator = torch.Generator().manual_seed(0)
+
+    def operand(shape: tuple[int, ...], transposed: bool, dtype: str):
+        t = torch.randn(shape, generator=generator, dtype=getattr(torch, dtype))
+        return t.mT if transposed else t
+
+    calls = []
+    for g in gemms:
+        if g.attrs.get("out_dtype") not in (None, g.dtype):
+            raise NotImplementedError(f"a matmul with out_dtype {g.attrs['out_dtype']} in the step")
+        lhs, rhs = operand(g.lhs, g.lhs_transposed, g.dtype), operand(g.rhs, g.rhs_transposed, g.dtype)
+        calls.append((lhs, rhs, torch.empty(torch.matmul(lhs, rhs).shape, dtype=lhs.dtype)))
+
+    def run() -> list:
+        return [torch.matmul(lhs, rhs, out=out) for lhs, rhs, out in calls]
+
+    return run
+
+
+def _swap_last_two(x):
+    rank = len(x.type.shape)
+    return aj.op.permute_dims(x, axes=[*range(rank - 2), rank - 1, rank - 2])
 
 
 def _is_transpose(value) -> bool:

@@ -6,7 +6,8 @@ process alike, and each process's memory is its own to measure.
 It builds the model and the system's step function, makes the first
 steps, then answers JSON commands, one a line, on stdin:
 ``{"cmd": "time", "steps": k}`` -> seconds of k steps (with ``"gemms": true``,
-of k runs of the step's matmuls alone, adjoint only); ``{"cmd": "memory",
+of k runs of the matmuls of adjoint's step alone, by adjoint or by torch:
+train_models.gemms_alone, torch_gemms_alone); ``{"cmd": "memory",
 "until": n}`` -> steps up to the n-th, and the resident memory then against
 at step 10; ``{"cmd": "quit"}``. Replies go to stdout, one JSON line each;
 anything else written to stdout goes to stderr instead."""
@@ -54,7 +55,8 @@ def set_threads(system: str, threads: int) -> None:
 
 
 def serve(spec: dict, replies) -> None:
-    from adjoint.bench.train_models import MODELS, adjoint_step, gemms_alone, jax_step, torch_step
+    from adjoint.bench.train_models import (MODELS, adjoint_step, gemms_alone, jax_step, step_gemms,
+                                            torch_gemms_alone, torch_step)
 
     system = spec["system"]
     pin(spec["cpus"])
@@ -68,6 +70,9 @@ def serve(spec: dict, replies) -> None:
         step, counters = counted(step, trainer)
     else:
         step, counters = {"torch": torch_step, "jax": jax_step}[system](model), dict
+    if system == "torch":
+        gemms = torch_gemms_alone(step_gemms(adjoint_step(model)[1]))
+        gemms()
     reply = replies_to(replies)
     first_loss = step()
     t0 = time.perf_counter()
