@@ -18,7 +18,8 @@ import pytest
 from adjoint.bench import train as bench
 from adjoint.bench.__main__ import SUITES
 from adjoint.bench.graphs import transformer_block
-from adjoint.bench.train_models import MODELS, SYSTEMS, adjoint_step, gemms_alone, step_gemms, torch_gemms_alone
+from adjoint.bench.train_models import (MODELS, SYSTEMS, Gemm, adjoint_step, gemms_alone, step_gemms,
+                                        torch_gemms_alone)
 
 TINY = {"mlp": {"batch": 8, "sizes": (12, 16, 16, 5)},
         "transformer": {"batch": 2, "seq": 8, "hidden": 16, "heads": 2, "ffn": 32}}
@@ -102,6 +103,13 @@ def test_torch_gemms_alone_makes_the_same_matmuls(model_name):
     assert [tuple(r.shape) for r in results] == [tuple(c.type.shape) for c in step_matmuls]
     assert all(a is b for a, b in zip(run(), results))  # into the same out tensors
     assert any(g.rhs_transposed for g in gemms) and any(g.lhs_transposed for g in gemms)
+
+
+def test_torch_gemms_alone_multiplies_in_the_result_dtype():
+    needs("torch")
+    run = torch_gemms_alone([Gemm((3, 2), True, (3, 4), False, "float32", {"out_dtype": None}),
+                             Gemm((2, 3), False, (3, 4), False, "float32", {"out_dtype": "float64"})])
+    assert [(tuple(r.shape), str(r.dtype)) for r in run()] == [((2, 4), "torch.float32"), ((2, 4), "torch.float64")]
 
 
 def test_the_gemms_line_says_when_torchs_own_gemms_leave_no_room():
