@@ -153,7 +153,7 @@ def torch_gemms_alone(gemms: list[Gemm]) -> Callable[[], list]:
     for g in gemms:
         dtype = str(g.attrs.get("out_dtype") or g.dtype)  # torch multiplies in the result's dtype
         lhs, rhs = operand(g.lhs, g.lhs_transposed, dtype), operand(g.rhs, g.rhs_transposed, dtype)
-        calls.append((lhs, rhs, torch.empty(torch.matmul(lhs, rhs).shape, dtype=lhs.dtype)))
+        calls.append((lhs, rhs, torch.matmul(lhs, rhs)))  # the third: the out tensor
 
     def run() -> list:
         return [torch.matmul(lhs, rhs, out=out) for lhs, rhs, out in calls]
@@ -161,9 +161,12 @@ def torch_gemms_alone(gemms: list[Gemm]) -> Callable[[], list]:
     return run
 
 
+def _last_two_swapped(rank: int) -> list[int]:
+    return [*range(rank - 2), rank - 1, rank - 2]
+
+
 def _swap_last_two(x):
-    rank = len(x.type.shape)
-    return aj.op.permute_dims(x, axes=[*range(rank - 2), rank - 1, rank - 2])
+    return aj.op.permute_dims(x, axes=_last_two_swapped(len(x.type.shape)))
 
 
 def _is_transpose(value) -> bool:
@@ -174,7 +177,7 @@ def _is_transpose(value) -> bool:
     rank = len(value.args[0].type.shape)
     axes = value.attrs["axes"]
     axes = list(axes) if axes is not None else list(range(rank))[::-1]
-    return rank >= 2 and axes == [*range(rank - 2), rank - 1, rank - 2]
+    return rank >= 2 and axes == _last_two_swapped(rank)
 
 
 def torch_step(model: Model) -> Callable[[], float]:
