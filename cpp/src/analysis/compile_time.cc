@@ -1,10 +1,8 @@
-// The compile-time analysis (see analysis/compile_time.h): two forward walks
-// over the bindings, one for "uses only weights and has a shape the weights
-// fix" and one (DataflowIndex::depends_on) for "uses a weight or a symbol
-// only weights bind".
+// The compile-time analysis (see analysis/compile_time.h): two forward
+// passes over the bindings, one for "uses only weights and has a shape the
+// weights fix" and one (DataflowIndex::depends_on) for "uses a weight or a
+// symbol only weights bind", both reading the index's operand arrays.
 #include "adjoint/analysis/compile_time.h"
-
-#include "adjoint/ir/binding_walk.h"
 
 namespace aj {
 namespace {
@@ -16,12 +14,12 @@ bool is_weight(const DataflowIndex& index, const VarNode* v) {
 // The symbols params [first, last) bind alone.
 std::set<std::string> bound_symbols(const FunctionNode& fn, size_t first, size_t last) {
   std::set<std::string> out;
-  for (size_t p = first; p < last; ++p) add_type_symbols(fn.params()[p]->type(), true, out);
+  for (size_t p = first; p < last; ++p) add_type_symbols(*fn.params()[p]->type(), true, out);
   return out;
 }
 
 // Whether every symbol of t is in `symbols`.
-bool symbols_within(const Type& t, const std::set<std::string>& symbols) {
+bool symbols_within(const TypeNode& t, const std::set<std::string>& symbols) {
   std::set<std::string> used;
   add_type_symbols(t, false, used);
   for (const std::string& s : used)
@@ -68,12 +66,12 @@ const Expr* tuple_item_source(const DataflowIndex& index, const TupleGetItemNode
   return field_read(index, item, steps);
 }
 
-void add_type_symbols(const Type& t, bool bare_only, std::set<std::string>& out) {
-  if (!t->is_tensor()) {
-    for (const Type& f : t->fields()) add_type_symbols(f, bare_only, out);
+void add_type_symbols(const TypeNode& t, bool bare_only, std::set<std::string>& out) {
+  if (!t.is_tensor()) {
+    for (const Type& f : t.fields()) add_type_symbols(*f, bare_only, out);
     return;
   }
-  for (const Dim& d : t->shape()) {
+  for (const Dim& d : t.shape()) {
     if (d.is_const()) continue;
     std::vector<std::string> symbols = d.symbols();
     if (!bare_only) out.insert(symbols.begin(), symbols.end());
@@ -87,18 +85,18 @@ std::vector<uint8_t> computable_bindings(const DataflowIndex& index) {
   const std::set<std::string> weight_symbols = bound_symbols(fn, fn.num_input(), num_params);
   std::vector<uint8_t> known(index.num_defs(), 0), out(fn.bindings().size(), 0);
   for (size_t p = fn.num_input(); p < num_params; ++p) known[p] = 1;
-  for_each_binding(fn.bindings(), [&](size_t b, const Binding& binding) {
-    bool all = symbols_within(binding.var->type(), weight_symbols);
-    if (all) {
-      const auto* item = as<TupleGetItemNode>(binding.value);
-      const Expr* source = item ? tuple_item_source(index, *item) : nullptr;
-      for_each_var_use(source ? *source : binding.value, [&](const VarNode* v) {
-        int64_t d = index.def_index(v);
-        all = all && d >= 0 && known[static_cast<size_t>(d)];
-      });
-    }
+  auto is_known = [&](int64_t d) { return d >= 0 && known[static_cast<size_t>(d)]; };
+  for (size_t b = 0; b < fn.bindings().size(); ++b) {
+    bool all = symbols_within(*index.binding_type(b), weight_symbols);
+    const Expr* source = nullptr;
+    if (all && index.binding_kind(b) == DefKind::kTupleGetItem)
+      source = tuple_item_source(index, static_cast<const TupleGetItemNode&>(*fn.bindings()[b].value));
+    if (all && source)
+      for_each_var_use(*source, [&](const VarNode* v) { all = all && is_known(index.def_index(v)); });
+    else if (all)
+      for (int32_t d : index.operand_defs(b)) all = all && is_known(d);
     out[b] = known[num_params + b] = all;
-  });
+  }
   return out;
 }
 
@@ -114,7 +112,7 @@ std::vector<uint8_t> weight_dependent_bindings(const DataflowIndex& index, const
     int64_t b = index.binding_index(v);
     if (b < 0) return is_weight(index, v);
     const size_t i = static_cast<size_t>(b);
-    weight_shaped[i] = computable[i] && !symbols_within(v->type(), input_symbols);
+    weight_shaped[i] = computable[i] && !symbols_within(*index.binding_type(i), input_symbols);
     return weight_shaped[i] != 0;
   });
   for (size_t b = 0; b < out.size(); ++b) out[b] = computable[b] && (out[b] || weight_shaped[b]);

@@ -1,7 +1,8 @@
 // The dataflow index (analysis/dataflow.h): definitions and the live
-// numbering from VarIndexMaps; users in CSR form from two walks over the
-// bindings (count, then fill); liveness from one backward sweep over a set
-// of wanted var addresses; dependence from one forward walk per query.
+// numbering from VarIndexMaps; each binding's operands as def indices (CSR)
+// from one forward walk, and users in CSR form from two passes over those
+// (count, then fill); liveness from one backward sweep over a set of wanted
+// var addresses; dependence from one forward pass per query.
 #include "adjoint/analysis/dataflow.h"
 
 #include "adjoint/ir/binding_walk.h"
@@ -125,13 +126,37 @@ const CallNode* DataflowIndex::call(const Expr& e) const {
   return v ? call(v) : nullptr;
 }
 
+// ---- operands by def index ----
+
+// One forward walk: the def index of each var use, each value's kind and
+// each var's type.
+// A function has far fewer than 2^31 definitions (its nodes alone would
+// take hundreds of gigabytes), so int32_t holds every index.
+void DataflowIndex::build_operands() const {
+  const VarIndexMap& index = defs();
+  const auto& bindings = fn_.bindings();
+  operand_start_.assign(1, 0);
+  operand_start_.reserve(bindings.size() + 1);
+  operand_defs_.clear();
+  operand_defs_.reserve(2 * bindings.size());
+  binding_kinds_.resize(bindings.size());
+  binding_types_.resize(bindings.size());
+  for_each_binding(bindings, [&](size_t b, const Binding& binding) {
+    binding_kinds_[b] = kind_of(binding.value);
+    binding_types_[b] = binding.var ? binding.var->type().get() : nullptr;
+    for_each_use_in(binding, [&](const VarNode* v) { operand_defs_.push_back(static_cast<int32_t>(index(v))); });
+    operand_start_.push_back(operand_defs_.size());
+  });
+  has_operands_ = true;
+}
+
 // ---- users ----
 
 // Each binding is counted once per var it uses: a repeat within one value is
 // skipped by remembering the last binding that counted the var.
 void DataflowIndex::build_users() const {
   const VarIndexMap& index = defs();
-  const auto& bindings = fn_.bindings();
+  const size_t num_bindings = fn_.bindings().size();
   size_t n = num_defs();
   returned_.assign(n, 0);
   for_each_var_use(fn_.ret(), [&](const VarNode* v) {
@@ -140,22 +165,20 @@ void DataflowIndex::build_users() const {
   });
   std::vector<int64_t> last(n, -1);
   auto for_each_distinct_use = [&](size_t b, auto&& f) {
-    for_each_use_in(bindings[b], [&](const VarNode* v) {
-      int64_t d = index(v);
-      if (d < 0 || last[static_cast<size_t>(d)] == static_cast<int64_t>(b)) return;
+    for (int32_t d : operand_defs(b)) {
+      if (d < 0 || last[static_cast<size_t>(d)] == static_cast<int64_t>(b)) continue;
       last[static_cast<size_t>(d)] = static_cast<int64_t>(b);
       f(static_cast<size_t>(d));
-    });
+    }
   };
   user_start_.assign(n + 1, 0);
-  for_each_binding(bindings, [&](size_t b, const Binding&) { for_each_distinct_use(b, [&](size_t d) { ++user_start_[d + 1]; }); });
+  for (size_t b = 0; b < num_bindings; ++b) for_each_distinct_use(b, [&](size_t d) { ++user_start_[d + 1]; });
   for (size_t d = 0; d < n; ++d) user_start_[d + 1] += user_start_[d];
   users_.resize(static_cast<size_t>(user_start_.back()));
   std::vector<int64_t> fill(user_start_.begin(), user_start_.end() - 1);
   std::fill(last.begin(), last.end(), -1);
-  for_each_binding(bindings, [&](size_t b, const Binding&) {
+  for (size_t b = 0; b < num_bindings; ++b)
     for_each_distinct_use(b, [&](size_t d) { users_[static_cast<size_t>(fill[d]++)] = static_cast<int64_t>(b); });
-  });
   has_users_ = true;
 }
 
@@ -224,18 +247,36 @@ int64_t DataflowIndex::live_index(const VarNode* v) const { return live_defs()(v
 
 size_t DataflowIndex::num_live_defs() const { return live_defs().size(); }
 
-// One forward walk: a binding depends on the seeds when a var its value uses
-// is a seed or depends on one. With live_only, dead bindings are skipped
-// unread and count as independent, and vars are numbered among the live.
-std::vector<uint8_t> DataflowIndex::forward_dependence(const VarPredicate& seed, bool live_only) const {
-  const auto& bindings = fn_.bindings();
-  const VarIndexMap& index = live_only ? live_defs() : defs();
-  const std::vector<uint8_t>* among = live_only ? &live() : nullptr;
-  std::vector<uint8_t> marked(index.size(), 0), out(bindings.size(), 0);
+// The params' marks, by def index, in a table of `size` entries.
+std::vector<uint8_t> DataflowIndex::seeded_params(const VarPredicate& seed, size_t size) const {
+  std::vector<uint8_t> marked(size, 0);
   for (size_t i = 0; i < num_params_; ++i) marked[i] = seed(fn_.params()[i].get());
-  size_t next = num_params_;  // the index of the next binding read
-  for_each_binding(bindings, [&](size_t b, const Binding& binding) {
-    if (among && !(*among)[b]) return;
+  return marked;
+}
+
+// One forward walk over the operand arrays: a binding depends on the seeds
+// when a var its value uses is a seed or depends on one.
+std::vector<uint8_t> DataflowIndex::depends_on(const VarPredicate& seed) const {
+  const auto& bindings = fn_.bindings();
+  std::vector<uint8_t> marked = seeded_params(seed, num_defs()), out(bindings.size(), 0);
+  for (size_t b = 0; b < bindings.size(); ++b) {
+    bool dep = false;
+    for (int32_t d : operand_defs(b)) dep = dep || (d >= 0 && marked[static_cast<size_t>(d)]);
+    out[b] = dep;
+    marked[num_params_ + b] = dep || seed(bindings[b].var.get());
+  }
+  return out;
+}
+
+// The same over the live bindings' nodes, numbered among the live: the live
+// part of a mostly dead function is read, not the whole function indexed.
+std::vector<uint8_t> DataflowIndex::live_depends_on(const VarPredicate& seed) const {
+  const VarIndexMap& index = live_defs();
+  const std::vector<uint8_t>& among = live();
+  std::vector<uint8_t> marked = seeded_params(seed, index.size()), out(among.size(), 0);
+  size_t next = num_params_;  // the live index of the next live binding
+  for_each_binding(fn_.bindings(), [&](size_t b, const Binding& binding) {
+    if (!among[b]) return;
     bool dep = false;
     for_each_use_in(binding, [&](const VarNode* v) {
       if (dep) return;
@@ -244,32 +285,6 @@ std::vector<uint8_t> DataflowIndex::forward_dependence(const VarPredicate& seed,
     });
     out[b] = dep;
     marked[next++] = dep || seed(binding.var.get());
-  });
-  return out;
-}
-
-std::vector<uint8_t> DataflowIndex::depends_on(const VarPredicate& seed) const {
-  return forward_dependence(seed, /*live_only=*/false);
-}
-
-std::vector<uint8_t> DataflowIndex::live_depends_on(const VarPredicate& seed) const {
-  return forward_dependence(seed, /*live_only=*/true);
-}
-
-std::vector<uint8_t> DataflowIndex::depends_only_on(const VarPredicate& allowed) const {
-  const VarIndexMap& index = defs();
-  const auto& bindings = fn_.bindings();
-  std::vector<uint8_t> ok(index.size(), 0), out(bindings.size(), 0);
-  for (size_t i = 0; i < num_params_; ++i) ok[i] = allowed(fn_.params()[i].get());
-  for_each_binding(bindings, [&](size_t b, const Binding& binding) {
-    bool all = true;
-    for_each_use_in(binding, [&](const VarNode* v) {
-      if (!all) return;
-      int64_t d = index(v);
-      all = d >= 0 && ok[static_cast<size_t>(d)];
-    });
-    out[b] = all;
-    ok[num_params_ + b] = all || allowed(binding.var.get());
   });
   return out;
 }

@@ -60,8 +60,8 @@ FlopCount count_flops(const FunctionNode& fn, bool compile_time_free) {
 
 std::set<std::string> function_symbols(const FunctionNode& fn) {
   std::set<std::string> out;
-  for (const Var& p : fn.params()) add_type_symbols(p->type(), false, out);
-  for (const Binding& b : fn.bindings()) add_type_symbols(b.var->type(), false, out);
+  for (const Var& p : fn.params()) add_type_symbols(*p->type(), false, out);
+  for (const Binding& b : fn.bindings()) add_type_symbols(*b.var->type(), false, out);
   return out;
 }
 

@@ -27,7 +27,6 @@
 
 #include "adjoint/analysis/compile_time.h"
 #include "adjoint/analysis/dataflow.h"
-#include "adjoint/ir/binding_walk.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/pass_stats.h"
 #include "adjoint/transform/passes.h"
@@ -63,8 +62,8 @@ std::set<std::string> unbound_symbols(const FunctionNode& fn, const std::vector<
                                       std::set<std::string> used, std::set<std::string> bound) {
   for (size_t p = 0; p < fn.params().size(); ++p) {
     if (p >= fn.num_input() && !main_needs[p]) continue;
-    add_type_symbols(fn.params()[p]->type(), true, bound);
-    add_type_symbols(fn.params()[p]->type(), false, used);
+    add_type_symbols(*fn.params()[p]->type(), true, bound);
+    add_type_symbols(*fn.params()[p]->type(), false, used);
   }
   std::set<std::string> out;
   for (const std::string& s : used)
@@ -76,7 +75,7 @@ std::set<std::string> unbound_symbols(const FunctionNode& fn, const std::vector<
 void pass_weights_binding(const FunctionNode& fn, std::set<std::string> missing, std::vector<uint8_t>& main_needs) {
   for (size_t p = fn.num_input(); p < fn.params().size() && !missing.empty(); ++p) {
     std::set<std::string> bare;
-    add_type_symbols(fn.params()[p]->type(), true, bare);
+    add_type_symbols(*fn.params()[p]->type(), true, bare);
     for (const std::string& s : bare)
       if (missing.erase(s)) main_needs[p] = 1;
   }
@@ -90,6 +89,12 @@ void mark_uses(const DataflowIndex& index, const Expr& e, std::vector<uint8_t>& 
   });
 }
 
+// Marks each var binding b's value uses (from the index's operand arrays).
+void mark_operands(const DataflowIndex& index, size_t b, std::vector<uint8_t>& marked) {
+  for (int32_t d : index.operand_defs(b))
+    if (d >= 0) marked[static_cast<size_t>(d)] = 1;
+}
+
 LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
   const auto& bindings = fn.bindings();
   const size_t num_params = fn.params().size(), num_input = fn.num_input();
@@ -98,32 +103,38 @@ LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
   std::vector<uint8_t> main_needs(index.num_defs(), 0), lifted_needs(index.num_defs(), 0);
   mark_uses(index, fn.ret(), main_needs);
   // The symbols of the bindings f keeps or takes as params, and those a
-  // lifted var binds alone, gathered while each binding's var is at hand.
+  // lifted var binds alone. Both sweeps read the index's flat arrays, not
+  // the nodes (but for an item of a tuple).
   std::set<std::string> used, bound;
-  for_each_binding_backward(bindings, [&](size_t b, const Binding& binding) {
-    if (!main_needs[num_params + b]) return;
-    const Type& type = binding.var->type();
-    if (liftable[b] && type->is_tensor()) {
+  for (size_t b = bindings.size(); b-- > 0;) {
+    if (!main_needs[num_params + b]) continue;
+    const TypeNode& type = *index.binding_type(b);
+    if (liftable[b] && type.is_tensor()) {
       lifted_needs[num_params + b] = 1;
       add_type_symbols(type, true, bound);
     } else {
       plan.in_main[b] = 1;
-      mark_uses(index, binding.value, main_needs);
+      mark_operands(index, b, main_needs);
     }
     add_type_symbols(type, false, used);
-  });
+  }
   pass_weights_binding(fn, unbound_symbols(fn, main_needs, std::move(used), std::move(bound)), main_needs);
   for (size_t p = num_input; p < num_params; ++p)
     if (main_needs[p]) plan.boundary.push_back(fn.params()[p]);
   for (size_t b = 0; b < bindings.size(); ++b)
     if (lifted_needs[num_params + b]) plan.boundary.push_back(bindings[b].var);
-  for_each_binding_backward(bindings, [&](size_t b, const Binding& binding) {
-    if (!lifted_needs[num_params + b]) return;
+  for (size_t b = bindings.size(); b-- > 0;) {
+    if (!lifted_needs[num_params + b]) continue;
     plan.in_transform[b] = 1;
-    const Expr* field = field_of_kept_tuple(index, binding.value, liftable);
-    if (field) plan.retargeted.emplace_back(b, *field);
-    mark_uses(index, field ? *field : binding.value, lifted_needs);
-  });
+    const Expr* field = index.binding_kind(b) == DefKind::kTupleGetItem
+                            ? field_of_kept_tuple(index, bindings[b].value, liftable) : nullptr;
+    if (field) {
+      plan.retargeted.emplace_back(b, *field);
+      mark_uses(index, *field, lifted_needs);
+    } else {
+      mark_operands(index, b, lifted_needs);
+    }
+  }
   return plan;
 }
 

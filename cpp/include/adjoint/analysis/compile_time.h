@@ -34,7 +34,7 @@ std::vector<uint8_t> computable_bindings(const DataflowIndex& index);
 const Expr* tuple_item_source(const DataflowIndex& index, const TupleGetItemNode& item);
 // Adds to `out` the symbols of t's tensor shapes; with bare_only, only those
 // that are a dim by themselves (what the executor binds from a param).
-void add_type_symbols(const Type& t, bool bare_only, std::set<std::string>& out);
+void add_type_symbols(const TypeNode& t, bool bare_only, std::set<std::string>& out);
 
 // Per binding: 1 when it is computable (`computable`, from
 // computable_bindings) and depends on at least one weight, or on a symbol

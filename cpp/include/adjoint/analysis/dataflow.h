@@ -11,8 +11,11 @@
 //   - live(): one backward sweep over a set of the vars still wanted; it
 //     reads nothing of a dead binding but its var's address.
 //   - the live numbering and live_depends_on: the live part only.
-//   - definitions: one look at each var (a VarIndexMap); users: two walks
-//     over every binding's value; depends_on, depends_only_on: one walk each.
+//   - definitions: one look at each var (a VarIndexMap).
+//   - operand_defs / binding_kind / binding_type: one forward walk over
+//     every binding, kept as flat arrays; users (two passes over those arrays) and
+//     depends_on read them, not the nodes, and so does any sweep a pass
+//     makes backward, where fetching nodes ahead helps least.
 // So DCE (liveness) and Gradient (the live part) cost what the live part of
 // a mostly dead function costs. The definitions and the live numbering
 // each cache their indices in the vars (VarIndexMap): a pass that reads both
@@ -85,6 +88,21 @@ void for_each_var_use(const Expr& e, F&& f) {
 
 enum class DefKind : uint8_t { kUndefined, kParam, kCall, kTuple, kTupleGetItem, kAlias, kConstant };
 
+// The def indices of the vars one binding's value uses (see
+// DataflowIndex::operand_defs), as a range of int32_t: -1 for a var the
+// function does not define.
+class DefIndices {
+ public:
+  DefIndices(const int32_t* first, size_t count) : first_(first), count_(count) {}
+  const int32_t* begin() const { return first_; }
+  const int32_t* end() const { return first_ + count_; }
+  size_t size() const { return count_; }
+
+ private:
+  const int32_t* first_;
+  size_t count_;
+};
+
 class DataflowIndex {
  public:
   using VarPredicate = std::function<bool(const VarNode*)>;
@@ -116,6 +134,26 @@ class DataflowIndex {
   // The call e is bound to when e is a var bound to a call, else nullptr.
   const CallNode* call(const Expr& e) const;
 
+  // ---- operands by def index ----
+
+  // The def indices of the vars binding b's value uses, in for_each_var_use's
+  // order, repeats included; -1 for a var the function does not define.
+  DefIndices operand_defs(size_t b) const {
+    if (!has_operands_) build_operands();
+    return DefIndices(operand_defs_.data() + operand_start_[b], operand_start_[b + 1] - operand_start_[b]);
+  }
+  // What binding b's value is (kCall, kTuple, kTupleGetItem, kAlias,
+  // kConstant; kUndefined for a null value), read from the same walk.
+  DefKind binding_kind(size_t b) const {
+    if (!has_operands_) build_operands();
+    return binding_kinds_[b];
+  }
+  // The type of binding b's var (nullptr for a null var), from the same walk.
+  const TypeNode* binding_type(size_t b) const {
+    if (!has_operands_) build_operands();
+    return binding_types_[b];
+  }
+
   // ---- users ----
 
   // The bindings whose values use v, by position, ascending, each once.
@@ -142,25 +180,26 @@ class DataflowIndex {
   // depends_on among the live bindings only: a dead binding is 0 and is not
   // read (not even seed(its var)), so the cost is that of the live part.
   std::vector<uint8_t> live_depends_on(const VarPredicate& seed) const;
-  // Per binding: 1 when every var its value uses is a var for which `allowed`
-  // is true or a binding marked 1 itself; a value that uses no var (only
-  // constants) is 1. With `allowed` the weights, this is what is computable
-  // at compile time.
-  std::vector<uint8_t> depends_only_on(const VarPredicate& allowed) const;
 
  private:
   const VarIndexMap& defs() const { return defs_ ? *defs_ : build_defs(); }
   const VarIndexMap& build_defs() const;
   const VarIndexMap& live_defs() const;
+  void build_operands() const;
   void build_users() const;
   void build_live() const;
-  std::vector<uint8_t> forward_dependence(const VarPredicate& seed, bool live_only) const;
+  std::vector<uint8_t> seeded_params(const VarPredicate& seed, size_t size) const;
 
   const FunctionNode& fn_;
   size_t num_params_;
   // Each built on first use (see the file comment):
   mutable std::unique_ptr<VarIndexMap> defs_;       // params, then binding vars
   mutable std::unique_ptr<VarIndexMap> live_defs_;  // params, then live binding vars
+  mutable bool has_operands_ = false;
+  mutable std::vector<size_t> operand_start_;   // by binding, CSR offsets into operand_defs_ (size bindings + 1)
+  mutable std::vector<int32_t> operand_defs_;   // def indices of the vars each binding's value uses
+  mutable std::vector<DefKind> binding_kinds_;  // by binding
+  mutable std::vector<const TypeNode*> binding_types_;  // by binding
   mutable bool has_users_ = false;
   mutable std::vector<uint8_t> returned_;    // by def index: the return uses it
   mutable std::vector<int64_t> user_start_;  // by def index, CSR offsets into users_ (size num_defs + 1)
