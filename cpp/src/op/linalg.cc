@@ -45,10 +45,7 @@ Type matmul_type(const TypeContext& ctx) {
 }
 
 // 2 * (output elements) * k
-Dim matmul_flops(const CallNode& call) {
-  const Shape& a = call.args()[0]->type()->shape();
-  return Dim(2) * num_elements(call.type()->shape()) * a.back();
-}
+Dim matmul_call_flops(const CallNode& call) { return matmul_flops(*call.args()[0]->type(), *call.type()); }
 
 
 // The operands as matrices: logical (m, k) x (k, n), over a broadcast batch.
@@ -214,6 +211,10 @@ std::vector<Expr> matmul_vjp(VJPContext& ctx) {
 
 }  // namespace
 
+Dim matmul_flops(const TypeNode& lhs, const TypeNode& out) {
+  return Dim(2) * num_elements(out.shape()) * lhs.shape().back();
+}
+
 std::optional<DType> matmul_out_dtype(const CallNode& call) {
   const AttrValue& out_dtype = lookup_attr(call.op(), call.attrs(), "out_dtype");
   if (std::holds_alternative<NoneValue>(out_dtype)) return std::nullopt;
@@ -223,7 +224,7 @@ std::optional<DType> matmul_out_dtype(const CallNode& call) {
 void register_linalg_ops(OpRegistry& reg) {
   reg.define(ops::matmul).set_args({"x1", "x2"})
       .add_attr("out_dtype", AttrKind::kOptDType, NoneValue{})
-      .set_type_rule(matmul_type).set_flops(matmul_flops).set_kernel(matmul_kernel).set_vjp(matmul_vjp)
+      .set_type_rule(matmul_type).set_flops(matmul_call_flops).set_kernel(matmul_kernel).set_vjp(matmul_vjp)
       .set_doc(R"doc(
 Matrix product with NumPy's rules: `(..., m, k) @ (..., k, n) -> (..., m, n)`, the batch dims `...` broadcast; a 1-D `x1` is a row `(1, k)` and a 1-D `x2` a column `(k, 1)`, whose unit dim is dropped from the result (two 1-D operands give their dot product, a scalar). NumPy: `np.matmul(x1, x2)`. PyTorch: `torch.matmul(x1, x2)`.
 `out_dtype` is the result's dtype; `None`, the default, keeps the operands' dtype. Float operands whose result keeps their dtype run through OpenBLAS (sgemm, dgemm); otherwise each element is accumulated in float64 (float operands) or int64 (int and bool operands) and converted to the result's dtype as `astype` converts, so ints wrap and a bool product is true where some `x1[i, p] and x2[p, j]` is. TVM Relax's `matmul` has the same `out_dtype` attr.

@@ -9,6 +9,7 @@
 #include <set>
 #include <string>
 
+#include "adjoint/op/linalg.h"
 #include "adjoint/op/ops.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/support/error.h"
@@ -51,26 +52,30 @@ class ChainTable {
  private:
   // The interval's product type from its first split that types (matmul
   // typing is associative once the middle operands are matrices), then the
-  // FLOPs of every split on calls of that type; a split that would not type
-  // is caught when its bracketing is built.
+  // FLOPs of every split on that type, from the matmul's FLOP rule on types
+  // (no call is built); a split that would not type is caught when its
+  // bracketing is built.
   void fill(size_t i, size_t j, const Attrs& attrs) {
-    const OpDef& matmul = ops::matmul.def();
     Type type;
-    join_[i * k_ + j].resize(j - i);
-    for (size_t s = i; s < j; ++s) {
+    size_t first = j;  // the first split that types
+    for (size_t s = i; s < j && !type; ++s) {
       const Expr& left = product_[i * k_ + s];
       const Expr& right = product_[(s + 1) * k_ + j];
       if (!left || !right) continue;
       try {
-        Call joined = type ? std::make_shared<CallNode>(&matmul, std::vector<Expr>{left, right}, attrs, type)
-                           : make_call(matmul, {left, right}, attrs);
-        type = joined->type();
-        join_[i * k_ + j][s - i] = matmul.flops(*joined);
+        type = make_call(ops::matmul.def(), {left, right}, attrs)->type();
+        first = s;
       } catch (const TypeInferenceError&) {
         continue;
       }
     }
-    if (type) product_[i * k_ + j] = std::make_shared<VarNode>("part", type);
+    join_[i * k_ + j].resize(j - i);
+    if (type) {
+      for (size_t s = first; s < j; ++s)
+        if (product_[i * k_ + s] && product_[(s + 1) * k_ + j])
+          join_[i * k_ + j][s - i] = matmul_flops(*product_[i * k_ + s]->type(), *type);
+      product_[i * k_ + j] = std::make_shared<VarNode>("part", type);
+    }
     free_[i * k_ + j] = free(i, j - 1) && free(j, j);
   }
 
