@@ -33,20 +33,24 @@
 
 namespace aj {
 
-// The direct operands of an expr, in order, as a range of Exprs (a view
-// into the node, valid while it lives).
-class Operands {
+// A read-only view of `count` contiguous Ts (C++17 has no std::span).
+template <typename T>
+class ConstSpan {
  public:
-  Operands(const Expr* first, size_t count) : first_(first), count_(count) {}
-  const Expr* begin() const { return first_; }
-  const Expr* end() const { return first_ + count_; }
+  ConstSpan(const T* first, size_t count) : first_(first), count_(count) {}
+  const T* begin() const { return first_; }
+  const T* end() const { return first_ + count_; }
   size_t size() const { return count_; }
-  const Expr& operator[](size_t i) const { return first_[i]; }
+  const T& operator[](size_t i) const { return first_[i]; }
 
  private:
-  const Expr* first_;
+  const T* first_;
   size_t count_;
 };
+
+// The direct operands of an expr, in order (a view into the node, valid
+// while it lives).
+using Operands = ConstSpan<Expr>;
 
 // A call's args, a tuple's fields, a tuple item's tuple. Vars and constants
 // have none.
@@ -89,19 +93,8 @@ void for_each_var_use(const Expr& e, F&& f) {
 enum class DefKind : uint8_t { kUndefined, kParam, kCall, kTuple, kTupleGetItem, kAlias, kConstant };
 
 // The def indices of the vars one binding's value uses (see
-// DataflowIndex::operand_defs), as a range of int32_t: -1 for a var the
-// function does not define.
-class DefIndices {
- public:
-  DefIndices(const int32_t* first, size_t count) : first_(first), count_(count) {}
-  const int32_t* begin() const { return first_; }
-  const int32_t* end() const { return first_ + count_; }
-  size_t size() const { return count_; }
-
- private:
-  const int32_t* first_;
-  size_t count_;
-};
+// DataflowIndex::operand_defs): -1 for a var the function does not define.
+using DefIndices = ConstSpan<int32_t>;
 
 class DataflowIndex {
  public:
