@@ -7,7 +7,8 @@
 // unbounded) and a point between. With static shapes there is one point and
 // the result is the exact optimum. The caller keeps a bracketing only when
 // FormCost::choose proves it cheaper for every dim value in the bounds.
-// Work: O(k^3) matmul type inferences and O(k^3) per point; chains are cut
+// Work: O(k^2) matmul type inferences (one per interval), O(k^3) FLOP
+// counts on types and O(k^3) per point; chains are cut
 // at kMaxChainLeaves leaves.
 #pragma once
 
