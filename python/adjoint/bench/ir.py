@@ -2,10 +2,14 @@
 and 200k bindings; reports the 200k/100k ratio to show linear growth.
 
 Goal (issue 2): 100k bindings parse + print under 1 s on one core; the
-200k/100k time ratio at most 2.3.
+200k/100k time ratio at most 2.3. A second table times what users do with a
+big module in a notebook: its clipped repr and HTML, a pickle round trip and
+`aj.viz.diff` against a variant, at the same sizes.
 """
 
 from __future__ import annotations
+
+import pickle
 
 import adjoint as aj
 from adjoint.bench import median_seconds, print_table
@@ -74,3 +78,26 @@ def run(repeat: int = 3) -> None:
     print()
     print(f"goal: 100k parse+print < 1 s and 200k/100k <= 2.3: {'met' if ok else 'NOT met'}"
           f" ({mid['parse+print']:.3f} s, ratio {big['parse+print'] / mid['parse+print']:.2f})")
+    print()
+    tools(repeat)
+
+
+def variant(text: str) -> str:
+    """The same program with every 'maximum' turned into 'minimum': a diff of
+    one changed binding in six."""
+    return text.replace("= maximum(", "= minimum(")
+
+
+def tools(repeat: int, sizes: tuple[int, ...] = SIZES) -> None:
+    rows = []
+    for n in sizes:
+        text = generate_text(n)
+        mod, other = aj.parse(text), aj.parse(variant(text))
+        rows.append([
+            n,
+            median_seconds(lambda: (repr(mod), mod._repr_html_()), repeat),
+            median_seconds(lambda: pickle.loads(pickle.dumps(mod)), repeat),
+            median_seconds(lambda: (lambda d: (str(d), d._repr_html_()))(aj.viz.diff(mod, other)), repeat),
+        ])
+    print("Displays and round trips: seconds, median of", repeat, "runs")
+    print_table(["bindings", "repr+html", "pickle round trip", "viz.diff+show"], rows)
