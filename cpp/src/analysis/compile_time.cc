@@ -119,13 +119,4 @@ std::vector<uint8_t> weight_dependent_bindings(const DataflowIndex& index, const
   return out;
 }
 
-std::vector<Var> computable_at_compile_time(const FunctionNode& fn) {
-  DataflowIndex index(fn);
-  std::vector<uint8_t> computable = computable_bindings(index);
-  std::vector<Var> out(fn.params().begin() + static_cast<std::ptrdiff_t>(fn.num_input()), fn.params().end());
-  for (size_t b = 0; b < computable.size(); ++b)
-    if (computable[b]) out.push_back(fn.bindings()[b].var);
-  return out;
-}
-
 }  // namespace aj

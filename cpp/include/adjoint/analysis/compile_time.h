@@ -41,9 +41,4 @@ void add_type_symbols(const TypeNode& t, bool bare_only, std::set<std::string>& 
 // only weights bind (see the top of this file).
 std::vector<uint8_t> weight_dependent_bindings(const DataflowIndex& index, const std::vector<uint8_t>& computable);
 
-// The weights, then the computable binding vars in binding order. Without
-// num_input every param is an input, so the list holds the constant-only
-// bindings only.
-std::vector<Var> computable_at_compile_time(const FunctionNode& fn);
-
 }  // namespace aj
