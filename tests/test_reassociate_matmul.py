@@ -372,6 +372,40 @@ def test_alternatives_too_large_to_type_are_not_considered():
     assert REASSOCIATE(mod) is mod
 
 
+def test_alternatives_whose_flops_overflow_are_not_considered():
+    # (a @ b) types as (2**20, 2**20), but joining it costs 2 * 2**20 * 2**30 * 2**20 FLOPs, beyond int64
+    m, k = 2**20, 2**30
+    mod = function({"a": (m, k), "b": (k, m), "x": (m, 1)}, [("v", (k, 1), "matmul(b, x)"), ("y", (m, 1), "matmul(a, v)")])
+    assert REASSOCIATE(mod) is mod
+
+
+def test_a_chain_whose_own_flops_overflow_is_left_alone():
+    m, k = 2**20, 2**30
+    mod = function({"a": (m, k), "b": (k, m), "c": (m, 1)}, [("v", (m, m), "matmul(a, b)"), ("y", (m, 1), "matmul(v, c)")])
+    assert REASSOCIATE(mod) is mod
+
+
+def test_a_value_used_as_both_operands_of_one_matmul_stays():
+    # v @ v read as a @ b @ a @ b would compute a @ b twice: 4160 FLOPs against the input's 3600
+    mod = function({"a": (10, 8), "b": (8, 10)}, [("v", (10, 10), "matmul(a, b)"), ("y", (10, 10), "matmul(v, v)")])
+    assert REASSOCIATE(mod) is mod
+
+
+def test_a_product_of_weights_whose_shape_the_inputs_fix_is_not_free():
+    # w1 @ w2 is (2*k, 3), with k a dim of the input z only: not computable at
+    # compile time, so joining the weights first costs 48*k against 12*k + 18
+    mod = aj.parse("""\
+@function(num_input=2)
+def main(x: Tensor((3, 1), "float32"), z: Tensor(("k",), "float32"), w1: Tensor(("2*k", 3), "float32"),
+         w2: Tensor((3, 3), "float32")) -> Tensor(("2*k", 1), "float32"):
+    a: Tensor((3, 1), "float32") = matmul(w2, x)
+    y: Tensor(("2*k", 1), "float32") = matmul(w1, a)
+    return y
+""")
+    assert A.estimate_flops(mod["main"], compile_time_free=True) == "12*k + 18"
+    assert REASSOCIATE(mod) is mod
+
+
 # ---- the pass object and bad input ----
 
 def test_repr_and_rules():

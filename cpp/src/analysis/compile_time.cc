@@ -18,15 +18,6 @@ std::set<std::string> bound_symbols(const FunctionNode& fn, size_t first, size_t
   return out;
 }
 
-// Whether every symbol of t is in `symbols`.
-bool symbols_within(const TypeNode& t, const std::set<std::string>& symbols) {
-  std::set<std::string> used;
-  add_type_symbols(t, false, used);
-  for (const std::string& s : used)
-    if (!symbols.count(s)) return false;
-  return true;
-}
-
 // How many vars tuple_item_source follows before giving up: a path through
 // nested tuples is as long as their nesting, but one through aliases
 // (a = b) could be as long as the function.
@@ -61,6 +52,18 @@ const Expr* field_read(const DataflowIndex& index, const TupleGetItemNode& item,
 
 }  // namespace
 
+bool symbols_within(const TypeNode& t, const std::set<std::string>& symbols) {
+  std::set<std::string> used;
+  add_type_symbols(t, false, used);
+  for (const std::string& s : used)
+    if (!symbols.count(s)) return false;
+  return true;
+}
+
+std::set<std::string> weight_symbols(const FunctionNode& fn) {
+  return bound_symbols(fn, fn.num_input(), fn.params().size());
+}
+
 const Expr* tuple_item_source(const DataflowIndex& index, const TupleGetItemNode& item) {
   int steps = kMaxItemPathSteps;
   return field_read(index, item, steps);
@@ -82,12 +85,12 @@ void add_type_symbols(const TypeNode& t, bool bare_only, std::set<std::string>& 
 std::vector<uint8_t> computable_bindings(const DataflowIndex& index) {
   const FunctionNode& fn = index.function();
   const size_t num_params = fn.params().size();
-  const std::set<std::string> weight_symbols = bound_symbols(fn, fn.num_input(), num_params);
+  const std::set<std::string> by_weights = weight_symbols(fn);
   std::vector<uint8_t> known(index.num_defs(), 0), out(fn.bindings().size(), 0);
   for (size_t p = fn.num_input(); p < num_params; ++p) known[p] = 1;
   auto is_known = [&](int64_t d) { return d >= 0 && known[static_cast<size_t>(d)]; };
   for (size_t b = 0; b < fn.bindings().size(); ++b) {
-    bool all = symbols_within(*index.binding_type(b), weight_symbols);
+    bool all = symbols_within(*index.binding_type(b), by_weights);
     const Expr* source = nullptr;
     if (all && index.binding_kind(b) == DefKind::kTupleGetItem)
       source = tuple_item_source(index, static_cast<const TupleGetItemNode&>(*fn.bindings()[b].value));

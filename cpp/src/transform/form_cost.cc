@@ -6,7 +6,8 @@
 
 namespace aj {
 
-FormCost::FormCost(const DataflowIndex& index, const DimBounds& bounds) : bounds_(bounds) {
+FormCost::FormCost(const DataflowIndex& index, const DimBounds& bounds)
+    : weight_symbols_(weight_symbols(index.function())), bounds_(bounds) {
   const FunctionNode& fn = index.function();
   for (size_t p = fn.num_input(); p < fn.params().size(); ++p) computable_vars_.insert(fn.params()[p].get());
   std::vector<uint8_t> computable = computable_bindings(index);
@@ -19,6 +20,7 @@ bool FormCost::computable(const Expr& form) const {
     case ExprKind::kVar:
       return computable_vars_.count(static_cast<const VarNode*>(form.get())) != 0;
     case ExprKind::kCall:
+      if (!fixed_by_weights(*form->type())) return false;
       for (const Expr& arg : static_cast<const CallNode&>(*form).args())
         if (!computable(arg)) return false;
       return true;
@@ -28,6 +30,8 @@ bool FormCost::computable(const Expr& form) const {
       return false;
   }
 }
+
+bool FormCost::fixed_by_weights(const TypeNode& type) const { return symbols_within(type, weight_symbols_); }
 
 Dim FormCost::cost(const Expr& form) const {
   const auto* call = as<CallNode>(form);

@@ -24,7 +24,7 @@ using Point = std::map<std::string, double>;
 class ChainTable {
  public:
   ChainTable(const std::vector<Expr>& leaves, const Attrs& attrs, const FormCost& cost)
-      : k_(leaves.size()), product_(k_ * k_), free_(k_ * k_, 0), join_(k_ * k_) {
+      : k_(leaves.size()), cost_(cost), product_(k_ * k_), free_(k_ * k_, 0), join_(k_ * k_) {
     for (size_t i = 0; i < k_; ++i) {
       product_[i * k_ + i] = leaves[i];
       free_[i * k_ + i] = cost.computable(leaves[i]);
@@ -70,16 +70,26 @@ class ChainTable {
       }
     }
     join_[i * k_ + j].resize(j - i);
-    if (type) {
-      for (size_t s = first; s < j; ++s)
-        if (product_[i * k_ + s] && product_[(s + 1) * k_ + j])
-          join_[i * k_ + j][s - i] = matmul_flops(*product_[i * k_ + s]->type(), *type);
-      product_[i * k_ + j] = std::make_shared<VarNode>("part", type);
+    if (!type) return;
+    for (size_t s = first; s < j; ++s)
+      if (product_[i * k_ + s] && product_[(s + 1) * k_ + j])
+        join_[i * k_ + j][s - i] = join_flops(*product_[i * k_ + s]->type(), *type);
+    product_[i * k_ + j] = std::make_shared<VarNode>("part", type);
+    free_[i * k_ + j] = free(i, j - 1) && free(j, j) && cost_.fixed_by_weights(*type);
+  }
+
+  // The FLOPs of a matmul of `lhs` giving `out`; nullopt when the count is
+  // beyond int64 (such a split is never chosen).
+  static std::optional<Dim> join_flops(const TypeNode& lhs, const TypeNode& out) {
+    try {
+      return matmul_flops(lhs, out);
+    } catch (const SizeOverflowError&) {
+      return std::nullopt;
     }
-    free_[i * k_ + j] = free(i, j - 1) && free(j, j);
   }
 
   size_t k_;
+  const FormCost& cost_;
   std::vector<Expr> product_;
   std::vector<uint8_t> free_;
   std::vector<std::vector<std::optional<Dim>>> join_;  // per interval [i, j], per split s - i

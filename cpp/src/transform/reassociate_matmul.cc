@@ -137,11 +137,15 @@ class Reassociate {
   }
 
  private:
-  // A var bound to a call, used once, not by the return, not taken yet.
+  // A var bound to a call, used once (by one binding, once there: not as
+  // both operands of matmul(v, v)), not by the return, not taken yet.
   bool only_here(const Expr& e) const {
     const auto* v = as<VarNode>(e);
     if (!v || !index_.call(v) || index_.num_users(v) != 1 || index_.used_by_return(v)) return false;
-    return !taken_[index_.binding_index(v)];
+    const int64_t def = index_.def_index(v);
+    size_t uses = 0;
+    for (int32_t d : index_.operand_defs(static_cast<size_t>(index_.users(v).front()))) uses += d == def;
+    return uses == 1 && !taken_[index_.binding_index(v)];
   }
 
   // The low-rank forms of `value`: the input, read through the bindings

@@ -32,6 +32,11 @@ std::vector<uint8_t> computable_bindings(const DataflowIndex& index);
 // w); nullptr when a tuple on the way is not a literal bound here or the
 // path is longer than a few dozen steps.
 const Expr* tuple_item_source(const DataflowIndex& index, const TupleGetItemNode& item);
+// Whether every symbol of t's shapes is in `symbols`.
+bool symbols_within(const TypeNode& t, const std::set<std::string>& symbols);
+// The symbols the weights (the params from num_input on) bind alone: a
+// compile-time value's shape may use only these.
+std::set<std::string> weight_symbols(const FunctionNode& fn);
 // Adds to `out` the symbols of t's tensor shapes; with bare_only, only those
 // that are a dim by themselves (what the executor binds from a param).
 void add_type_symbols(const TypeNode& t, bool bare_only, std::set<std::string>& out);

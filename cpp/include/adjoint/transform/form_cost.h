@@ -3,7 +3,8 @@
 // work the form does, its leaves (vars, constants) values the function
 // already has. A form's cost is what estimate_flops(compile_time_free=True)
 // would count for its calls: each call's FLOP rule, or nothing when every
-// leaf under it is computable at compile time (analysis/compile_time.h).
+// leaf under it is computable at compile time and the weights fix its shape
+// (analysis/compile_time.h).
 // With symbolic dims, one form is chosen over another only when it is
 // provably no costlier for every dim value within the bounds and not
 // provably equal (analysis/dim_bounds.h): otherwise the input form stays.
@@ -11,6 +12,8 @@
 
 #include <cstddef>
 #include <optional>
+#include <set>
+#include <string>
 #include <unordered_set>
 #include <vector>
 
@@ -25,8 +28,11 @@ class FormCost {
   // The compile-time-computable vars of the function `index` describes.
   FormCost(const DataflowIndex& index, const DimBounds& bounds);
 
-  // Whether every leaf of `form` is computable at compile time.
+  // Whether `form` is computable at compile time: every leaf is, and so is
+  // the shape of every call (its symbols are ones the weights bind alone).
   bool computable(const Expr& form) const;
+  // Whether every symbol of `type` is one the weights bind alone.
+  bool fixed_by_weights(const TypeNode& type) const;
   // The FLOPs of the form's calls that are not computable at compile time.
   // SizeOverflowError when a count overflows.
   Dim cost(const Expr& form) const;
@@ -39,6 +45,7 @@ class FormCost {
 
  private:
   std::unordered_set<const VarNode*> computable_vars_;
+  std::set<std::string> weight_symbols_;
   const DimBounds& bounds_;
 };
 
