@@ -50,6 +50,14 @@ def interleaved_medians_phrase(repeat: int, rounds: int) -> str:
             f"the sizes taken in turn")
 
 
+def size_label(n: int) -> str:
+    """10k for 10000, 1M for 1000000; other sizes as they are."""
+    for unit, scale in (("M", 1_000_000), ("k", 1_000)):
+        if n >= scale and n % scale == 0:
+            return f"{n // scale}{unit}"
+    return str(n)
+
+
 def print_table(headers: list[str], rows: list[list[object]]) -> None:
     """Prints rows as an aligned plain-text table."""
     cells = [headers] + [[_fmt(c) for c in r] for r in rows]

@@ -8,7 +8,8 @@ import sys
 
 SUITES = {"ir": "adjoint.bench.ir", "exec": "adjoint.bench.exec", "passes": "adjoint.bench.passes",
           "patterns": "adjoint.bench.patterns", "compile": "adjoint.bench.compile",
-          "gradcheck": "adjoint.bench.gradcheck", "train": "adjoint.bench.train"}
+          "gradcheck": "adjoint.bench.gradcheck", "train": "adjoint.bench.train",
+          "instructions": "adjoint.bench.instructions"}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -47,7 +47,7 @@ from typing import Callable
 import numpy as np
 
 import adjoint as aj
-from adjoint.bench import interleaved, interleaved_medians_phrase, median_seconds, print_table
+from adjoint.bench import interleaved, interleaved_medians_phrase, median_seconds, print_table, size_label
 
 SIZES = (10_000, 100_000, 1_000_000)
 LIFT_ANCHORS = {10_000: 2.76, 100_000: 547.0}  # TVM 0.27 LiftTransformParams seconds, wide
@@ -178,13 +178,6 @@ def measure_in_fresh_process(shape: str, n: int, settings: Settings) -> dict[str
     return json.loads(done.stdout)
 
 
-def _label(n: int) -> str:
-    for unit, scale in (("M", 1_000_000), ("k", 1_000)):
-        if n >= scale and n % scale == 0:
-            return f"{n // scale}{unit}"
-    return str(n)
-
-
 def compile_time_scaling(settings: Settings) -> None:
     sizes = settings.sizes
     runs = interleaved(lambda key: measure_in_fresh_process(*key, settings),
@@ -204,15 +197,15 @@ def compile_time_scaling(settings: Settings) -> None:
     print(f"Compile-time analyses and LiftTransformParams: seconds, "
           f"{interleaved_medians_phrase(settings.repeat, settings.rounds)} (build: one run per process); growth "
           f"from each size to the next, and that growth over the floor's")
-    print_table(["shape", "measured", *(f"{_label(n)} s" for n in sizes),
-                 *(f"{_label(b)}/{_label(a)}" for a, b in steps),
-                 *(f"{_label(b)}/{_label(a)} / floor's" for a, b in steps)], rows)
+    print_table(["shape", "measured", *(f"{size_label(n)} s" for n in sizes),
+                 *(f"{size_label(b)}/{size_label(a)}" for a, b in steps),
+                 *(f"{size_label(b)}/{size_label(a)} / floor's" for a, b in steps)], rows)
     print(_goal_line(seconds, growth))
 
 
 def _worst(excess: dict[tuple[str, str, int, int], float]) -> str:
     shape, what, a, b = max(excess, key=excess.get)
-    return f"worst {excess[shape, what, a, b]:.2f} from {_label(a)} to {_label(b)} bindings ({shape}, {what})"
+    return f"worst {excess[shape, what, a, b]:.2f} from {size_label(a)} to {size_label(b)} bindings ({shape}, {what})"
 
 
 def _goal_line(seconds: dict, growth: dict) -> str:
@@ -232,7 +225,7 @@ def _goal_line(seconds: dict, growth: dict) -> str:
     lines = [f"{goal}: {'met' if linear else 'NOT met'} (time growth / bindings' growth: {_worst(over_size)})",
              f"time growth / the floor's growth at most 1.1: {'yes' if max(over_floor.values()) <= 1.1 else 'no'} "
              f"({_worst(over_floor)})"]
-    lines += [f"TVM 0.27 LiftTransformParams on {_label(n)} wide: {t:g} s, {t / seconds['wide', n]['LiftTransformParams']:.0f}x "
+    lines += [f"TVM 0.27 LiftTransformParams on {size_label(n)} wide: {t:g} s, {t / seconds['wide', n]['LiftTransformParams']:.0f}x "
               "adjoint's time" for n, t in LIFT_ANCHORS.items() if ("wide", n) in seconds]
     return "\n".join(lines)
 

@@ -111,7 +111,7 @@ def qkv_rewrite_bindings() -> Callable[[aj.Module], aj.Module]:
     return lambda mod: P.rewrite_bindings(ctx, combine, mod)
 
 
-def _combine_and_reorder() -> Callable[[aj.Module], aj.Module]:
+def combine_and_reorder() -> Callable[[aj.Module], aj.Module]:
     combine, reorder = aj.transform.CombineParallelMatmul(), aj.transform.ReorderPermuteDimsAfterConcat()
     return lambda mod: reorder(combine(mod))
 
@@ -120,7 +120,7 @@ def measure_qkv(how: str, groups: int, repeat: int) -> tuple[float, float, int]:
     """Median seconds of one way of combining `groups` QKV groups, of the
     floor (a DCE that removes nothing), and the matmuls and permute_dims
     left (one each per group when it combined)."""
-    rewrite = qkv_rewrite_bindings() if how == "rewrite_bindings" else _combine_and_reorder()
+    rewrite = qkv_rewrite_bindings() if how == "rewrite_bindings" else combine_and_reorder()
     mod = qkv_groups(groups)
     ops = [getattr(b.value, "op", None) for b in rewrite(mod)["main"].bindings]
     seconds = median_seconds(lambda: rewrite(mod), repeat, warmup=0, min_total=0.3)
