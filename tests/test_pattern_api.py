@@ -458,6 +458,8 @@ BAD_PATTERNS = [
     (lambda: P.is_tuple_get_item(var(KINDS, "t"), 0), ["is_tuple_get_item", "Var"]),
     (lambda: P.is_tuple_get_item(_(), "0"), ["index", "str"]),
     (lambda: P.is_tuple_get_item(_(), True), ["index", "bool"]),
+    # -1 is no wildcard (None is): it matched every item, t[0] included
+    (lambda: P.is_tuple_get_item(_(), -1), ["index -1", "out of range", "None for any item"]),
     (lambda: P.is_tuple_get_item(_(), -2), ["index -2"]),
     (lambda: P.is_tuple_get_item(_(), 2**32 - 1), ["index 4294967295", "out of range"]),
     (lambda: P.is_tuple_get_item(_(), 2**40), ["index 1099511627776", "out of range"]),

@@ -297,7 +297,7 @@ def is_tuple(fields: Sequence[Pattern], name: str | None = None) -> Pattern:
 def is_tuple_get_item(tuple_pattern: Pattern, index: int | None = None, name: str | None = None) -> Pattern:
     """Item ``index`` of a tuple matching ``tuple_pattern`` (None: any item)."""
     tuple_pattern = _pattern_arg(tuple_pattern, "is_tuple_get_item")
-    if isinstance(index, Integral) and not isinstance(index, bool) and not -1 <= index < 2**31:
+    if isinstance(index, Integral) and not isinstance(index, bool) and not 0 <= index < 2**31:
         raise Error(f"is_tuple_get_item: index {index} is out of range (0 to 2**31 - 1, or None for any item)")
     i = -1 if index is None else index
     return Pattern(lambda t: _P.is_tuple_get_item(t, i), [tuple_pattern], name=name)
