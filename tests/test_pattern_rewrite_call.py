@@ -189,6 +189,16 @@ def test_a_rewriter_that_declines_returns_the_module_itself(rewriter):
     assert len(calls) == 1
 
 
+@pytest.mark.parametrize("rewriter", [
+    # regressions: both were rewrites; the first failed to converge ("replacements nest too deep"), the second
+    # left 'e' unbound and was a VerifyError blaming binding 'r'
+    lambda expr, captures: aj.op.exp(aj.op.log(captures[X])),  # exp(l) rebuilt through l = log(a)
+    lambda expr, captures: EXP_LOG["main"].bindings[1].var,  # the var the call is bound to
+], ids=["rebuilt through the bindings", "its own var"])
+def test_a_rewriter_giving_back_the_value_it_was_given_rewrites_nothing(rewriter):
+    assert P.rewrite_call(P.is_op("exp")(P.is_op("log")(X)), rewriter, EXP_LOG) is EXP_LOG
+
+
 def test_a_rewriter_may_decline_some_calls_and_rewrite_others():
     mod = module('''
         @function

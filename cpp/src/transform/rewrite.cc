@@ -73,15 +73,16 @@ class RewriteRound final : public Bindings {
   }
 
  private:
-  // The replacement of the first rule that rewrites `value`, or nullptr.
-  Expr apply_rules(const Expr& value) {
+  // The replacement of the first rule that rewrites `value` (to be bound
+  // to `root` when given), or nullptr.
+  Expr apply_rules(const Expr& value, const Var& root) {
     auto* call = as<CallNode>(value);
     if (!call) return nullptr;
     for (uint32_t i : rules_.rules_for(call->op().id)) {
       const Rule& rule = rules_.rules()[i];
       if (!matcher_.match(rule.pattern, value)) continue;
       Expr out = replace(rule, value);
-      if (!out || out == value) continue;
+      if (!out || (root && out.get() == root.get()) || written_alike(out.get(), value.get(), 0)) continue;
       if (!type_equal(out->type(), value->type()))
         throw TypeInferenceError(str("rule '", rule.name, "' at binding '", binding_->name_hint(),
                                      "': the replacement has type ", out->type()->to_string(),
@@ -91,6 +92,46 @@ class RewriteRound final : public Bindings {
       return out;
     }
     return nullptr;
+  }
+
+  // Whether `a` (a replacement) is `b` written alike, seen through the
+  // bindings of this round: the same node, or calls, tuples and items
+  // written alike, a var standing for the value it is bound to (exp(log(x))
+  // is exp(l) when l = log(x)). A rule giving that back rewrites nothing.
+  bool written_alike(const ExprNode* a, const ExprNode* b, int depth) const {
+    if (a == b) return true;
+    if (!a || !b || depth > kMaxDepth) return false;
+    if (a->kind() == ExprKind::kVar && b->kind() != ExprKind::kVar)
+      return written_alike(bound_value(static_cast<const VarNode*>(a)), b, depth + 1);
+    if (b->kind() == ExprKind::kVar && a->kind() != ExprKind::kVar)
+      return written_alike(a, bound_value(static_cast<const VarNode*>(b)), depth + 1);
+    if (a->kind() != b->kind()) return false;
+    switch (a->kind()) {
+      case ExprKind::kCall: {
+        const auto &ca = static_cast<const CallNode&>(*a), &cb = static_cast<const CallNode&>(*b);
+        if (&ca.op() != &cb.op() || ca.args().size() != cb.args().size() || ca.attrs().size() != cb.attrs().size())
+          return false;
+        for (size_t i = 0; i < ca.attrs().size(); ++i)
+          if (!attr_equal(ca.attrs()[i], cb.attrs()[i])) return false;
+        return all_written_alike(ca.args(), cb.args(), depth);
+      }
+      case ExprKind::kTuple:
+        return all_written_alike(static_cast<const TupleNode&>(*a).fields(), static_cast<const TupleNode&>(*b).fields(),
+                                 depth);
+      case ExprKind::kTupleGetItem: {
+        const auto &ia = static_cast<const TupleGetItemNode&>(*a), &ib = static_cast<const TupleGetItemNode&>(*b);
+        return ia.index() == ib.index() && written_alike(ia.tuple().get(), ib.tuple().get(), depth + 1);
+      }
+      default:
+        return false;  // two vars, or constants not the same node
+    }
+  }
+
+  bool all_written_alike(const std::vector<Expr>& a, const std::vector<Expr>& b, int depth) const {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (!written_alike(a[i].get(), b[i].get(), depth + 1)) return false;
+    return true;
   }
 
   // What rule's replacement gives; a TypeInferenceError it raises (a value
@@ -177,7 +218,7 @@ class RewriteRound final : public Bindings {
       nested = nested || args.back() != a;
     }
     Expr value = nested ? std::make_shared<CallNode>(&call->op(), std::move(args), call->attrs(), call->type()) : e;
-    if (Expr replaced = apply_rules(value)) {
+    if (Expr replaced = apply_rules(value, root)) {
       changed_ = true;
       if (fired_.size() - fired_before_binding_ > kMaxRewritesPerBinding) fail_to_converge("too many rewrites");
       return bind_simplified(replaced, root, depth + 1);
