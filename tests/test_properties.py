@@ -113,7 +113,10 @@ def test_every_pass_output_verifies_and_computes_the_same(prog):
 @given(programs())
 def test_lift_transform_params_computes_the_same(prog):
     # for main and its adjoints: <f>_transform_params on the weights, then <f>
-    # on the inputs and that result, gives what <f> gave
+    # on the inputs and that result, gives what <f> gave, to rounding: the
+    # executor picks kernels by what else a function holds (a permute_dims
+    # feeding only a matmul becomes the GEMM's transpose flag), and BLAS may
+    # sum in another order then (a sum of a 32x32 GEMM was 1 ulp apart)
     for mod in [prog.mod, T.Gradient(simplify=False)(prog.mod), T.Gradient()(prog.mod)]:
         want = aj.build(mod)
         out = LIFT(mod)
@@ -129,7 +132,7 @@ def test_lift_transform_params_computes_the_same(prog):
             assert not any(isinstance(b.value, aj.Call) and b.var in set(out[f"{name}_transform_params"].params)
                            for b in lifted.bindings)
             transformed = exe[f"{name}_transform_params"](*prog.inputs[n:])
-            assert_close(exe[name](*prog.inputs[:n], *transformed), want[name](*prog.inputs), 0.0, f"lifted {name}")
+            assert_close(exe[name](*prog.inputs[:n], *transformed), want[name](*prog.inputs), RTOL, f"lifted {name}")
 
 
 def as_float64(out):
