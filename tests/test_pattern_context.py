@@ -306,6 +306,37 @@ def test_repeated_branches_are_grouped_by_their_shared_lhs():
     same_numbers(mod, out)
 
 
+CONCAT_OF_TWO_OF_THREE = aj.parse('''
+@function
+def main(x: Tensor((4, 8), "float32"), w1: Tensor((8, 8), "float32"), w2: Tensor((8, 8), "float32"),
+         w3: Tensor((8, 8), "float32")) -> Tuple(Tensor((8, 8), "float32"), Tensor((4, 8), "float32")):
+    c: Tensor((4, 8), "float32") = matmul(x, w3)
+    a: Tensor((4, 8), "float32") = matmul(x, w1)
+    b: Tensor((4, 8), "float32") = matmul(x, w2)
+    cat: Tensor((8, 8), "float32") = concat((a, b))
+    return (cat, c)
+''')
+
+
+@pytest.mark.parametrize("concat_first", [False, True])
+def test_a_branch_an_edge_to_a_later_root_rules_out_leaves_the_match(concat_first):
+    # regression: declared before the concat, the repeated root held c as well, whose edge to the concat then
+    # failed and no match was found; c, the first matmul, also gave the only users the concat was looked for in
+    with P.PatternContext() as ctx:
+        inp = P.wildcard()
+        mm = P.is_op("matmul")(inp, P.wildcard())
+        if concat_first:
+            cat = P.is_op("concat")(P.wildcard())
+        branches = P.repeated(mm)
+        if not concat_first:
+            cat = P.is_op("concat")(P.wildcard())
+        mm.used_by(cat)
+    seen = []
+    assert P.rewrite_bindings(ctx, lambda m, b: seen.append(([v.name_hint for v in m[branches]], m[cat].name_hint))
+                              or {}, CONCAT_OF_TWO_OF_THREE) is CONCAT_OF_TWO_OF_THREE
+    assert seen == [(["a", "b"], "cat")]
+
+
 def test_captures_of_a_repeated_root_are_lists_but_shared_ones_are_single():
     ctx, x, w, mm, branches = repeated_context()
     mod = parallel_matmuls(3)

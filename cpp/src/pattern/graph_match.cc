@@ -191,9 +191,77 @@ class GraphMatcher {
     if (!fits(r, c)) return false;
     if (gp_.roots()[r].repeated) return try_branches(r, c);
     hold(r, c);
-    if (uses_hold(r, UINT32_MAX) && onlys_hold(r) && extend(r + 1)) return true;
+    Narrowed narrowed;
+    if (narrow_runs(r, narrowed) && uses_hold(r, UINT32_MAX) && onlys_hold_up_to(r, !narrowed.empty()) &&
+        extend(r + 1))
+      return true;
+    widen(narrowed);
     release(r);
     return false;
+  }
+
+  // ---- repeated roots narrowed by the edges of later roots ----
+
+  // The branches a repeated root held before narrowing, to put back.
+  using Narrowed = std::vector<std::pair<uint32_t, std::vector<uint32_t>>>;
+
+  // Each earlier repeated root that an edge checked at r ties to r keeps
+  // only the branches that edge holds for (so a branch the edge rules out
+  // leaves the match, as it would had r come first); false when one is
+  // left with no branch.
+  bool narrow_runs(uint32_t r, Narrowed& narrowed) {
+    for (uint32_t q = 0; q < r; ++q) {
+      if (!gp_.roots()[q].repeated || !has_edge_with(r, q)) continue;
+      std::vector<uint32_t>& held = roots_[q].held;
+      std::vector<uint32_t> kept;
+      for (uint32_t branch : held)
+        if (uses_hold_for_branch(r, q, branch)) kept.push_back(branch);
+      if (kept.size() == held.size()) continue;
+      narrowed.emplace_back(q, held);
+      for (uint32_t c : held) held_[cand(q, c).binding] = Held::kFree;
+      for (uint32_t c : kept) held_[cand(q, c).binding] = Held::kHeld;
+      held = std::move(kept);
+      if (held.empty()) return false;
+    }
+    return true;
+  }
+
+  void widen(const Narrowed& narrowed) {
+    for (auto it = narrowed.rbegin(); it != narrowed.rend(); ++it) {
+      release(it->first);
+      for (uint32_t c : it->second) hold(it->first, c);
+    }
+  }
+
+  bool has_edge_with(uint32_t r, uint32_t q) const {
+    for (uint32_t e : plan(r).edges) {
+      const GraphEdge& edge = gp_.edges()[e];
+      if (gp_.source(edge.from).root == q || gp_.source(edge.to).root == q) return true;
+    }
+    return false;
+  }
+
+  // The edges checked at r that have an end at q hold as uses for q's
+  // candidate `branch`.
+  bool uses_hold_for_branch(uint32_t r, uint32_t q, uint32_t branch) const {
+    for (uint32_t e : plan(r).edges) {
+      const GraphEdge& edge = gp_.edges()[e];
+      GraphPattern::NameSource from = gp_.source(edge.from), to = gp_.source(edge.to);
+      if (from.root != q && to.root != q) continue;
+      bool ok = all_values(from, q, branch, [&](const Expr* f) {
+        return all_values(to, q, branch, [&](const Expr* t) { return used_at(edge, f, t); });
+      });
+      if (!ok) return false;
+    }
+    return true;
+  }
+
+  // The `only` edges of r hold; with `narrowed`, those of the earlier roots
+  // as well (a narrowed run has fewer bindings to use a value).
+  bool onlys_hold_up_to(uint32_t r, bool narrowed) const {
+    for (uint32_t k = narrowed ? 0 : r; k <= r; ++k)
+      if (!onlys_hold(k)) return false;
+    return true;
   }
 
   // A repeated root: `first` and every other free candidate that fits with
@@ -236,13 +304,21 @@ class GraphMatcher {
       return bucket != kNone && scan_bucket(r, bucket, f);
     }
     if (p.users_edge >= 0) {
-      const Expr* from = held_value(gp_.source(gp_.edges()[static_cast<size_t>(p.users_edge)].from));
-      const VarNode* v = from ? as<VarNode>(*from) : nullptr;
-      if (!v) return false;
-      for (int64_t b : index_.users(v)) {
-        uint32_t c = rs.candidate_at[static_cast<size_t>(b)];
-        if (c != kNone && f(c)) return true;
-      }
+      // The users of the edge's source: of each branch, when it is a repeated root's.
+      std::vector<uint32_t> options;
+      all_values(gp_.source(gp_.edges()[static_cast<size_t>(p.users_edge)].from), UINT32_MAX, UINT32_MAX,
+                 [&](const Expr* from) {
+                   const VarNode* v = from ? as<VarNode>(*from) : nullptr;
+                   if (v)
+                     for (int64_t b : index_.users(v))
+                       if (rs.candidate_at[static_cast<size_t>(b)] != kNone)
+                         options.push_back(rs.candidate_at[static_cast<size_t>(b)]);
+                   return true;
+                 });
+      std::sort(options.begin(), options.end());
+      options.erase(std::unique(options.begin(), options.end()), options.end());
+      for (uint32_t c : options)
+        if (f(c)) return true;
       return false;
     }
     return scan_all(r, f);

@@ -31,8 +31,10 @@
 //      earlier roots' values select (or, when no shared name ties it to them,
 //      from the users of the source var of an edge into it), checking the
 //      edges whose later end it is; a repeated root takes every candidate
-//      that fits. A complete assignment is a match, and its bindings are
-//      taken for the rest of the walk (a binding is in at most one match).
+//      that fits, and a later root tied to it by an edge narrows it to the
+//      branches that edge holds for. A complete assignment is a match, and
+//      its bindings are taken for the rest of the walk (a binding is in at
+//      most one match).
 // Each bucket steps over its taken candidates once, so when the shared
 // names select few candidates (the QKV case: the matmuls of one LHS) a walk
 // is linear in the size of the function. Roots tied by nothing may try many
