@@ -334,6 +334,17 @@ def test_tuples_keep_integer_indexing():
             parts[0:1]
 
 
+def test_a_negative_tuple_index_counts_from_the_end_as_in_the_text_format():
+    with aj.FunctionBuilder("main") as bb:
+        x = bb.param("x", (4, 6), "float32")
+        parts = aj.op.split(x, [1, 4], axis=1)
+        assert [parts[i].type.shape for i in (-1, -2, -3)] == [(4, 2), (4, 3), (4, 1)]
+        with pytest.raises(aj.TypeInferenceError, match="tuple index -4 out of range for a tuple of 3 fields"):
+            parts[-4]
+        mod = bb.finish(parts[-1])
+    assert mod["main"].bindings[-1].value.index == 2
+
+
 def test_iteration_unpacks_tuples_and_rows_but_not_symbolic_axes():
     bb = aj.FunctionBuilder("main")
     x = bb.param("x", (2, 6), "float32")

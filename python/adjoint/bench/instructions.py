@@ -23,7 +23,7 @@ functions of 10k, 100k and 1M bindings, and the two QKV combines of ``python
 -m adjoint.bench patterns`` on 1k, 10k and 100k groups; growth from each size
 to the next. Goal: the work grows at most 1.1x as much as the size (10x the
 size, at most 11x the instructions). Callgrind runs code about 50x slower than
-the machine: the suite takes about 20 minutes.
+the machine: the suite takes 20 to 25 minutes.
 """
 
 from __future__ import annotations
