@@ -4,8 +4,6 @@ the cost of asking for the counts taken out."""
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from adjoint.bench import compile as compile_bench
@@ -33,8 +31,7 @@ def test_the_qkv_calls_check_what_they_combined():
         assert ops.count("matmul") == 3 and ops.count("permute_dims") == 3
 
 
-@pytest.mark.skipif(shutil.which("valgrind") is None or shutil.which("callgrind_control") is None,
-                    reason="valgrind is not installed")
+@pytest.mark.skipif(bench.cannot_count() is not None, reason=str(bench.cannot_count()))
 def test_the_suite_counts_each_call_at_small_sizes(capsys):
     assert SUITES["instructions"] == "adjoint.bench.instructions"
     bench.run(sizes={"wide": (40, 400)})

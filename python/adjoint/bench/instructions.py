@@ -134,11 +134,21 @@ def count_in_fresh_process(shape: str, n: int) -> dict[str, int]:
     return {name: round(dumps[f"call{k}"] - asking) for k, name in enumerate(names)}
 
 
-def check_tools() -> None:
+def cannot_count() -> str | None:
+    """Why this process cannot count instructions, or None: valgrind missing,
+    or a sanitizer runtime preloaded (.ci/sanitize), which valgrind cannot run."""
     missing = [tool for tool in ("valgrind", "callgrind_control") if shutil.which(tool) is None]
     if missing:
-        raise RuntimeError(f"the instructions suite needs valgrind's {' and '.join(missing)} on PATH "
-                           "(Debian: apt install valgrind)")
+        return f"valgrind's {' and '.join(missing)} not on PATH (Debian: apt install valgrind)"
+    if "asan" in os.environ.get("LD_PRELOAD", ""):
+        return "a sanitizer runtime is preloaded (LD_PRELOAD), and valgrind cannot run sanitized code"
+    return None
+
+
+def check_tools() -> None:
+    why = cannot_count()
+    if why:
+        raise RuntimeError(f"the instructions suite cannot count here: {why}")
 
 
 def instruction_scaling(sizes: dict[str, tuple[int, ...]]) -> None:
