@@ -10,6 +10,7 @@ from __future__ import annotations
 import operator
 import re
 import textwrap
+import threading
 
 import numpy as np
 import pytest
@@ -536,19 +537,65 @@ def test_a_pattern_object_nested_in_itself_many_times_is_matched_once_per_value(
     assert P.rewrite_call(pattern, lambda e, c: None, mod) is mod
 
 
-def test_a_pattern_thousands_deep_builds_matches_and_rewrites():
-    # regression: Python's recursion limit was reached at about 500
-    depth = 3000
-    pattern = _()
-    for _k in range(depth):
-        pattern = P.is_op("exp")(pattern)
+MAX_DEPTH = aj._core._pattern.MAX_DEPTH
+
+
+def test_a_pattern_as_deep_as_allowed_builds_matches_and_rewrites_in_a_thread():
+    # regression: Python's recursion limit was reached at about 500; a 30k
+    # deep pattern then overflowed the C++ stack (a crash) when matched
+    depth = MAX_DEPTH - 1  # exps around a wildcard
+    with P.PatternContext() as ctx:  # its one root: the whole pattern
+        pattern = _()
+        for _k in range(depth):
+            pattern = P.is_op("exp")(pattern)
     bb = aj.FunctionBuilder("main")
     v = bb.param("a", (2,), "float32")
     for _k in range(depth):
         v = aj.op.exp(v)
     mod = bb.finish(v)
-    assert pattern.match(mod["main"].ret, mod["main"]) is not None
-    assert P.rewrite_call(pattern, lambda e, c: None, mod) is mod
+    done = []
+
+    def work():
+        assert pattern.match(mod["main"].ret, mod["main"]) is not None
+        assert P.rewrite_call(pattern, lambda e, c: None, mod) is mod
+        assert P.rewrite_bindings(ctx, lambda m, b: {}, mod) is mod
+        done.append(repr(pattern))
+
+    thread = threading.Thread(target=work)  # a thread's stack, smaller than the main one's on some systems
+    thread.start()
+    thread.join()
+    assert done and done[0].startswith("exp(exp(")
+
+
+@pytest.mark.parametrize("deeper", [lambda p: P.is_op("exp")(p), lambda p: ~p, lambda p: p.has_dtype("float32"),
+                                    lambda p: p & _(), lambda p: p | _(), lambda p: P.is_tuple([p])],
+                         ids=["is_op", "not", "has_dtype", "and", "or", "is_tuple"])
+def test_a_pattern_deeper_than_allowed_is_an_error_not_a_crash(deeper):
+    pattern = _()
+    for _k in range(MAX_DEPTH - 1):
+        pattern = deeper(pattern)
+    with pytest.raises(aj.Error, match=f"pattern: nests more than {MAX_DEPTH} levels deep"):
+        deeper(pattern)
+
+
+def test_a_pattern_object_shared_at_every_level_is_walked_once_per_object():
+    # regression: building the graph pattern of add(h, h) nested 24 deep took
+    # 3 s, doubling per level (each path to h was walked); nested 60 deep it
+    # would never end
+    h = _()
+    alternatives = P.is_op("exp")(_())
+    with P.PatternContext() as ctx:
+        for _k in range(60):
+            h = P.is_op("add")(h, h)
+            alternatives = alternatives | alternatives
+        h.used_by(alternatives)  # noqa: F841 (two roots tied by an edge)
+    mod = aj.parse(textwrap.dedent("""
+        @function
+        def main(a: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
+            r: Tensor((2, 3), "float32") = relu(a)
+            return r
+    """))
+    assert P.rewrite_bindings(ctx, lambda m, b: {}, mod) is mod
 
 
 # ---- for all patterns: matching and rewriting succeed or raise aj.Errors ----

@@ -156,6 +156,7 @@ void bind_pattern(py::module_& core) {
       .def_property_readonly("is_run", [](const Pattern& p) { return p->kind() == PatternKind::kRepeated; },
                              "Whether this is a run (repeated), which stands in a list, not for one expr.")
       .def("__repr__", &Pattern::to_string);
+  m.attr("MAX_DEPTH") = kMaxPatternDepth;
   m.def("wildcard", &wildcard);
   m.def("is_op", [](const py::handle& op, const py::handle& args, const py::handle& attrs) {
     return is_op(string_arg(op, "is_op"))(patterns_arg(args, "is_op: args"), attrs_arg(attrs, "is_op"));

@@ -87,8 +87,9 @@ std::vector<GraphRoot> roots_arg(const py::handle& obj, const py::dict& keys, st
     if (!py::isinstance<Pattern>(t[0])) throw Error(str("GraphPattern: expected a pattern, got ", py_type_name(t[0])));
     GraphRoot r{t[0].cast<Pattern>(), bool_arg(t[1], "GraphPattern: repeated")};
     RootReport report;
+    auto named = nodes_by_name(r.pattern);
     for (const CaptureName& c : capture_names(r.pattern))
-      report.names.push_back({c, keys_of(keys, c.name), nodes_named(r.pattern, c.name)});
+      report.names.push_back({c, keys_of(keys, c.name), std::move(named[c.name])});
     report.repeated = r.repeated;
     if (!t[2].is_none()) report.list_keys = keys_of(keys, string_arg(t[2], "GraphPattern: list name"));
     roots.push_back(std::move(r));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <sstream>
+#include <unordered_set>
 
 #include "adjoint/support/error.h"
 
@@ -33,12 +34,6 @@ RootNames root_names(const Pattern& p) {
   return out;
 }
 
-void collect_nodes(const Pattern& p, const std::string& name, std::vector<const PatternNode*>& out) {
-  if (p->kind() == PatternKind::kRepeated) return;
-  if (p->name() == name && std::find(out.begin(), out.end(), p.get()) == out.end()) out.push_back(p.get());
-  for (const Pattern& o : p->operands()) collect_nodes(o, name, out);
-}
-
 std::string root_text(const GraphRoot& r) {
   return r.repeated ? str("repeated(", r.pattern.to_string(), ")") : r.pattern.to_string();
 }
@@ -64,9 +59,17 @@ GraphPattern::GraphPattern(std::vector<GraphRoot> roots, std::vector<GraphEdge> 
   plan();
 }
 
-std::vector<const PatternNode*> nodes_named(const Pattern& p, const std::string& name) {
-  std::vector<const PatternNode*> out;
-  collect_nodes(p, name, out);
+std::unordered_map<std::string, std::vector<const PatternNode*>> nodes_by_name(const Pattern& p) {
+  std::unordered_map<std::string, std::vector<const PatternNode*>> out;
+  std::unordered_set<const PatternNode*> seen;
+  std::vector<const PatternNode*> todo{p.get()};
+  while (!todo.empty()) {
+    const PatternNode* n = todo.back();
+    todo.pop_back();
+    if (n->kind() == PatternKind::kRepeated || !seen.insert(n).second) continue;
+    if (!n->name().empty()) out[n->name()].push_back(n);
+    for (auto it = n->operands().rbegin(); it != n->operands().rend(); ++it) todo.push_back(it->get());
+  }
   return out;
 }
 
@@ -122,7 +125,8 @@ void GraphPattern::plan() {
     p.ops = root_ops(roots_[r].pattern);
     for (const std::string& n : names[r].single)
       if (contains(shared_, n) || contains(edge_names, n)) insert(p.kept, n);
-    for (const std::string& n : p.kept) p.kept_nodes.push_back(nodes_named(roots_[r].pattern, n));
+    auto named = nodes_by_name(roots_[r].pattern);
+    for (const std::string& n : p.kept) p.kept_nodes.push_back(std::move(named[n]));
     for (uint32_t s = 0; s < p.kept.size(); ++s) {
       const std::string& n = p.kept[s];
       if (!contains(shared_, n)) continue;

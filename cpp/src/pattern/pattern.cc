@@ -23,6 +23,11 @@ class PatternFactory {
     auto n = std::shared_ptr<PatternNode>(new PatternNode());
     n->kind_ = kind;
     n->operands_ = std::move(operands);
+    for (const Pattern& o : n->operands_)
+      if (o) n->depth_ = std::max(n->depth_, o->depth_ + 1);
+    if (n->depth_ > kMaxPatternDepth)
+      throw Error("pattern: nests more than " + std::to_string(kMaxPatternDepth) +
+                  " levels deep, the most a pattern may (matching recurses once per level)");
     return n;
   }
   static std::shared_ptr<PatternNode> copy(const PatternNode& p) {
@@ -295,7 +300,8 @@ void check_tensor_constraint(const Pattern& p, const std::string& what) {
     throw Error(str(p.to_string(), ".", what, ": a tuple has no ", what == "has_dtype" ? "dtype" : "shape"));
 }
 
-std::optional<std::vector<OpId>> ops_of(const Pattern& p);
+using OpsMemo = std::unordered_map<const PatternNode*, std::optional<std::vector<OpId>>>;
+std::optional<std::vector<OpId>> ops_of(const Pattern& p, OpsMemo& memo);
 
 std::optional<std::vector<OpId>> intersect(std::optional<std::vector<OpId>> a, std::optional<std::vector<OpId>> b) {
   if (!a) return b;
@@ -307,8 +313,9 @@ std::optional<std::vector<OpId>> intersect(std::optional<std::vector<OpId>> a, s
 }
 
 // The ops of the calls p may match: nullopt for any op, an empty list when
-// it matches no call.
-std::optional<std::vector<OpId>> ops_of(const Pattern& p) {
+// it matches no call. A node shared by several paths (h | h) is looked at
+// once.
+std::optional<std::vector<OpId>> ops_of_node(const Pattern& p, OpsMemo& memo) {
   const auto& ops = p->operands();
   switch (p->kind()) {
     case PatternKind::kCall:
@@ -323,9 +330,9 @@ std::optional<std::vector<OpId>> ops_of(const Pattern& p) {
     case PatternKind::kNot:
       return std::nullopt;
     case PatternKind::kAnd:
-      return intersect(ops_of(ops[0]), ops_of(ops[1]));
+      return intersect(ops_of(ops[0], memo), ops_of(ops[1], memo));
     case PatternKind::kOr: {
-      auto a = ops_of(ops[0]), b = ops_of(ops[1]);
+      auto a = ops_of(ops[0], memo), b = ops_of(ops[1], memo);
       if (!a || !b) return std::nullopt;
       for (OpId id : *b)
         if (std::find(a->begin(), a->end(), id) == a->end()) a->push_back(id);
@@ -335,9 +342,22 @@ std::optional<std::vector<OpId>> ops_of(const Pattern& p) {
     case PatternKind::kHasShape:
     case PatternKind::kHasAttr:
     case PatternKind::kWhere:
-      return ops_of(ops[0]);
+      return ops_of(ops[0], memo);
   }
   return std::nullopt;
+}
+
+std::optional<std::vector<OpId>> ops_of(const Pattern& p, OpsMemo& memo) {
+  auto it = memo.find(p.get());
+  if (it != memo.end()) return it->second;
+  auto ops = ops_of_node(p, memo);
+  memo.emplace(p.get(), ops);
+  return ops;
+}
+
+std::optional<std::vector<OpId>> ops_of(const Pattern& p) {
+  OpsMemo memo;
+  return ops_of(p, memo);
 }
 
 // Each name of p once, in the order a depth-first walk meets it.

@@ -44,6 +44,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "adjoint/ir/function.h"
@@ -116,9 +117,11 @@ struct GraphMatch {
   std::vector<std::vector<Match>> captures;
 };
 
-// The nodes of p, outside its runs, that capture `name` (what a match
-// captured under the name is found by node, without comparing names).
-std::vector<const PatternNode*> nodes_named(const Pattern& p, const std::string& name);
+// The nodes of p, outside its runs, by the name they capture, each once, in
+// the order a depth-first walk first meets them (what a match captured under
+// a name is found by node, without comparing names). One walk over the
+// distinct nodes: a node shared by several paths is visited once.
+std::unordered_map<std::string, std::vector<const PatternNode*>> nodes_by_name(const Pattern& p);
 
 // A capture as reported: the binding's var when it is the binding's value
 // itself, else the expr as written.

@@ -158,6 +158,9 @@ class PatternNode {
   // Whether this pattern or one inside it has a capture name or a run's
   // count name: what the name checks (pattern.cc) must look at.
   bool has_names() const { return has_names_; }
+  // 1 for a leaf, else 1 + the deepest operand's depth: what bounds the
+  // recursion of every walk over the pattern (at most kMaxPatternDepth).
+  uint32_t depth() const { return depth_; }
 
  private:
   friend class PatternFactory;
@@ -174,7 +177,14 @@ class PatternNode {
   std::string text_;
   ExprPredicate predicate_;
   bool has_names_ = false;
+  uint32_t depth_ = 1;
 };
+
+// How deeply a pattern may nest (~~~p, is_op("exp")(is_op("exp")(...)), a
+// text rule's chain of bindings). Matching, printing and checking a pattern
+// recurse once per level, so building a deeper one is an aj::Error: the C++
+// stack stays bounded whatever Python builds.
+constexpr uint32_t kMaxPatternDepth = 5000;
 
 // Checks of the names of patterns built on this thread are put off while a
 // DeferredNameChecks lives: a pattern built bottom-up with a name on every
