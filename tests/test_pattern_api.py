@@ -651,3 +651,14 @@ def test_for_all_patterns_matching_and_rewriting_give_results_or_aj_errors(patte
     except aj.Error:
         return
     aj.analysis.verify(out)
+
+
+@pytest.mark.parametrize("make, label", [(lambda: P.is_var("\ud800"), "is_var: name="),
+                                         (lambda: P.repeated(_(), count="\ud800"), "repeated: count="),
+                                         (lambda: P.repeated(_(), count=5), "repeated: count="),
+                                         (lambda: _("\ud800"), "name=")])
+def test_a_bad_name_is_an_error_naming_the_argument(make, label):
+    # regression: a lone surrogate given to is_var or count= was pybind11's
+    # TypeError, and count=5 was blamed on name=
+    with pytest.raises(aj.Error, match=f"^{re.escape(label)}: "):
+        make()

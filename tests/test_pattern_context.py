@@ -456,8 +456,10 @@ def test_an_edge_outside_a_context_is_an_error():
     with pytest.raises(aj.Error, match="no P.PatternContext is active"):
         a.used_by(b)
     with P.PatternContext():
-        with pytest.raises(aj.Error, match="arg index"):
-            a.used_by(b, -1)
+        for index in (-1, 2**31, 2**32, True, 1.0):  # regression: 2**32 was taken as arg 0
+            with pytest.raises(aj.Error, match=r"arg index must be an int from 0 to 2\*\*31 - 1"):
+                a.used_by(b, index)
+        a.used_by(b, np.int64(0))
         with pytest.raises(aj.Error, match="expected a pattern"):
             a.only_used_by("relu")
 

@@ -213,8 +213,9 @@ def _active_contexts() -> list[Any]:
 def _add_edge(source: Pattern, target: Any, index: Any, only: bool) -> Pattern:
     what = "only_used_by" if only else "used_by"
     target = _pattern_arg(target, what)
-    if index is not None and (not isinstance(index, int) or isinstance(index, bool) or index < 0):
-        raise Error(f"{what}: the arg index must be a non-negative int or None, got {index!r}")
+    if index is not None and (not isinstance(index, Integral) or isinstance(index, bool) or not 0 <= index < 2**31):
+        raise Error(f"{what}: the arg index must be an int from 0 to 2**31 - 1, or None for any arg, got {index!r}")
+    index = None if index is None else int(index)
     contexts = _active_contexts()
     if not contexts:
         raise Error(f"{source!r}.{what}({target!r}): no P.PatternContext is active; edges belong to one "
@@ -223,9 +224,15 @@ def _add_edge(source: Pattern, target: Any, index: Any, only: bool) -> Pattern:
     return target
 
 
-def _check_name(name: Any) -> str | None:
+def _check_name(name: Any, what: str = "name=") -> str | None:
     if name is not None and (not isinstance(name, str) or not name or name.startswith("%")):
-        raise Error(f"name=: expected a non-empty str not starting with '%', got {name!r}")
+        raise Error(f"{what}: expected a non-empty str not starting with '%', got {name!r}")
+    if name is not None:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise Error(f"{what}: the str holds a lone surrogate U+{ord(name[e.start]):04X} at index {e.start} "
+                        "(no UTF-8 form)") from None
     return name
 
 
@@ -255,7 +262,7 @@ def is_var(name: str | None = None) -> Pattern:
     """A var bound to nothing (a param); with ``name``, only vars of that name
     hint (as TVM's is_var). Name its capture with ``name=`` of a wrapping
     pattern, e.g. ``P.is_var() & P.wildcard(name="x")``."""
-    hint = "" if name is None else _check_name(name)
+    hint = "" if name is None else _check_name(name, "is_var: name=")
     return Pattern(lambda: _P.is_var(hint))
 
 
@@ -308,7 +315,7 @@ def repeated(element: Pattern, name: str | None = None, count: str | None = None
     ``element``, of any length; an element of ``is_tuple`` or ``is_op(...)``.
     Captures a list. Two runs of one ``count`` name have one length."""
     element = _pattern_arg(element, "repeated")
-    count_name = "" if count is None else _check_name(count)
+    count_name = "" if count is None else _check_name(count, "repeated: count=")
     return Pattern(lambda e: _P.repeated(e, "", count_name), [element], name=name)
 
 
