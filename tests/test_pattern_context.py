@@ -694,3 +694,20 @@ def test_qkv_combine_keeps_what_programs_compute(program):
     assert ops_of(out).count("split") == groups
     assert ops_of(out).count("matmul") == len(order) - 2 * groups
     same_numbers(mod, out)
+
+
+def test_a_root_no_binding_fits_ends_the_search_at_once():
+    # regression: three relu roots tied by nothing, and an exp root, on a
+    # chain of 1000 relus searched every triple of relus (20 s) before
+    # finding that nothing fits the exp root
+    n = 1000
+    text = "@function\ndef main(x: Tensor((4, 4), \"float32\")) -> Tensor((4, 4), \"float32\"):\n" + "".join(
+        f"    v{i}: Tensor((4, 4), \"float32\") = relu({'x' if i == 0 else f'v{i - 1}'})\n" for i in range(n))
+    mod = aj.parse(text + f"    return v{n - 1}\n")
+    with P.PatternContext() as ctx:
+        for _k in range(3):
+            P.is_op("relu")(P.wildcard())
+        P.is_op("exp")(P.wildcard())
+    called = []
+    assert P.rewrite_bindings(ctx, lambda m, b: called.append(m) or {}, mod) is mod
+    assert called == []

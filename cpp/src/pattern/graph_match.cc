@@ -107,6 +107,10 @@ class GraphMatcher {
 
   std::vector<GraphMatch> run() {
     collect();
+    // A root with no candidate rules out every match: say so before a
+    // search over the other roots' candidates (which may be long) finds it.
+    for (const RootState& rs : roots_)
+      if (rs.candidates.empty()) return {};
     RootState& first = roots_[0];
     for (uint32_t c = 0; c < first.candidates.size(); ++c)
       if (try_candidate(0, c)) accept();
