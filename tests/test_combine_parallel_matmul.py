@@ -102,13 +102,13 @@ def test_qkv_then_reorder_and_dce_golden():
     assert out.script() == '''\
 @function
 def main(x: Tensor((2, 16), "float64"), wq: Tensor((8, 16), "float64"), wk: Tensor((8, 16), "float64"), wv: Tensor((8, 16), "float64")) -> Tuple(Tensor((2, 8), "float64"), Tensor((2, 8), "float64"), Tensor((2, 8), "float64")):
-    lv: Tensor((24, 16), "float64") = concat((wq, wk, wv))
-    lv_1: Tensor((16, 24), "float64") = permute_dims(lv)
-    lv_2: Tensor((2, 24), "float64") = matmul(x, lv_1)
-    lv_3: Tuple(Tensor((2, 8), "float64"), Tensor((2, 8), "float64"), Tensor((2, 8), "float64")) = split(lv_2, [8, 16], axis=1)
-    q: Tensor((2, 8), "float64") = lv_3[0]
-    k: Tensor((2, 8), "float64") = lv_3[1]
-    v: Tensor((2, 8), "float64") = lv_3[2]
+    lv_3: Tensor((24, 16), "float64") = concat((wq, wk, wv))
+    lv: Tensor((16, 24), "float64") = permute_dims(lv_3)
+    lv_1: Tensor((2, 24), "float64") = matmul(x, lv)
+    lv_2: Tuple(Tensor((2, 8), "float64"), Tensor((2, 8), "float64"), Tensor((2, 8), "float64")) = split(lv_1, [8, 16], axis=1)
+    q: Tensor((2, 8), "float64") = lv_2[0]
+    k: Tensor((2, 8), "float64") = lv_2[1]
+    v: Tensor((2, 8), "float64") = lv_2[2]
     return (q, k, v)
 '''
     args = inputs_of(mod)
@@ -216,7 +216,9 @@ def test_shared_rhs_golden():
         "gk = lv_2[1]",
         "gv = lv_2[2]",
     ]
-    assert body(REORDER_DCE(out))[:2] == ["lv = concat((dq, dk, dv), axis=1)", "lv_1 = permute_dims(lv)"]
+    # the concat of the transposes becomes their transpose: its var binds the
+    # permute_dims, and the new concat takes a name no var has
+    assert body(REORDER_DCE(out))[:2] == ["lv_3 = concat((dq, dk, dv), axis=1)", "lv = permute_dims(lv_3)"]
 
 
 def test_bias_golden_either_side():
@@ -323,13 +325,13 @@ def test_symbolic_widths_golden():
     mod = bb.finish((aj.op.add(aj.op.matmul(x, w0), b0, name="z0"), aj.op.add(aj.op.matmul(x, w1), b1, name="z1")))
     out = COMBINE(mod)
     assert body(out) == [
-        "lv = concat((w0, w1), axis=1)",
-        "lv_1 = matmul(x, lv)",
-        "lv_2 = concat((b0, b1))",
-        "lv_3 = add(lv_1, lv_2)",
-        'lv_4 = split(lv_3, ("n",), axis=1)',
-        "z0 = lv_4[0]",
-        "z1 = lv_4[1]",
+        "lv_2 = concat((w0, w1), axis=1)",  # lv and lv_1 are the builder's names of the matmuls
+        "lv_3 = matmul(x, lv_2)",
+        "lv_4 = concat((b0, b1))",
+        "lv_5 = add(lv_3, lv_4)",
+        'lv_6 = split(lv_5, ("n",), axis=1)',
+        "z0 = lv_6[0]",
+        "z1 = lv_6[1]",
     ]
     assert_same_numbers(mod, out, dims={"t": 3, "n": 2, "m": 5})
 
@@ -420,12 +422,12 @@ def test_one_linear_layer_on_two_inputs_golden():
     outs = [aj.op.add(aj.op.matmul(bb.param(f"a{i}", (2 + i, 4), F64), w), b, name=f"z{i}") for i in range(2)]
     out = combined(bb.finish(tuple(outs)))
     assert body(out) == [
-        "lv = concat((a0, a1))",
-        "lv_1 = matmul(lv, w)",
-        "lv_2 = add(lv_1, b)",
-        "lv_3 = split(lv_2, [2])",
-        "z0 = lv_3[0]",
-        "z1 = lv_3[1]",
+        "lv_2 = concat((a0, a1))",  # lv and lv_1 are the builder's names of the matmuls
+        "lv_3 = matmul(lv_2, w)",
+        "lv_4 = add(lv_3, b)",
+        "lv_5 = split(lv_4, [2])",
+        "z0 = lv_5[0]",
+        "z1 = lv_5[1]",
     ]
 
 

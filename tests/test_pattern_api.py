@@ -662,3 +662,48 @@ def test_a_bad_name_is_an_error_naming_the_argument(make, label):
     # TypeError, and count=5 was blamed on name=
     with pytest.raises(aj.Error, match=f"^{re.escape(label)}: "):
         make()
+
+
+def _names_of(fn):
+    return [p.name_hint for p in fn.params] + [b.var.name_hint for b in fn.bindings]
+
+
+def test_the_vars_a_rewrite_binds_take_names_no_var_of_the_function_has():
+    # regression: they were all named "lv", so the user's own lv printed as
+    # lv_2 and Gradient(require_grads=["lv"]) found the name ambiguous
+    mod = aj.parse(textwrap.dedent("""
+        @function
+        def main(x: Tensor((2, 3), "float32")) -> Tensor((), "float32"):
+            lv: Tensor((2, 3), "float32") = exp(x)
+            lv_1: Tensor((), "float32") = sum(lv)
+            return lv_1
+    """))
+    a = _()
+    out = P.rewrite_call(P.is_op("exp")(a), lambda e, c: aj.op.abs(aj.op.sqrt(aj.op.square(c[a]))), mod)
+    assert _names_of(out["main"]) == ["x", "lv_2", "lv_3", "lv", "lv_1"]
+    assert [b.value.op for b in out["main"].bindings] == ["square", "sqrt", "abs", "sum"]
+    assert "lv: Tensor((2, 3), \"float32\") = abs(lv_3)" in str(out)
+    aj.transform.Gradient("main", require_grads=["lv"])(out)
+
+
+def test_the_vars_rewrite_bindings_and_combine_parallel_matmul_bind_take_fresh_names():
+    mod = aj.parse(textwrap.dedent("""
+        @function
+        def main(x: Tensor((2, 4), "float32"), w1: Tensor((4, 3), "float32"), w2: Tensor((4, 5), "float32")) -> Tuple(Tensor((2, 3), "float32"), Tensor((2, 5), "float32")):
+            lv: Tensor((2, 3), "float32") = matmul(x, w1)
+            lv_1: Tensor((2, 5), "float32") = matmul(x, w2)
+            return (lv, lv_1)
+    """))
+    combined = aj.transform.CombineParallelMatmul()(mod)
+    assert _names_of(combined["main"]) == ["x", "w1", "w2", "lv_2", "lv_3", "lv_4", "lv", "lv_1"]
+    with P.PatternContext() as ctx:
+        inp, w = _(), [_(), _()]
+        mm = [P.is_op("matmul")(inp, wi) for wi in w]
+
+    def combine(m, bindings):
+        parts = aj.op.split(aj.op.matmul(m[inp], aj.op.concat([m[wi] for wi in w], axis=1)), [3], axis=1)
+        return {m[p]: parts[i] for i, p in enumerate(mm)}
+
+    by_hand = P.rewrite_bindings(ctx, combine, mod)
+    names = _names_of(by_hand["main"])
+    assert len(set(names)) == len(names) and names[-2:] == ["lv", "lv_1"]

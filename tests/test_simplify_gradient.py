@@ -62,9 +62,9 @@ def main_adjoint(x: Tensor((3, 3), "float32"), y: Tensor((3, 3), "float32")) -> 
     gv: Tensor((), "float32") = sum(lv3)
     gv_adjoint: Tensor((), "float32") = ones((), "float32")
     lv3_adjoint: Tensor((3, 3), "float32") = broadcast_to(gv_adjoint, (3, 3))
-    lv: Tensor((3, 3), "float32") = permute_dims(lv3_adjoint)
-    y_adjoint: Tensor((3, 3), "float32") = matmul(lv, lv1)
-    x_adjoint: Tensor((3, 3), "float32") = matmul(lv2, lv)
+    lv_1: Tensor((3, 3), "float32") = permute_dims(lv3_adjoint)
+    y_adjoint: Tensor((3, 3), "float32") = matmul(lv_1, lv1)
+    x_adjoint: Tensor((3, 3), "float32") = matmul(lv2, lv_1)
     return (gv, (x_adjoint, y_adjoint))
 '''
 

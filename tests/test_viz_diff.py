@@ -31,8 +31,8 @@ def test_raw_vs_simplified_mlp_adjoint_golden():
     assert rows == [
         ("changed", "lv_8", "lv_8"), ("changed", "lv_3_adjoint", "lv_3_adjoint"), ("changed", "lv_9", "lv_9"),
         ("removed", "lv_4_adjoint", None), ("changed", "w2_adjoint", "w2_adjoint"),
-        ("added", None, "x_adjoint"), ("changed", "lv_12", "lv_12"), ("removed", "x_adjoint", None),
-        ("removed", "lv_13", None), ("removed", "lv_adjoint", None), ("changed", "w1_adjoint", "w1_adjoint")]
+        ("removed", "lv_12", None), ("changed", "x_adjoint", "x_adjoint"), ("removed", "lv_13", None),
+        ("removed", "lv_adjoint", None), ("added", None, "lv_11"), ("changed", "w1_adjoint", "w1_adjoint")]
     assert d.counts == {"same": 35, "changed": 6, "removed": 4, "added": 1}
     text = str(d).splitlines()
     assert text[0] == "function main (same)"

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "adjoint/analysis/dataflow.h"
+#include "adjoint/ir/fresh_names.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/binding_order.h"
 #include "adjoint/transform/common_values.h"
@@ -64,7 +65,8 @@ std::vector<const Expr*> checked_replacements(const FunctionNode& fn, const std:
 class NewBindings {
  public:
   // n bindings, r of them replaced.
-  NewBindings(size_t n, size_t r) : seen_(4 * r + 16, out_), memo_(kMemoSize) { out_.reserve(n + 3 * r); }
+  NewBindings(const FunctionNode& fn, size_t r)
+      : names_(fn), seen_(4 * r + 16, out_), memo_(kMemoSize) { out_.reserve(fn.bindings().size() + 3 * r); }
 
   void keep(const Binding& b) { out_.push_back(b); }
 
@@ -124,7 +126,7 @@ class NewBindings {
     size_t key = cse::value_key(value);
     if (Var earlier = seen_.find(key, value)) return earlier;
     seen_.insert(key, out_.size());
-    auto var = std::make_shared<VarNode>("lv", value->type());
+    auto var = std::make_shared<VarNode>(names_.next(), value->type());
     out_.push_back({var, value});
     return var;
   }
@@ -139,6 +141,7 @@ class NewBindings {
   };
   static constexpr size_t kMemoSize = 64;
 
+  FreshNames names_;  // for the vars of nested calls and tuple items
   std::vector<Binding> out_;
   cse::SeenValues seen_;  // the new values bound so far (indices into out_)
   std::vector<Memo> memo_;
@@ -177,7 +180,7 @@ Function replace_values(const Function& fn, const std::string& name, const Dataf
   bool backward = false;
   std::vector<const Expr*> given = checked_replacements(*fn, name, index, replacements, backward);
   if (given.empty()) return nullptr;
-  NewBindings out(fn->bindings().size(), replacements.size());
+  NewBindings out(*fn, replacements.size());
   for (size_t i = 0; i < given.size(); ++i) {
     const Binding& b = fn->bindings()[i];
     if (given[i]) out.replace(b.var, *given[i]);

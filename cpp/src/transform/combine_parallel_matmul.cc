@@ -55,6 +55,7 @@
 
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/analysis/verifier.h"
+#include "adjoint/ir/fresh_names.h"
 #include "adjoint/ir/substitute.h"
 #include "adjoint/op/linalg.h"
 #include "adjoint/op/ops.h"
@@ -141,7 +142,7 @@ size_t side_arg(Side side) { return side == Side::kLhs ? 0 : 1; }
 class Combiner {
  public:
   Combiner(const Function& fn, const ParallelMatmulCheck& check)
-      : fn_(fn), bindings_(fn->bindings()), index_(*fn), check_(check),
+      : fn_(fn), bindings_(fn->bindings()), index_(*fn), names_(*fn), check_(check),
         taken_(bindings_.size(), 0), reached_(bindings_.size(), 0),
         sweep_budget_(kSweepBudgetPerBinding * static_cast<int64_t>(bindings_.size())) {
     measure_levels();
@@ -400,7 +401,7 @@ class Combiner {
   // split, and each branch's last var bound to its part. They replace the
   // branches' bindings and go where the last of them was.
   void make_block(Side side, const std::vector<Branch>& kept, const Fusion& fusion) {
-    Block block;
+    Block block(names_);
     const CallNode* first = matmul(kept.front());
     std::vector<Expr> others;
     for (const Branch& b : kept) others.push_back(matmul(b)->args()[1 - side_arg(side)]);
@@ -422,8 +423,9 @@ class Combiner {
 
   // A BindingBlock being built.
   struct Block : BindingBlock {
+    explicit Block(FreshNames& names) : names(names) {}
     Var bind(Expr value) {
-      Var v = std::make_shared<VarNode>("lv", value->type());
+      Var v = std::make_shared<VarNode>(names.next(), value->type());
       bindings.push_back(Binding{v, std::move(value)});
       return v;
     }
@@ -433,6 +435,7 @@ class Combiner {
                                  "' has type ", value->type()->to_string(), ", not ", var->type()->to_string()));
       bindings.push_back(Binding{var, std::move(value)});
     }
+    FreshNames& names;
   };
 
   // matmul(args) with the branches' out_dtype, or their result dtype as
@@ -487,6 +490,7 @@ class Combiner {
   const Function& fn_;
   const std::vector<Binding>& bindings_;
   DataflowIndex index_;
+  FreshNames names_;  // for the vars the blocks bind
   const ParallelMatmulCheck& check_;
   std::vector<uint8_t> taken_;     // by position: replaced by a group's block
   std::vector<uint32_t> reached_;  // by position: the serial of the last group whose results reach it

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "adjoint/analysis/dataflow.h"
+#include "adjoint/ir/fresh_names.h"
 #include "adjoint/ir/substitute.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/ir/var_map.h"
@@ -42,7 +43,7 @@ std::string still_firing(const std::vector<const Rule*>& fired) {
 class RewriteRound final : public Bindings {
  public:
   RewriteRound(const FunctionNode& fn, const RuleSet& rules, bool share_values)
-      : fn_(fn), rules_(rules), vars_(fn), matcher_(*this), share_(share_values),
+      : fn_(fn), rules_(rules), vars_(fn), names_(fn), matcher_(*this), share_(share_values),
         seen_(share_values ? fn.bindings().size() : 0, out_) {}
 
   // The rewritten function, or nullptr when nothing changed.
@@ -158,7 +159,7 @@ class RewriteRound final : public Bindings {
       }
       seen_.insert(key, out_.size());
     }
-    Var var = v ? v : std::make_shared<VarNode>("lv", value->type());
+    Var var = v ? v : std::make_shared<VarNode>(names_.next(), value->type());
     out_.push_back({var, value});
     if (!v) vars_.add(var.get(), RewriteVar{nullptr, value.get()});
     else entry(var.get()).value = value.get();
@@ -251,6 +252,7 @@ class RewriteRound final : public Bindings {
   const RuleSet& rules_;
   std::vector<Binding> out_;
   VarTable<RewriteVar> vars_;  // the function's vars and those made here
+  FreshNames names_;           // for the vars made here
   Matcher matcher_;            // sees vars_ through this round's Bindings
   bool share_;                 // bind equal values once (common-subexpression elimination)
   cse::SeenValues seen_;       // with share_: the values bound so far, by content
