@@ -300,12 +300,21 @@ def test_the_adjoint_lifts_too():
     assert_lifting_computes_the_same(mod, "main_adjoint")
 
 
+def test_a_second_run_changes_nothing():
+    # regression: it added main_transform_params_1, passing every weight through
+    once = LIFT(aj.parse(MIXED))
+    assert LIFT(once) is once
+
+
 def test_a_taken_name_gets_a_suffix():
     mod = aj.parse(MIXED)
     once = LIFT(mod)
-    twice = LIFT(once)
-    assert list(twice.functions) == ["main", "main_transform_params_1", "main_transform_params"]
-    assert_script(aj.Module({"main": twice["main"]}), once["main"].script())
+    taken = aj.Module({"main": mod["main"], "main_transform_params": once["main_transform_params"]})
+    out = LIFT(taken)
+    assert list(out.functions) == ["main", "main_transform_params_1", "main_transform_params"]
+    assert_script(aj.Module({"main": out["main"]}), once["main"].script())
+    aj.assert_structural_equal(aj.Module({"f": out["main_transform_params_1"]}),
+                               aj.Module({"f": once["main_transform_params"]}))
 
 
 @pytest.mark.parametrize("num_input", [3, -1])

@@ -19,6 +19,9 @@
 //   executor binds symbols from params) makes a weight that binds it pass
 //   through as well.
 // Both sweeps skip what nothing needs, so dead code leaves both functions.
+// A function whose split would lift nothing and pass every weight through in
+// order is left alone when the module already has its f_transform_params:
+// the pass's output is its own fixed point.
 // Vars are shared between the two functions (no renaming): each function
 // binds each of its vars once. Linear in the function's size.
 #include <set>
@@ -201,6 +204,12 @@ std::pair<Function, Function> lift(const Function& fn) {
   return {main, transform};
 }
 
+// Whether the split of fn is no split: f_transform_params computes nothing
+// and f takes its params as they were (each weight passed through, in order).
+bool lifts_nothing(const FunctionNode& fn, const FunctionNode& main, const FunctionNode& transform) {
+  return transform.bindings().empty() && main.params() == fn.params();
+}
+
 // `base`, or base_1, base_2, ... : the first not in `taken`, which then holds it.
 std::string unique_name(const std::string& base, std::unordered_set<std::string>& taken) {
   std::string name = base;
@@ -222,6 +231,10 @@ Module lift_transform_params(const Module& mod) {
       continue;
     }
     auto [main, transform] = lift(fn);
+    if (mod->contains(name + "_transform_params") && lifts_nothing(*fn, *main, *transform)) {
+      out.emplace_back(name, fn);  // lifted before: a second run changes nothing
+      continue;
+    }
     out.emplace_back(name, main);
     out.emplace_back(unique_name(name + "_transform_params", taken), transform);
     changed = true;
