@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import re
+import sys
 import textwrap
 import threading
 
@@ -707,3 +708,30 @@ def test_the_vars_rewrite_bindings_and_combine_parallel_matmul_bind_take_fresh_n
     by_hand = P.rewrite_bindings(ctx, combine, mod)
     names = _names_of(by_hand["main"])
     assert len(set(names)) == len(names) and names[-2:] == ["lv", "lv_1"]
+
+
+def test_callbacks_nesting_without_end_are_an_error_not_a_crash():
+    # regression: with Python's recursion limit raised, a rewriter running
+    # rewrite_call on the module again overflowed the C++ stack at about
+    # 2000 levels (Python's limit counts Python frames only)
+    mod = aj.parse(textwrap.dedent("""
+        @function
+        def main(a: Tensor((2, 2), "float32")) -> Tensor((2, 2), "float32"):
+            y: Tensor((2, 2), "float32") = matmul(a, a)
+            return y
+    """))
+    pattern = P.is_op("matmul")(_(), _())
+    depth = []
+
+    def again(expr, captures):
+        depth.append(1)
+        return P.rewrite_call(pattern, again, mod)["main"].ret
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(100_000)
+    try:
+        with pytest.raises(aj.Error, match="a rewriter: Python callbacks nest more than 100 deep"):
+            P.rewrite_call(pattern, again, mod)
+    finally:
+        sys.setrecursionlimit(limit)
+    assert len(depth) == 100

@@ -283,4 +283,17 @@ std::vector<std::pair<std::string, AttrValue>> call_attrs_in(const OpDef& op, co
   return out;
 }
 
+namespace {
+thread_local int callback_nesting = 0;
+}  // namespace
+
+CallbackNesting::CallbackNesting(const char* what) {
+  if (callback_nesting >= kMaxCallbackNesting)
+    throw Error(str(what, ": Python callbacks nest more than ", kMaxCallbackNesting,
+                    " deep (a callback running a pass that calls it again, and so on)"));
+  ++callback_nesting;
+}
+
+CallbackNesting::~CallbackNesting() { --callback_nesting; }
+
 }  // namespace aj::bindings

@@ -182,6 +182,20 @@ std::shared_ptr<T> unconst(const std::shared_ptr<const T>& p) {
   return std::const_pointer_cast<T>(p);
 }
 
+// Held while a Python callback (a rewriter, CombineParallelMatmul's check)
+// runs: a callback that runs a pass calling it again nests C++ frames as well
+// as Python ones, and Python's recursion limit counts only the latter. More
+// than kMaxCallbackNesting callbacks, one inside another, on one thread is an
+// aj::Error naming `what`, not a C++ stack overflow.
+class CallbackNesting {
+ public:
+  static constexpr int kMaxCallbackNesting = 100;
+  explicit CallbackNesting(const char* what);
+  ~CallbackNesting();
+  CallbackNesting(const CallbackNesting&) = delete;
+  CallbackNesting& operator=(const CallbackNesting&) = delete;
+};
+
 // A function together with the name it has in its module (for printing).
 struct NamedFunction {
   std::string name;

@@ -129,6 +129,7 @@ Rule rule_arg(const py::handle& obj, size_t i) {
   py::object fn = t[3];
   if (!PyCallable_Check(fn.ptr())) throw Error(str(what, ": the replacement is not callable"));
   Replacement replacement = [names = capture_names(pattern), fn](const Match& m) -> Expr {
+    CallbackNesting nesting("a rewriter");
     py::object out = fn(unconst(m.root()), captures_out(names, m));
     if (out.is_none()) return nullptr;
     if (Expr e = node_or_null<ExprNode>(out)) return e;

@@ -190,6 +190,7 @@ GraphRewriter python_rewriter(const PyGraphPattern& g, const py::object& rewrite
   auto view_of = std::make_shared<std::pair<Function, py::object>>();
   return [&g, rewriter, view_of](const GraphMatch& m, const GraphWalk& w) {
     if (view_of->first != w.function) *view_of = {w.function, py::cast(FunctionBindings(w.function))};
+    CallbackNesting nesting("rewrite_bindings' rewriter");
     py::object out = rewriter(matchings(g, m, *w.function), view_of->second);
     return replacements_from(out, w.function_name);
   };

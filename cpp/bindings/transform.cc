@@ -79,6 +79,7 @@ ParallelMatmulCheck group_check(const py::handle& check) {
     py::list others;
     for (const Expr& e : group.others) others.append(unconst(e));
     py::object shared = py::cast(unconst(group.shared));
+    CallbackNesting nesting("CombineParallelMatmul's check");
     py::object verdict = group.shares_lhs ? fn(shared, others) : fn(others, shared);
     return bool_arg<TransformError>(verdict, "CombineParallelMatmul: the result of check");
   };
