@@ -735,3 +735,9 @@ def test_callbacks_nesting_without_end_are_an_error_not_a_crash():
     finally:
         sys.setrecursionlimit(limit)
     assert len(depth) == 100
+
+
+def test_a_nul_in_a_name_is_shown_in_the_message_not_the_end_of_it():
+    # regression: the message ended at the NUL ("there is no op named 'relu")
+    with pytest.raises(aj.Error, match=r"there is no op named 'relu\\0 and more'"):
+        P.is_op("relu\x00 and more")(_())

@@ -19,10 +19,20 @@ struct SourceLoc {
   std::string source_line;
 };
 
+// `msg` with each NUL character written \0: what() is a C string, which
+// would end at the first (a name holding one, given from Python, would cut
+// the message short).
+inline std::string without_nul(const std::string& msg) {
+  if (msg.find('\0') == std::string::npos) return msg;
+  std::string out;
+  for (char c : msg) out += c == '\0' ? std::string("\\0") : std::string(1, c);
+  return out;
+}
+
 class Error : public std::runtime_error {
  public:
   explicit Error(const std::string& msg, SourceLoc loc = {})
-      : std::runtime_error(msg), loc_(std::move(loc)) {}
+      : std::runtime_error(without_nul(msg)), loc_(std::move(loc)) {}
   const SourceLoc& loc() const { return loc_; }
   virtual const char* kind() const { return "Error"; }
 
