@@ -13,14 +13,9 @@
 namespace aj {
 namespace {
 
-using Names = std::vector<std::string>;  // sorted, unique
+using Names = std::vector<std::string>;  // sorted, unique (sort_unique)
 
 bool contains(const Names& names, const std::string& n) { return std::binary_search(names.begin(), names.end(), n); }
-
-void insert(Names& names, const std::string& n) {
-  auto it = std::lower_bound(names.begin(), names.end(), n);
-  if (it == names.end() || *it != n) names.insert(it, n);
-}
 
 // A root's capture names: those with one value per match of its pattern, and
 // those inside runs (one per element).
@@ -28,9 +23,16 @@ struct RootNames {
   Names single, in_runs;
 };
 
+void sort_unique(Names& names) {
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+}
+
 RootNames root_names(const Pattern& p) {
   RootNames out;
-  for (const CaptureName& c : capture_names(p)) insert(c.is_list ? out.in_runs : out.single, c.name);
+  for (const CaptureName& c : capture_names(p)) (c.is_list ? out.in_runs : out.single).push_back(c.name);
+  sort_unique(out.single);
+  sort_unique(out.in_runs);
   return out;
 }
 
@@ -100,19 +102,21 @@ void GraphPattern::plan() {
       if (owner(*n) < 0)
         throw Error(str("graph pattern: the edge ", edge_text(e), " names '", *n,
                         "', which no root captures once per match"));
-      insert(edge_names, *n);
+      edge_names.push_back(*n);
     }
     if (e.from == e.to) throw Error(str("graph pattern: the edge ", edge_text(e), " joins a pattern to itself"));
     if (e.index < -1) throw Error(str("graph pattern: the edge ", edge_text(e), " has a negative arg index"));
   }
+  sort_unique(edge_names);
   for (size_t r = 0; r < roots_.size(); ++r) {
     for (const std::string& n : names[r].single) {
       bool in_other = false;
       for (size_t o = 0; o < roots_.size(); ++o) in_other = in_other || (o != r && contains(names[o].single, n));
       bool edge_in_run = roots_[r].repeated && contains(edge_names, n) && n != roots_[r].pattern->name();
-      if (in_other || edge_in_run) insert(shared_, n);
+      if (in_other || edge_in_run) shared_.push_back(n);
     }
   }
+  sort_unique(shared_);
   for (size_t r = 0; r < roots_.size(); ++r)
     for (const std::string& n : names[r].in_runs)
       if (contains(shared_, n))
@@ -124,7 +128,7 @@ void GraphPattern::plan() {
     RootPlan& p = plans_[r];
     p.ops = root_ops(roots_[r].pattern);
     for (const std::string& n : names[r].single)
-      if (contains(shared_, n) || contains(edge_names, n)) insert(p.kept, n);
+      if (contains(shared_, n) || contains(edge_names, n)) p.kept.push_back(n);  // in order: names[r].single is sorted
     auto named = nodes_by_name(roots_[r].pattern);
     for (const std::string& n : p.kept) p.kept_nodes.push_back(std::move(named[n]));
     for (uint32_t s = 0; s < p.kept.size(); ++s) {
