@@ -343,6 +343,25 @@ def test_a_right_sum_broadcasting_its_columns_is_expanded_correctly():
     assert [b.value.op for b in out["main"].bindings] == ["matmul", "matmul", "matmul", "add"]
 
 
+# A 1-D A is the middle of the chain B A x (x A B): B @ (A @ x) reads it as a row, (B @ A) @ x as
+# a column, so neither direction may rewrite it. Found by a review.
+@pytest.mark.parametrize("start, params, bindings, num_input", [
+    ("expanded left", {"x": (2, 2), "W": (2, 2), "A": (2,), "B": (2, 2)},
+     [("wx", (2, 2), "matmul(W, x)"), ("ax", (2,), "matmul(A, x)"), ("bax", (2,), "matmul(B, ax)"),
+      ("y", (2, 2), "add(wx, bax)")], None),
+    ("expanded right", {"x": (2, 2), "W": (2,), "A": (2,), "B": (2, 2)},
+     [("xw", (2,), "matmul(x, W)"), ("xa", (2,), "matmul(x, A)"), ("xab", (2,), "matmul(xa, B)"),
+      ("y", (2,), "add(xw, xab)")], None),
+    ("factored right", {"B": (3, 3), "x": (3, 3), "W": (3,), "A": (3,)},
+     [("ab", (3,), "matmul(A, B)"), ("s", (3,), "add(W, ab)"), ("y", (3,), "matmul(x, s)")], 1),
+    ("factored left", {"A": (3,), "B": (3, 3), "W": (3, 3), "x": (3, 3)},
+     [("ba", (3,), "matmul(B, A)"), ("s", (3, 3), "add(W, ba)"), ("y", (3, 3), "matmul(s, x)")], 2),
+])
+def test_a_low_rank_form_with_a_vector_middle_factor_is_left_alone(start, params, bindings, num_input):
+    mod = function(params, bindings, num_input)
+    assert aj.structural_equal(reassociated(mod), mod)
+
+
 def test_the_adjoint_of_a_chain_reassociates_and_computes_the_same():
     mod = function({"x": (64, 64), "u": (64, 4), "v": (4, 64), "w": (64, 2)},
                    [("a", (64, 4), "matmul(x, u)"), ("b", (64, 64), "matmul(a, v)"), ("c", (64, 2), "matmul(b, w)"),

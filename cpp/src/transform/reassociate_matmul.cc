@@ -12,7 +12,9 @@
 // operands may have batch dims (an alternative whose type differs from the
 // value's, or that does not type, is not considered), but a form with both a
 // 1-D and a batched operand is left as it is, and so is a low-rank form
-// whose sum broadcasts an operand along the axis the matmul contracts. Every inner value of
+// with a 1-D A (the middle leaf of B A x or x A B, read as a row on one side
+// and a column on the other) or whose sum broadcasts an operand along the
+// axis the matmul contracts. Every inner value of
 // a form (the sum, the products) must be used by the form alone, and every
 // matmul of a form must have the same attrs (out_dtype), which the new
 // matmuls take.
@@ -254,13 +256,16 @@ class Reassociate {
   }
 
   // The factored and expanded forms a low-rank match stands for, when both
-  // type with `type` and the factored sum broadcasts no operand along the
-  // axis the matmul contracts; else none. Only then are the two equal: a
-  // (n,) W added to an (n, n) term on the right of x @ (W + A@B) is a row
-  // repeated down the contracted axis, which x @ W reads as a column.
+  // type with `type`, A is a matrix and the factored sum broadcasts no
+  // operand along the axis the matmul contracts; else none. Only then are
+  // the two equal: A is the middle leaf of the chain B A x (x A B), which
+  // the rewrite re-brackets, and a (n,) W added to an (n, n) term on the
+  // right of x @ (W + A@B) is a row repeated down the contracted axis,
+  // which x @ W reads as a column.
   static std::vector<Expr> rewrites(const Match& m, bool left, const Attrs& attrs, const Type& type) {
     const Expr &W = m["W"], &A = m["A"], &B = m["B"], &x = m["x"];
-    if (vector_meets_batch({W, A, B, x})) return {};
+    std::vector<Expr> low_rank_chain = left ? std::vector<Expr>{B, A, x} : std::vector<Expr>{x, A, B};
+    if (vector_meets_batch({W, A, B, x}) || !middle_leaves_are_matrices(low_rank_chain)) return {};
     auto mm = [&](Expr a, Expr b) { return make_call(ops::matmul.def(), {std::move(a), std::move(b)}, attrs); };
     auto sum = [](Expr a, Expr b) { return ops::add({std::move(a), std::move(b)}); };
     std::vector<Expr> out;
