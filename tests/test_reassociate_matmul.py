@@ -3,9 +3,13 @@ with x on the left), and matmul chains re-bracketed, by FLOPs with
 compile-time work free. Golden text for each rewrite in each direction, the
 LoRA decision of issue 13 (static and symbolic under bounds, then
 LiftTransformParams), numbers (float64) for meaning, the forms it must leave
-alone, and bad dim_bounds."""
+alone, random low-rank forms (1-D, size-1, batched operands) against numpy,
+and bad dim_bounds."""
 
 from __future__ import annotations
+
+import random
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -360,6 +364,95 @@ def test_a_right_sum_broadcasting_its_columns_is_expanded_correctly():
 def test_a_low_rank_form_with_a_vector_middle_factor_is_left_alone(start, params, bindings, num_input):
     mod = function(params, bindings, num_input)
     assert aj.structural_equal(reassociated(mod), mod)
+
+
+# x (p, 1) @ w (1,) is a (p,) vector, which the add broadcasts as a row, while x @ (w + A@B)
+# repeats w (and a (1,) A@B) along the columns: a contracted axis of size 1 does not make a
+# 1-D operand of a right sum safe. Found by a review.
+@pytest.mark.parametrize("start, params, bindings, num_input", [
+    ("expanded, W (1,)", {"x": (2, 1), "W": (1,), "A": (1, 2), "B": (2, 2)},
+     [("xw", (2,), "matmul(x, W)"), ("xa", (2, 2), "matmul(x, A)"), ("xab", (2, 2), "matmul(xa, B)"),
+      ("y", (2, 2), "add(xw, xab)")], None),
+    ("factored, B (1,)", {"B": (1,), "x": (2, 1), "W": (1, 2), "A": (1, 1)},
+     [("ab", (1,), "matmul(A, B)"), ("s", (1, 2), "add(W, ab)"), ("y", (2, 2), "matmul(x, s)")], 1),
+])
+def test_a_length_one_vector_in_a_right_sum_is_left_alone(start, params, bindings, num_input):
+    mod = function(params, bindings, num_input)
+    out = reassociated(mod)  # numbers as the input's; the chain x A B inside the form may be re-bracketed
+    assert body(out).splitlines()[-2] == body(mod).splitlines()[-2]
+
+
+# ---- low-rank forms over random shapes ----
+
+# Each low-rank form as bindings (name, op, a, b), the root last: side (x on the right of the
+# factors or on the left) and start (the expanded form in either bracketing of its low-rank term).
+LOW_RANK_FORMS = {
+    ("left", "factored"): [("ba", "matmul", "B", "A"), ("s", "add", "W", "ba"), ("y", "matmul", "s", "x")],
+    ("left", "expanded"): [("wx", "matmul", "W", "x"), ("ax", "matmul", "A", "x"), ("bax", "matmul", "B", "ax"),
+                           ("y", "add", "wx", "bax")],
+    ("left", "expanded (B@A)@x"): [("wx", "matmul", "W", "x"), ("ba", "matmul", "B", "A"),
+                                   ("bax", "matmul", "ba", "x"), ("y", "add", "wx", "bax")],
+    ("right", "factored"): [("ab", "matmul", "A", "B"), ("s", "add", "W", "ab"), ("y", "matmul", "x", "s")],
+    ("right", "expanded"): [("xw", "matmul", "x", "W"), ("xa", "matmul", "x", "A"), ("xab", "matmul", "xa", "B"),
+                            ("y", "add", "xw", "xab")],
+    ("right", "expanded x@(A@B)"): [("xw", "matmul", "x", "W"), ("ab", "matmul", "A", "B"),
+                                    ("xab", "matmul", "x", "ab"), ("y", "add", "xw", "xab")],
+}
+
+
+def random_operand_shape(rng: random.Random, rows: int, cols: int) -> tuple:
+    """(rows, cols), or a 1-D operand (either dim), or a batch of 1 or 2 of it."""
+    kind = rng.choice(["matrix", "matrix", "row", "column", "batch"])
+    return {"matrix": (rows, cols), "row": (cols,), "column": (rows,),
+            "batch": (rng.choice([1, 2]), rows, cols)}[kind]
+
+
+def random_low_rank_form(rng: random.Random):
+    """(form, module, its arguments, numpy's float64 result), or None when numpy refuses its shapes."""
+    form, size = rng.choice(list(LOW_RANK_FORMS)), rng.choice([1, 2, 3])
+    m, n, r, k = (size if rng.random() < 0.75 else rng.choice([1, 2, 3]) for _ in range(4))  # mostly equal: more forms type
+    natural = ({"W": (m, n), "B": (m, r), "A": (r, n), "x": (n, k)} if form[0] == "left"
+               else {"x": (k, m), "W": (m, n), "A": (m, r), "B": (r, n)})
+    values = {p: np.random.default_rng(rng.randrange(2**32)).standard_normal(random_operand_shape(rng, *s))
+              for p, s in natural.items()}
+    bindings = [(v, op, b, a) if op == "add" and rng.random() < 0.5 else (v, op, a, b)
+                for v, op, a, b in LOW_RANK_FORMS[form]]
+    env = dict(values)
+    try:
+        for v, op, a, b in bindings:
+            env[v] = np.matmul(env[a], env[b]) if op == "matmul" else env[a] + env[b]
+    except ValueError:
+        return None
+    order = rng.sample(list(values), len(values))  # the weights are the params after num_input
+    mod = function({p: values[p].shape for p in order},
+                   [(v, env[v].shape, f"{op}({a}, {b})") for v, op, a, b in bindings], rng.randrange(5))
+    return form, mod, [values[p] for p in order], env["y"]
+
+
+def test_low_rank_forms_of_random_shapes_compute_what_numpy_does():
+    # 1-D, size-1 and batched operands, both sides, either start, inputs or weights: a review
+    # found 1-D middle factors and (1,) vectors in a right sum rewritten to other numbers
+    rng, rewritten = random.Random(20261129), Counter()
+    for _ in range(4000):
+        case = random_low_rank_form(rng)
+        if case is None:
+            continue
+        form, mod, args, want = case
+        report = REASSOCIATE.explain(mod)
+        out = report.module
+        A.verify(out)
+        got = np.asarray(aj.build(out)["main"](*args))
+        assert got.shape == want.shape, f"{mod.script()}\n->\n{out.script()}"
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10, err_msg=f"{mod.script()}\n->\n{out.script()}")
+        counts = report.counts.get("ReassociateMatmul", {})
+        if counts.get("low_rank_update") or counts.get("low_rank_update_rhs"):
+            shapes = [a.shape for a in args]
+            rewritten.update([form, *(kind for kind, present in [
+                ("1-D", any(len(s) == 1 for s in shapes)), ("size 1", any(1 in s for s in shapes)),
+                ("batched", any(len(s) == 3 for s in shapes))] if present)])
+    # the cases exercise every form, and rewrite ones with each kind of operand
+    assert all(rewritten[form] >= 5 for form in LOW_RANK_FORMS), rewritten
+    assert all(rewritten[kind] >= 5 for kind in ["1-D", "size 1", "batched"]), rewritten
 
 
 def test_the_adjoint_of_a_chain_reassociates_and_computes_the_same():

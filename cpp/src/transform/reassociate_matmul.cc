@@ -287,8 +287,10 @@ class Reassociate {
   // Whether both operands of `sum` (an add, the left operand of a matmul
   // when `left`, else the right) span the axis the matmul contracts: the
   // last for a left operand, the one before it for a right one (the only
-  // one when it is 1-D). An operand without that axis, or of size 1 there,
-  // broadcasts along it, unless the sum's size there is 1 too.
+  // one when it is 1-D). An operand of size 1 there broadcasts along it,
+  // unless the sum's size there is 1 too. An operand without that axis (1-D
+  // on the right of a 2-D sum) never spans it, whatever its size: its own
+  // product with x drops the axis, and an add reads that vector as a row.
   static bool sum_keeps_contracted_axis(const Expr& sum, bool left) {
     const auto& call = static_cast<const CallNode&>(*sum);
     const Shape& shape = call.type()->shape();
@@ -300,8 +302,8 @@ class Reassociate {
     for (const Expr& arg : call.args()) {
       const Shape& s = arg->type()->shape();
       int64_t a = axis - (ndim - static_cast<int64_t>(s.size()));
-      if (size_one) continue;
-      if (a < 0 || !(s[static_cast<size_t>(a)] == size)) return false;
+      if (a < 0) return false;
+      if (!size_one && !(s[static_cast<size_t>(a)] == size)) return false;
     }
     return true;
   }
