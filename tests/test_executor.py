@@ -153,6 +153,57 @@ def test_polynomial_dims_are_checked():
         fn(rand(2), rand(3), rand(4))
 
 
+def linear_dims_module():
+    # no param has k alone: w binds it as 2*k + 1, and v must agree
+    return aj.parse('''
+@function
+def main(w: Tensor(("2*k + 1",), "float64"), v: Tensor(("3*k",), "float64")) -> Tensor(("k",), "float64"):
+    z: Tensor(("k",), "float64") = zeros(("k",), "float64")
+    s: Tensor((), "float64") = sum(w)
+    y: Tensor(("k",), "float64") = add(z, s)
+    return y
+''')
+
+
+def test_a_symbol_no_param_binds_alone_is_solved_from_a_linear_dim():
+    fn = aj.build(linear_dims_module())["main"]
+    for k in [0, 1, 4]:
+        w = rand(2 * k + 1)
+        got = fn(w, rand(3 * k))
+        assert got.shape == (k,)
+        np.testing.assert_allclose(got, np.full(k, w.sum()), rtol=1e-12)
+
+
+@pytest.mark.parametrize("w, v, message", [
+    (6, 9, r"function 'main', param 'w' \(#0\): dim 0 is 2\*k \+ 1, got 6: no whole k >= 0 gives it"),
+    (0, 0, r"function 'main', param 'w' \(#0\): dim 0 is 2\*k \+ 1, got 0: no whole k >= 0 gives it"),
+    (7, 8, r"function 'main', param 'v' \(#1\): dim 0 is 3\*k = 9, got 8"),
+])
+def test_a_linear_dim_that_gives_no_whole_symbol_or_disagrees_names_the_param(w, v, message):
+    fn = aj.build(linear_dims_module())["main"]
+    with pytest.raises(aj.ExecutionError, match=message):
+        fn(rand(w), rand(v))
+
+
+def test_a_symbol_a_param_binds_alone_is_taken_from_it():
+    # x binds k alone (the first binding wins), so w's 2*k is checked against it
+    bb = aj.FunctionBuilder("main")
+    w = bb.param("w", ("2*k",), "float64")
+    x = bb.param("x", ("k",), "float64")
+    fn = aj.build(bb.finish(aj.op.concat([w, x])))["main"]
+    np.testing.assert_allclose(fn(np.ones(4), np.zeros(2)), [1, 1, 1, 1, 0, 0])
+    with pytest.raises(aj.ExecutionError, match=r"param 'w' \(#0\): dim 0 is 2\*k = 6, got 4"):
+        fn(np.ones(4), np.zeros(3))
+
+
+def test_a_dim_of_two_symbols_binds_neither():
+    bb = aj.FunctionBuilder("main")
+    a = bb.param("a", ("m + n",), "float64")
+    fn = aj.build(bb.finish(aj.op.exp(a)))["main"]
+    with pytest.raises(aj.ExecutionError, match=r"param 'a' \(#0\): dim 0 \(m \+ n\) uses a symbol that no param"):
+        fn(rand(3))
+
+
 def test_non_contiguous_read_only_and_lists_are_accepted():
     fn = aj.build(matmul_module((3, 4), (4, 2)))["main"]
     a = rand(4, 3).T  # non-contiguous view

@@ -32,9 +32,10 @@ def flat(out) -> list[np.ndarray]:
 
 def assert_lifting_computes_the_same(mod: aj.Module, name: str = "main") -> None:
     """f_transform_params on the weights, then f on the inputs and its result,
-    equals f (each symbolic dim 3)."""
+    equals f (each symbol 3)."""
     fn = mod[name]
-    inputs = [RNG.standard_normal([3 if isinstance(d, str) else d for d in p.type.shape]) for p in fn.params]
+    size = lambda d: aj.Dim(d).evaluate({s: 3 for s in aj.Dim(d).symbols}) if isinstance(d, str) else d  # noqa: E731
+    inputs = [RNG.standard_normal([size(d) for d in p.type.shape]) for p in fn.params]
     n = fn.attrs["num_input"]
     want = aj.build(mod)[name](*inputs)
     exe = aj.build(LIFT(mod))
@@ -269,6 +270,40 @@ def test_a_weight_passes_through_for_a_dim_nothing_else_gives():
             return (w, total)
     ''')
     assert_lifting_computes_the_same(aj.parse(text))
+
+
+def test_a_weight_whose_dim_is_a_multiple_of_an_input_s_symbol_is_transformed():
+    # w's dim 2*k: main_transform_params(w) has no param with k alone, and the executor
+    # refused every call of it. Found by a review
+    mod = aj.parse(textwrap.dedent('''
+        @function(num_input=1)
+        def main(x: Tensor(("k",), "float64"), w: Tensor(("2*k",), "float64")) -> Tensor(("k",), "float64"):
+            total: Tensor((), "float64") = sum(w)
+            y: Tensor(("k",), "float64") = multiply(x, total)
+            return y
+    '''))
+    out = LIFT(mod)
+    aj.analysis.verify(out)
+    assert [p.name_hint for p in out["main_transform_params"].params] == ["w"]
+    x, w = RNG.standard_normal(3), RNG.standard_normal(6)
+    exe = aj.build(out)
+    np.testing.assert_allclose(exe["main"](x, *exe["main_transform_params"](w)), x * w.sum(), rtol=1e-12)
+    assert_lifting_computes_the_same(mod)
+
+
+def test_a_weight_passes_through_for_a_symbol_it_binds_as_a_multiple():
+    # main needs k, which only w's 2*k gives (the executor solves k from it): w passes through
+    mod = aj.parse(textwrap.dedent('''
+        @function(num_input=1)
+        def main(x: Tensor(("n",), "float64"), w: Tensor(("2*k",), "float64")) -> Tensor(("k",), "float64"):
+            z: Tensor(("k",), "float64") = zeros(("k",), "float64")
+            s: Tensor((), "float64") = sum(x)
+            y: Tensor(("k",), "float64") = add(z, s)
+            return y
+    '''))
+    out = LIFT(mod)
+    assert [p.name_hint for p in out["main"].params] == ["x", "w"]
+    assert_lifting_computes_the_same(mod)
 
 
 def test_a_function_without_num_input_is_unchanged():

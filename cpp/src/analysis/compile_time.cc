@@ -82,6 +82,15 @@ void add_type_symbols(const TypeNode& t, bool bare_only, std::set<std::string>& 
   }
 }
 
+void add_param_bound_symbols(const TypeNode& t, std::set<std::string>& out) {
+  if (!t.is_tensor()) {
+    for (const Type& f : t.fields()) add_param_bound_symbols(*f, out);
+    return;
+  }
+  for (const Dim& d : t.shape())
+    if (std::optional<LinearDim> lin = as_linear_dim(d)) out.insert(lin->symbol);
+}
+
 std::vector<uint8_t> computable_bindings(const DataflowIndex& index) {
   const FunctionNode& fn = index.function();
   const size_t num_params = fn.params().size();

@@ -91,6 +91,14 @@ std::vector<std::string> Dim::symbols() const {
   return out;
 }
 
+std::optional<LinearDim> as_linear_dim(const Dim& d) {
+  std::vector<DimTerm> terms = d.terms();  // highest degree first, the constant last
+  if (terms.empty() || terms.size() > 2 || terms[0].coeff <= 0) return std::nullopt;
+  const Monomial& k = terms[0].monomial;
+  if (k.size() != 1 || k[0].second != 1 || (terms.size() == 2 && !terms[1].monomial.empty())) return std::nullopt;
+  return LinearDim{k[0].first, terms[0].coeff, terms.size() == 2 ? terms[1].coeff : 0};
+}
+
 int Dim::degree() const {
   return terms_ ? monomial_degree(terms_->front().monomial) : 0;
 }

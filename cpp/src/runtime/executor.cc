@@ -35,6 +35,26 @@ void flatten_types(const Type& t, std::vector<Type>& out) {
   for (const auto& f : t->fields()) flatten_types(f, out);
 }
 
+// Binds, in `env`, each symbol that no param has as a dim by itself from the
+// first param dim a*k + b in it (as_linear_dim, dim.h): k = (v - b) / a, an
+// ExecutionError naming the param and dim when that is no whole k >= 0. The
+// caller then checks every dim against the symbols bound.
+void bind_linear_symbols(const std::vector<Var>& params, const std::vector<NDArray>& inputs,
+                         const std::function<std::string(size_t)>& where, std::map<std::string, int64_t>& env) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const Shape& shape = params[i]->type()->shape();
+    for (size_t d = 0; d < shape.size(); ++d) {
+      std::optional<LinearDim> lin = as_linear_dim(shape[d]);
+      if (!lin || env.count(lin->symbol)) continue;
+      int64_t got = inputs[i].shape()[d], rest = 0;
+      if (__builtin_sub_overflow(got, lin->b, &rest) || rest < 0 || rest % lin->a != 0)
+        throw ExecutionError(str(where(i), ": dim ", d, " is ", shape[d].to_string(), ", got ", got, ": no whole ",
+                                 lin->symbol, " >= 0 gives it"));
+      env[lin->symbol] = rest / lin->a;
+    }
+  }
+}
+
 // Whether v is used, and only as a matmul operand (so a transpose bound to
 // v can fold into the GEMM's flags): not returned, and every user a matmul
 // call, whose args are tensors, hence v itself.
@@ -263,6 +283,7 @@ std::map<std::string, int64_t> CompiledFunction::bind_symbols(const std::vector<
       }
     }
   }
+  bind_linear_symbols(params, inputs, where, env);
   for (size_t i = 0; i < params.size(); ++i) {
     const TypeNode& t = *params[i]->type();
     for (size_t d = 0; d < t.ndim(); ++d) {
@@ -276,7 +297,7 @@ std::map<std::string, int64_t> CompiledFunction::bind_symbols(const std::vector<
       }
       if (!v)
         throw ExecutionError(str(where(i), ": dim ", d, " (", dim.to_string(),
-                                 ") uses a symbol that no param binds alone"));
+                                 ") uses a symbol that no param binds (as a dim k or a*k + b of its own)"));
       if (*v != inputs[i].shape()[d])
         throw ExecutionError(str(where(i), ": dim ", d, " is ", dim.to_string(), " = ", *v, ", got ",
                                  inputs[i].shape()[d]));

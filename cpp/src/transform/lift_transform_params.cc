@@ -15,9 +15,9 @@
 //      constant-only ones they use, which may so appear in both functions).
 //      A lifted item of a tuple that f keeps (t = (x, w); a = t[1]) is bound
 //      there to the field it reads (a = w).
-//   A symbolic dim f still needs that no param of f binds alone (the
-//   executor binds symbols from params) makes a weight that binds it pass
-//   through as well.
+//   A symbolic dim f still needs that no param of f binds (the executor
+//   binds a symbol from a param dim k or a*k + b) makes a weight that binds
+//   it pass through as well.
 // Both sweeps skip what nothing needs, so dead code leaves both functions.
 // A function whose split would lift nothing and pass every weight through in
 // order is left alone when the module already has its f_transform_params:
@@ -57,7 +57,7 @@ const Expr* field_of_kept_tuple(const DataflowIndex& index, const Expr& value, c
   return b >= 0 && !liftable[static_cast<size_t>(b)] ? tuple_item_source(index, *item) : nullptr;
 }
 
-// The symbols f keeps using that none of its params binds alone: `used` and
+// The symbols f keeps using that none of its params binds: `used` and
 // `bound` hold those of its kept and lifted bindings (collected by the sweep
 // that decides them); the params are added once `main_needs` marks the
 // weights f takes.
@@ -65,7 +65,7 @@ std::set<std::string> unbound_symbols(const FunctionNode& fn, const std::vector<
                                       std::set<std::string> used, std::set<std::string> bound) {
   for (size_t p = 0; p < fn.params().size(); ++p) {
     if (p >= fn.num_input() && !main_needs[p]) continue;
-    add_type_symbols(*fn.params()[p]->type(), true, bound);
+    add_param_bound_symbols(*fn.params()[p]->type(), bound);
     add_type_symbols(*fn.params()[p]->type(), false, used);
   }
   std::set<std::string> out;
@@ -74,12 +74,12 @@ std::set<std::string> unbound_symbols(const FunctionNode& fn, const std::vector<
   return out;
 }
 
-// Marks, in main_needs, a weight binding each symbol of `missing` alone.
+// Marks, in main_needs, a weight binding each symbol of `missing`.
 void pass_weights_binding(const FunctionNode& fn, std::set<std::string> missing, std::vector<uint8_t>& main_needs) {
   for (size_t p = fn.num_input(); p < fn.params().size() && !missing.empty(); ++p) {
-    std::set<std::string> bare;
-    add_type_symbols(*fn.params()[p]->type(), true, bare);
-    for (const std::string& s : bare)
+    std::set<std::string> binds;
+    add_param_bound_symbols(*fn.params()[p]->type(), binds);
+    for (const std::string& s : binds)
       if (missing.erase(s)) main_needs[p] = 1;
   }
 }
@@ -106,15 +106,15 @@ LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
   std::vector<uint8_t> main_needs(index.num_defs(), 0), lifted_needs(index.num_defs(), 0);
   mark_uses(index, fn.ret(), main_needs);
   // The symbols of the bindings f keeps or takes as params, and those a
-  // lifted var binds alone. Both sweeps read the index's flat arrays, not
-  // the nodes (but for an item of a tuple).
+  // lifted var binds as f's param. Both sweeps read the index's flat
+  // arrays, not the nodes (but for an item of a tuple).
   std::set<std::string> used, bound;
   for (size_t b = bindings.size(); b-- > 0;) {
     if (!main_needs[num_params + b]) continue;
     const TypeNode& type = *index.binding_type(b);
     if (liftable[b] && type.is_tensor()) {
       lifted_needs[num_params + b] = 1;
-      add_type_symbols(type, true, bound);
+      add_param_bound_symbols(type, bound);
     } else {
       plan.in_main[b] = 1;
       mark_operands(index, b, main_needs);

@@ -38,8 +38,11 @@ bool symbols_within(const TypeNode& t, const std::set<std::string>& symbols);
 // compile-time value's shape may use only these.
 std::set<std::string> weight_symbols(const FunctionNode& fn);
 // Adds to `out` the symbols of t's tensor shapes; with bare_only, only those
-// that are a dim by themselves (what the executor binds from a param).
+// that are a dim by themselves (the ones this analysis takes a weight to fix).
 void add_type_symbols(const TypeNode& t, bool bare_only, std::set<std::string>& out);
+// Adds to `out` the symbols the executor binds from a param of type t: those
+// of a dim k or a*k + b with a > 0 (as_linear_dim in ir/dim.h).
+void add_param_bound_symbols(const TypeNode& t, std::set<std::string>& out);
 
 // Per binding: 1 when it is computable (`computable`, from
 // computable_bindings) and depends on at least one weight, or on a symbol

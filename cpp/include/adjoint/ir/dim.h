@@ -70,6 +70,17 @@ class Dim {
 
 using Shape = std::vector<Dim>;
 
+// A dim a*k + b in one symbol k with a > 0 (b may be 0 or negative): the
+// value of k follows from the dim's, (value - b) / a, when that is a whole
+// number >= 0. The executor binds a symbol so when no param has it as a dim
+// by itself.
+struct LinearDim {
+  std::string symbol;
+  int64_t a;
+  int64_t b;
+};
+std::optional<LinearDim> as_linear_dim(const Dim& d);
+
 std::string shape_to_string(const Shape& shape);  // (3, "n")
 
 }  // namespace aj
