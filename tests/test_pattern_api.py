@@ -687,6 +687,25 @@ def test_the_vars_a_rewrite_binds_take_names_no_var_of_the_function_has():
     aj.transform.Gradient("main", require_grads=["lv"])(out)
 
 
+def test_fresh_names_fill_the_gaps_and_only_skip_names_of_their_own_form():
+    # lv_01, lv_0, lv_x and a 40-digit suffix are not names the pass would
+    # give, so they take nothing; lv and lv_2 are skipped, lv_1 and lv_3 used
+    mod = aj.parse(textwrap.dedent("""
+        @function
+        def main(lv_01: Tensor((2,), "float32")) -> Tensor((2,), "float32"):
+            lv: Tensor((2,), "float32") = exp(lv_01)
+            lv_0: Tensor((2,), "float32") = exp(lv)
+            lv_x: Tensor((2,), "float32") = exp(lv_0)
+            lv_1234567890123456789012345678901234567890: Tensor((2,), "float32") = exp(lv_x)
+            lv_2: Tensor((2,), "float32") = exp(lv_1234567890123456789012345678901234567890)
+            return lv_2
+    """))
+    a = _()
+    out = P.rewrite_call(P.is_op("exp")(a), lambda e, c: aj.op.abs(aj.op.sqrt(aj.op.square(c[a]))) if e.args[0].name_hint == "lv_x" else e, mod)
+    assert _names_of(out["main"]) == ["lv_01", "lv", "lv_0", "lv_x", "lv_1", "lv_3",
+                                      "lv_1234567890123456789012345678901234567890", "lv_2"]
+
+
 def test_the_vars_rewrite_bindings_and_combine_parallel_matmul_bind_take_fresh_names():
     mod = aj.parse(textwrap.dedent("""
         @function
