@@ -5,6 +5,7 @@ walks repeat until nothing changes). Golden text for structure, float64
 runs for meaning, the bad inputs of the issue, and a property over random
 programs of parallel matmuls."""
 
+import signal
 import traceback
 from collections.abc import Mapping
 
@@ -711,3 +712,35 @@ def test_a_root_no_binding_fits_ends_the_search_at_once():
     called = []
     assert P.rewrite_bindings(ctx, lambda m, b: called.append(m) or {}, mod) is mod
     assert called == []
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_a_long_search_stops_at_a_signal():
+    # regression: the search did not look at Python's signals, so Ctrl-C
+    # could not stop it. Twelve relu roots tied by nothing on eleven relus
+    # try every ordered choice of eleven before failing (about 13 s); a
+    # signal's handler raising ends it at the next check, the module unchanged
+    k = 11
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (4,), "float32")
+    mod = bb.finish(aj.Tuple([aj.op.relu(x + float(i)) for i in range(k)]))
+    with P.PatternContext() as ctx:
+        for _ in range(k + 1):
+            P.is_op("relu")(P.wildcard())
+    before = mod.script()
+
+    def stop(signum, frame):
+        raise _Stop
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        with pytest.raises(_Stop):
+            P.rewrite_bindings(ctx, lambda m, b: {}, mod)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert mod.script() == before

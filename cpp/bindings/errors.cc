@@ -1,6 +1,8 @@
 // Translates the core's C++ exceptions into adjoint's Python exception
 // classes (adjoint/errors.py), carrying line/column when known. Any other
-// C++ exception becomes aj.Error rather than crashing the interpreter.
+// C++ exception becomes aj.Error rather than crashing the interpreter. Also
+// the core's interrupt check (support/interrupt.h): Python's pending
+// signals, so Ctrl-C stops a long search with KeyboardInterrupt.
 #include <pybind11/pybind11.h>
 
 #include <new>
@@ -8,6 +10,7 @@
 #include <variant>
 
 #include "adjoint/support/error.h"
+#include "adjoint/support/interrupt.h"
 
 namespace py = pybind11;
 
@@ -27,9 +30,18 @@ void raise_as(const char* class_name, const char* message, const SourceLoc& loc)
   PyErr_SetObject(cls.ptr(), exc.ptr());
 }
 
+// Runs Python's handlers of the signals that arrived (on the main thread
+// only; elsewhere nothing is pending); the exception one raises ends the
+// work it interrupts.
+void check_python_signals() {
+  py::gil_scoped_acquire gil;
+  if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+}
+
 }  // namespace
 
 void bind_errors(py::module_& m) {
+  set_interrupt_check(&check_python_signals);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

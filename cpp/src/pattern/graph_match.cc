@@ -10,6 +10,7 @@
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/pattern/graph.h"
+#include "adjoint/support/interrupt.h"
 #include "adjoint/transform/common_values.h"
 
 namespace aj {
@@ -192,6 +193,7 @@ class GraphMatcher {
   }
 
   bool try_candidate(uint32_t r, uint32_t c) {
+    interrupt_.tick();
     if (!fits(r, c)) return false;
     if (gp_.roots()[r].repeated) return try_branches(r, c);
     hold(r, c);
@@ -463,6 +465,7 @@ class GraphMatcher {
   std::vector<const Expr*> values_;  // the kept values of every candidate
   std::deque<Expr> vars_;            // binding vars standing for their values in values_
   std::vector<GraphMatch> matches_;
+  InterruptPoll interrupt_;  // asked at each candidate tried
 };
 
 }  // namespace
