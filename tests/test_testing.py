@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import adjoint as aj
-from adjoint.testing import check_gradients, check_numerical_grads
+from adjoint.testing import check_gradients, check_numerical_grads, numerical_grads
 
 op = aj.op
 
@@ -188,6 +188,34 @@ def test_bad_grads_are_errors():
         check_numerical_grads(forward, inputs, [*grads[:4], np.zeros(10, np.int64)])
     with pytest.raises(aj.Error, match=r"must return a scalar, got shape \(3,\)"):
         check_numerical_grads(lambda x: x, [np.ones(3)], [np.ones(3)])
+
+
+def _square_sum(a):
+    return float(np.sum(a ** 2))
+
+
+@pytest.mark.parametrize("call, message", [
+    # regression: these were IndexError, ZeroDivisionError and TypeError, and a negative delta was taken
+    (lambda x: numerical_grads(_square_sum, [x], which=[3]), "numerical_grads: which holds 3, not the index of one of the 1 inputs"),
+    (lambda x: numerical_grads(_square_sum, [x], which=0), "numerical_grads: which must be a list of input indices, got int"),
+    (lambda x: numerical_grads(_square_sum, [x], delta=0), "numerical_grads: delta must be None or a positive finite number, got 0"),
+    (lambda x: numerical_grads(_square_sum, [x], delta=-1e-6), "delta must be None or a positive finite number, got -1e-06"),
+    (lambda x: numerical_grads(_square_sum, None), "numerical_grads: inputs must be a list of arrays, got NoneType"),
+    (lambda x: numerical_grads(None, [x]), "numerical_grads: f must be callable, got NoneType"),
+    (lambda x: check_numerical_grads(None, [x], [x]), "check_numerical_grads: f must be callable, got NoneType"),
+    (lambda x: check_numerical_grads(_square_sum, None, [x]), "check_numerical_grads: inputs must be a list of arrays"),
+    (lambda x: check_numerical_grads(_square_sum, [x], None), "check_numerical_grads: grads must be a list of arrays"),
+])
+def test_bad_arguments_of_the_finite_difference_checks_are_errors(call, message):
+    with pytest.raises(aj.Error) as e:
+        call(np.array([1.0, 2.0]))
+    assert message in str(e.value)
+
+
+def test_numerical_grads_of_the_inputs_in_which():
+    x, y = np.array([1.0, 2.0]), np.array([3.0])
+    (gy,) = numerical_grads(lambda a, b: float(np.sum(a * b)), [x, y], which=np.array([1]))
+    np.testing.assert_allclose(gy, [3.0], rtol=1e-8)
 
 
 def test_pytest_shows_only_the_callers_frame(tmp_path):

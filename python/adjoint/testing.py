@@ -38,10 +38,15 @@ def numerical_grads(f: Callable[..., Any], inputs: Sequence[np.ndarray], delta: 
     float64 copies of the inputs (float32 ones upcast; ints as they are):
     f should compute in float64 for the differences to be float64's."""
     __tracebackhide__ = True
+    who = "numerical_grads"
+    _check_callable(who, f)
+    _check_inputs(who, inputs)
+    delta = _Settings(who, delta, None, None, "full", 1, 0).delta
+    which = _check_which(who, which, len(inputs))
     xs = _float64_copies(inputs)
     delta = DEFAULT_DELTA if delta is None else delta
     out = []
-    for i in (range(len(xs)) if which is None else which):
+    for i in which:
         flat = xs[i].reshape(-1)
         g = np.zeros(flat.size, dtype=np.float64)
         for j in range(flat.size):
@@ -82,7 +87,9 @@ def check_numerical_grads(f: Callable[..., Any], inputs: Sequence[np.ndarray], g
     Raises ``aj.GradientCheckError`` on a mismatch, ``aj.Error`` on bad arguments."""
     __tracebackhide__ = True
     settings = _Settings("check_numerical_grads", delta, rtol, atol, mode, directions, seed)
-    names = [str(i) for i in range(len(inputs))] if hasattr(inputs, "__len__") else []
+    _check_callable("check_numerical_grads", f)
+    _check_inputs("check_numerical_grads", inputs)
+    names = [str(i) for i in range(len(inputs))]
     _check_grads("check_numerical_grads", inputs, grads, names)
     _compare(f, _float64_copies(inputs), list(range(len(inputs))), [np.asarray(g) for g in grads], names, settings)
 
@@ -105,8 +112,7 @@ def check_gradients(mod: Module, func_name: str, inputs: Sequence[Any], require_
         raise Error(f"check_gradients: expected an aj.Module, got {type(mod).__name__}")
     fn = mod[func_name]
     params = [p.name_hint for p in fn.params]
-    if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__len__"):
-        raise Error(f"check_gradients: inputs must be a list of arrays, got {type(inputs).__name__}")
+    _check_inputs("check_gradients", inputs)
     which = _which_params(fn, params, func_name, require_grads)
     grad_mod = Gradient(func_name, [params[i] for i in which], target_index, simplify)(mod)
     _, grads = build(grad_mod)[func_name + "_adjoint"](*inputs)
@@ -151,6 +157,32 @@ class _Settings:
                 raise Error(f"{self.who}: {name} must be None or a {least} finite number, got {value!r}")
 
 
+def _check_callable(who: str, f: Any) -> None:
+    __tracebackhide__ = True
+    if not callable(f):
+        raise Error(f"{who}: f must be callable, got {type(f).__name__}")
+
+
+def _check_inputs(who: str, inputs: Any) -> None:
+    __tracebackhide__ = True
+    if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__len__") or not hasattr(inputs, "__getitem__"):
+        raise Error(f"{who}: inputs must be a list of arrays, got {type(inputs).__name__}")
+
+
+def _check_which(who: str, which: Any, count: int) -> list[int]:
+    """``which`` (None: every input) as a list of input indices."""
+    __tracebackhide__ = True
+    if which is None:
+        return list(range(count))
+    if isinstance(which, (str, bytes)) or not hasattr(which, "__iter__"):
+        raise Error(f"{who}: which must be a list of input indices, got {type(which).__name__}")
+    which = list(which)
+    for i in which:
+        if not _is_int(i) or not 0 <= i < count:
+            raise Error(f"{who}: which holds {i!r}, not the index of one of the {count} inputs")
+    return [int(i) for i in which]
+
+
 def _is_int(value: Any) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
@@ -171,8 +203,9 @@ def _which_params(fn: Any, params: list[str], func_name: str, require_grads: Seq
 def _check_grads(who: str, inputs: Sequence[Any], grads: Sequence[Any], names: list[str]) -> None:
     """One float grad of its input's shape per input."""
     __tracebackhide__ = True
-    if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__len__"):
-        raise Error(f"{who}: inputs must be a list of arrays, got {type(inputs).__name__}")
+    _check_inputs(who, inputs)
+    if isinstance(grads, (str, bytes)) or not hasattr(grads, "__len__"):
+        raise Error(f"{who}: grads must be a list of arrays, got {type(grads).__name__}")
     if len(grads) != len(inputs):
         raise Error(f"{who}: {len(inputs)} inputs but {len(grads)} grads")
     for name, x, g in zip(names, inputs, grads):
