@@ -78,6 +78,28 @@ def test_binary_with_broadcasting(op, sa, sb):
     check(build, a, b)
 
 
+@pytest.mark.parametrize("c", [0.0, 1.0, 2.0, 3.0, 0.5, -1.5])
+@pytest.mark.parametrize("const_shape", [(), (1, 1)])
+def test_power_by_a_constant(c, const_shape):
+    # x ** c with c a constant takes the folded rule (c * x ** (c - 1)); the
+    # (1, 1) constant also broadcasts x up a rank
+    def build():
+        bb = aj.FunctionBuilder("main")
+        x = bb.param("x", (2, 3), "float64")
+        return bb.finish(weighted(bb, aj.op.power(x, aj.Constant(np.full(const_shape, c)))))
+
+    check(build, RNG.uniform(0.5, 2, (2, 3)))
+
+
+def test_power_by_a_constant_zero_gives_zeros_at_zero():
+    # the general rule's g * 0 * x ** -1 is NaN at x = 0; PyTorch gives 0
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (3,), "float64")
+    mod = bb.finish(aj.op.sum(x ** 0.0))
+    _, (g,) = aj.build(aj.transform.Gradient()(mod))["main_adjoint"](np.array([0.0, 1.0, -2.0]))
+    assert g.tolist() == [0.0, 0.0, 0.0]
+
+
 # Operands where x1 / x2 stays inside (2, 3), away from the jumps of // and %.
 FLOOR_OPS = {"floor_divide": ((2.2, 2.8), (0.95, 1.05)), "floor_mod": ((2.2, 2.8), (0.95, 1.05))}
 

@@ -245,6 +245,19 @@ def test_matmul_of_broadcast_seed_becomes_sums(loss, golden):
     np.testing.assert_allclose(gw, scale * np.ones((48, 64)) @ x, rtol=1e-12)
 
 
+def test_the_adjoint_of_a_mean_squared_error_written_with_power():
+    # docs/passes/SimplifyGradient.md: regression, `** 2` (power by a constant)
+    # left a broadcast seed, an unfolded 2.0 - 1.0 and a power by it
+    bb = aj.FunctionBuilder("main")
+    x, w, y = bb.param("x", (2, 3), "float32"), bb.param("w", (3, 4), "float32"), bb.param("y", (2, 4), "float32")
+    mod = bb.finish(aj.op.mean((x @ w - y) ** 2))
+    adjoint = aj.transform.Gradient(require_grads=["w"])(mod)["main_adjoint"]
+    assert [b.value.op for b in adjoint.bindings] == [
+        "matmul", "subtract", "power", "mean", "multiply", "multiply", "permute_dims", "matmul"]
+    assert 'lv_1_adjoint: Tensor((2, 4), "float32") = multiply(const(0.125, "float32"), lv_4)' in str(adjoint)
+    assert 'lv_4: Tensor((2, 4), "float32") = multiply(lv_1, const(2.0, "float32"))' in str(adjoint)
+
+
 def test_small_matmul_of_broadcast_seed_stays_a_matmul():
     # 2 * 8 * 6 * 4 FLOPs: one matmul instruction beats a sum and a broadcast
     adj = unique_names(aj.transform.Gradient()(linear_loss(m=8, k=4, n=6))["main_adjoint"])

@@ -102,6 +102,7 @@ def power(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
 
     Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
     VJP: `grad_x1 = collapse_sum_to(multiply(multiply(grad, x2), power(x1, subtract(x2, 1))), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(multiply(multiply(grad, y), log(x1)), shape=<x2's shape>)`, where `y = power(x1, x2)` is the op's result (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`). `grad_x2` is NaN where `x1 <= 0` (PyTorch gives 0 where `x1 = 0`).
+    When `x2` is a one-element float constant `c` (`x ** 2` from Python), `grad_x1 = collapse_sum_to(multiply(grad, multiply(power(x1, c - 1), c)), shape=<x1's shape>)` with `c - 1` computed, `multiply(grad, multiply(x1, 2))` for `c = 2` (as `square`), `grad` for `c = 1` and `zeros_like(x1)` for `c = 0` (PyTorch's zeros, where the general rule gives NaN at `x1 = 0`), and the constant gets none.
     FLOPs: one per output element.
     Dtypes: all: float32, float64, int32, int64, bool.
 

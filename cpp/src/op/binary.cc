@@ -18,6 +18,7 @@
 //     power(a, b) is a or not b;
 //   - float maximum/minimum propagate NaN like np.maximum/np.minimum.
 #include <cmath>
+#include <optional>
 #include <utility>
 
 #include "adjoint/autodiff/vjp.h"
@@ -285,9 +286,29 @@ std::vector<Expr> floor_mod_vjp(VJPContext& ctx) {
   return {ctx.collapse_to(ctx.grad, ctx.arg_type(0).shape()), ctx.collapse_to(d2, ctx.arg_type(1).shape())};
 }
 
+// The value of a one-element float constant, the exponent of `x ** 2`.
+std::optional<double> float_scalar_constant(const Expr& e) {
+  auto* c = as<ConstantNode>(e);
+  if (!c || c->data().numel() != 1 || !is_float(c->data().dtype())) return std::nullopt;
+  return c->data().get_as_double(0);
+}
+
+// power by a constant c: (g * (x1 ** (c - 1) * c), none), with c - 1 folded:
+// x ** 2 differentiates as square does, x ** 1 passes g on, and x ** 0
+// gives zeros (not g * 0 * x ** -1, which is NaN at 0), as in PyTorch.
+Expr power_by_constant_vjp(VJPContext& ctx, double c) {
+  DType t = ctx.arg_type(0).dtype();
+  if (c == 0) return ctx.make(ops::zeros_like, {ctx.arg(0)});
+  if (c == 1) return ctx.collapse_to(ctx.grad, ctx.arg_type(0).shape());
+  Expr base = c == 2 ? ctx.arg(0) : ctx.make(ops::power, {ctx.arg(0), ctx.scalar(c - 1, t)});
+  Expr d1 = ctx.make(ops::multiply, {ctx.grad, ctx.make(ops::multiply, {base, ctx.scalar(c, t)})});
+  return ctx.collapse_to(d1, ctx.arg_type(0).shape());
+}
+
 // power: (g * x2 * x1 ** (x2 - 1), g * y * log(x1)) with y = x1 ** x2
 std::vector<Expr> power_vjp(VJPContext& ctx) {
   DType t = ctx.arg_type(0).dtype();
+  if (auto c = float_scalar_constant(ctx.arg(1)); c && is_float(t)) return {power_by_constant_vjp(ctx, *c), nullptr};
   Expr x2_minus_1 = ctx.make(ops::subtract, {ctx.arg(1), ctx.scalar(1.0, t)});
   Expr d1 = ctx.make(ops::multiply, {ctx.make(ops::multiply, {ctx.grad, ctx.arg(1)}), ctx.make(ops::power, {ctx.arg(0), x2_minus_1})});
   Expr d2 = ctx.make(ops::multiply, {ctx.make(ops::multiply, {ctx.grad, ctx.result}), ctx.make(ops::log, {ctx.arg(0)})});
@@ -377,6 +398,7 @@ Floats use the C library's `pow`. Ints are exact by repeated squaring and wrap o
 
 Type: `x1` and `x2` must have the same dtype (there is no type promotion: a Python number given to `aj.op` takes the other operand's dtype); their shapes broadcast as NumPy's, right-aligned, each pair of dims equal or one of them 1, where symbolic dims must be equal as polynomials. The result has the broadcast shape and the operands' dtype. Differing dtypes and dims that are neither equal nor 1 (or not provably equal) are TypeInferenceErrors.
 VJP: `grad_x1 = collapse_sum_to(multiply(multiply(grad, x2), power(x1, subtract(x2, 1))), shape=<x1's shape>)`, `grad_x2 = collapse_sum_to(multiply(multiply(grad, y), log(x1)), shape=<x2's shape>)`, where `y = power(x1, x2)` is the op's result (`collapse_sum_to(e, shape=s)` sums `e` over the dims broadcasting added; it is left out where `e` already has shape `s`). `grad_x2` is NaN where `x1 <= 0` (PyTorch gives 0 where `x1 = 0`).
+When `x2` is a one-element float constant `c` (`x ** 2` from Python), `grad_x1 = collapse_sum_to(multiply(grad, multiply(power(x1, c - 1), c)), shape=<x1's shape>)` with `c - 1` computed, `multiply(grad, multiply(x1, 2))` for `c = 2` (as `square`), `grad` for `c = 1` and `zeros_like(x1)` for `c = 0` (PyTorch's zeros, where the general rule gives NaN at `x1 = 0`), and the constant gets none.
 FLOPs: one per output element.
 Dtypes: all: float32, float64, int32, int64, bool.
 )doc"},
