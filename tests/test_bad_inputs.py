@@ -7,6 +7,8 @@ TypeError, ValueError or MemoryError of Python, NumPy or pybind escape."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import threading
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -89,6 +91,34 @@ def nested(depth: int, wrap: Callable[[aj.Expr], aj.Expr]) -> aj.Expr:
     for _ in range(depth):
         e = wrap(e)
     return e
+
+
+MAX_TUPLE_DEPTH = 253  # the deepest tuple type: its annotation nests 256 levels, the parser's limit
+
+
+def tuple_type(depth: int) -> aj.Type:
+    t = T2
+    for _ in range(depth):
+        t = aj.TupleType([t])
+    return t
+
+
+def tuple_chain(depth: int) -> aj.Module:
+    """main(x) binding (x,), ((x,),), ... depth tuples deep, through the builder."""
+    bb = aj.FunctionBuilder("main")
+    try:
+        t = bb.param("x", (2,), "float32")
+        for _ in range(depth):
+            t = bb.emit(aj.Tuple([t]))
+        return bb.finish(t)
+    finally:
+        bb._deactivate()
+
+
+def tuple_chain_text(bindings: int) -> str:
+    """t0 = (x,); t1 = (t0,); ...: t_i's type nests i + 1 tuples deep."""
+    lines = [f"t{i} = (t{i - 1},)" for i in range(1, bindings)]
+    return text("\n".join(["t0 = (x,)", *lines, f"return t{bindings - 1}"]))
 
 
 # Malformed functions built through the Python API, as (name -> Function).
@@ -175,6 +205,12 @@ CASES = [
          aj.TypeInferenceError, "op 'reshape'", "more than one -1", line=3),
     case("parse_nesting_too_deep", lambda: parse("y = " + "exp(" * 300 + "x" + ")" * 300 + "\nreturn y"),
          aj.ParseError, "nesting deeper than", line=3),
+    case("parse_tuple_chain_too_deep", lambda: aj.parse(tuple_chain_text(60_000)),
+         aj.TypeInferenceError, "Tuple: a tuple type would nest 254 levels deep", "at most 253 levels", line=256),
+    case("parse_tuple_annotation_too_deep", lambda: aj.parse(text("return x", "x: " + "Tuple(" * 253 + "Tuple()" + ")" * 253)),
+         aj.TypeInferenceError, "a tuple type would nest 254 levels deep", "at most 253 levels", line=2),
+    case("parse_tuple_literal_nested_too_deep", lambda: parse("y = " + "(" * 101 + "x" + ",)" * 101 + "\nreturn y"),
+         aj.TypeInferenceError, "Tuple", "deeper than 100", line=3),
     case("parse_not_text", lambda: aj.parse(b"@function"), aj.ParseError, "str"),
     case("parse_dim_overflow", lambda: aj.parse(text("return x", 'x: Tensor(("4611686018427387904*n*4",), "float32")')),
          aj.ParseError, "4611686018427387904*n*4", "too large", line=2),
@@ -209,6 +245,8 @@ CASES = [
     case("builder_finished", lambda: finished_builder().param("y", (2,), "float32"),
          aj.Error, "FunctionBuilder 'done'", "finished"),
     case("builder_no_active", lambda: in_fresh_thread(lambda: aj.op.exp(aj.Var("x", T2))), aj.Error, "aj.op.exp", "no active FunctionBuilder"),
+    case("builder_tuple_nested_too_deep", lambda: tuple_chain(MAX_TUPLE_DEPTH + 1),
+         aj.TypeInferenceError, "Tuple: a tuple type would nest 254 levels deep", "at most 253 levels"),
     case("builder_tuple_index_out_of_range", lambda: build_with(lambda x: aj.op.split(x, 2, axis=0)[5]),
          aj.TypeInferenceError, "tuple index 5"),
 
@@ -229,6 +267,12 @@ CASES = [
          aj.TypeInferenceError, "call to 'exp'", "deeper than 100"),
     case("tuple_get_item_nested_too_deep", lambda: nested(101, lambda e: aj.TupleGetItem(aj.Tuple([e]), 0)),
          aj.TypeInferenceError, "deeper than 100"),
+    case("tuple_type_nested_too_deep", lambda: tuple_type(MAX_TUPLE_DEPTH + 1),
+         aj.TypeInferenceError, "TupleType: a tuple type would nest 254 levels deep", "at most 253 levels"),
+    case("tuple_type_nested_100000_deep", lambda: tuple_type(100_000),
+         aj.TypeInferenceError, "TupleType", "254 levels"),
+    case("tuple_type_of_a_deepest_field", lambda: aj.TupleType([T2, tuple_type(MAX_TUPLE_DEPTH)]),
+         aj.TypeInferenceError, "TupleType", "254 levels"),
     case("var_name_not_str", lambda: aj.Var(3, T2), aj.Error, "Var: name_hint", "int"),
     case("var_type_none", lambda: aj.Var("x", None), aj.Error, "Var 'x'", "aj.Type", "None"),
     case("call_unknown_op", lambda: aj.Call("nope", []), aj.Error, "unknown op 'nope'"),
@@ -370,3 +414,47 @@ def test_bad_input(bad: Case):
 
 def test_out_of_memory_is_also_a_memory_error():
     assert issubclass(aj.OutOfMemoryError, MemoryError) and issubclass(aj.OutOfMemoryError, aj.Error)
+
+
+# The reviewed crashes, each in a child process so a crash fails the test
+# instead of killing the suite: a type 100k or 1M tuples deep overflowed the
+# C++ stack when printed, compared or freed, and so did parsing 60k bindings
+# t_i = (t_{i-1},). Tuple types now stop at MAX_TUPLE_DEPTH. The child also
+# hashes a type that shares its fields 2**60 times over, which walked them
+# all (hashes are kept in the types now).
+DEEP_TUPLE_SCRIPT = """
+import adjoint as aj
+t = aj.TensorType((3,), "float32")
+made = 0
+try:
+    for _ in range(1_000_000):
+        t = aj.TupleType([t])
+        made += 1
+except aj.TypeInferenceError:
+    pass
+assert made == 253, made
+u = aj.TupleType(t.fields)
+assert len(str(t)) > 253 * 6 and t == u and hash(t) == hash(u)
+del t, u
+n = 60_000
+lines = ["@function", 'def main(x: Tensor((3,), "float32")) -> Tensor((3,), "float32"):', "    t0 = (x,)"]
+lines += [f"    t{i} = (t{i-1},)" for i in range(1, n)] + [f"    return t{n-1}", ""]
+try:
+    aj.parse("\\n".join(lines))
+    raise AssertionError("parsed")
+except aj.TypeInferenceError as e:
+    assert e.line == 256, str(e)
+shared = aj.TensorType((3,), "float32")
+for _ in range(60):
+    shared = aj.TupleType([shared, shared])
+x = aj.Var("x", aj.TensorType((3,), "float32"))
+mod = aj.Module({"main": aj.Function([x, aj.Var("s", shared)], [], x)})
+hash(shared), aj.structural_hash(mod)
+print("ok")
+"""
+
+
+def test_deep_tuple_types_do_not_crash_the_process():
+    proc = subprocess.run([sys.executable, "-c", DEEP_TUPLE_SCRIPT], capture_output=True, text=True, timeout=120)
+    report = f"exit {proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0 and proc.stdout.rstrip().endswith("ok"), report

@@ -178,7 +178,11 @@ void bind_types(py::module_& m) {
   }, py::arg("shape"), py::arg("dtype") = "float32", "A tensor type: TensorType((3, \"n\"), \"float32\").");
   m.def("TupleType", [](const py::handle& fields) {
     auto fs = node_list_arg<TypeNode>(fields, "TupleType: fields", "aj.Type");
-    return unconst(TypeNode::tuple(std::vector<Type>(fs.begin(), fs.end())));
+    try {
+      return unconst(TypeNode::tuple(std::vector<Type>(fs.begin(), fs.end())));
+    } catch (const TypeInferenceError& e) {
+      throw TypeInferenceError(str("TupleType: ", e.what()));
+    }
   }, py::arg("fields"));
 }
 

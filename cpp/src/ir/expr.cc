@@ -17,7 +17,11 @@ Type tuple_type(const std::vector<Expr>& fields) {
   std::vector<Type> types;
   types.reserve(fields.size());
   for (const auto& f : fields) types.push_back(f->type());
-  return TypeNode::tuple(std::move(types));
+  try {
+    return TypeNode::tuple(std::move(types));
+  } catch (const TypeInferenceError& e) {
+    throw TypeInferenceError(str("Tuple: ", e.what()));
+  }
 }
 
 Type item_type(const Expr& tuple, int64_t index) {

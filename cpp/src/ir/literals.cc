@@ -254,7 +254,11 @@ Type type_from_node(const Source& src, const Node& n) {
       if (!item.key.empty()) src.fail(item.key_off, "Tuple takes no keyword arguments");
       fields.push_back(type_from_node(src, item));
     }
-    return TypeNode::tuple(std::move(fields));
+    try {
+      return TypeNode::tuple(std::move(fields));
+    } catch (const TypeInferenceError& e) {
+      src.fail<TypeInferenceError>(n.off, e.what());
+    }
   }
   const Node* parts[2] = {nullptr, nullptr};  // shape, dtype
   size_t positional = 0;

@@ -215,7 +215,11 @@ Expr FunctionLowering::value(const Node& n) {
       std::vector<Expr> fields;
       fields.reserve(n.items.size());
       for (const Node& item : n.items) fields.push_back(operand(item));
-      return std::make_shared<TupleNode>(std::move(fields));
+      try {
+        return std::make_shared<TupleNode>(std::move(fields));
+      } catch (const std::exception& e) {
+        rethrow_at(n.off, e);
+      }
     }
     default:
       break;

@@ -37,6 +37,9 @@ namespace aj::text {
 
 // Deeper nesting of brackets (or chains of [i]) is a ParseError.
 constexpr int kMaxNesting = 256;
+// The deepest tuple type's annotation, Tuple(...Tuple(Tensor((3,), ...))),
+// nests one level per tuple, then the Tensor call, its shape and a dim.
+static_assert(kMaxTupleDepth + 3 == kMaxNesting, "every type must print as text that parses back");
 
 enum class NodeKind : uint8_t {
   kName, kInt, kFloat, kString, kBool, kNone,  // leaves

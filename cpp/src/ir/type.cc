@@ -1,6 +1,8 @@
-// DTypes and types: names, sizes, construction, equality, hashing, text.
+// DTypes and types: names, sizes, construction (tensor types interned, tuple
+// types capped in depth), equality, hashing, text.
 #include "adjoint/ir/type.h"
 
+#include <algorithm>
 #include <functional>
 #include <mutex>
 #include <unordered_map>
@@ -119,10 +121,17 @@ class TensorTypeTable {
   size_t purge_at_ = 1024;
 };
 
+namespace {
+size_t mix_hash(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
+}  // namespace
+
 void TypeNode::init_tensor(TypeNode& t, Shape shape, DType dtype) {
   t.kind_ = Kind::kTensor;
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
+  size_t h = mix_hash(mix_hash(0x51ed27, static_cast<size_t>(dtype)), t.shape_.size());
+  for (const auto& d : t.shape_) h = mix_hash(h, d.hash());
+  t.hash_ = h;
 }
 
 namespace {
@@ -141,9 +150,20 @@ size_t interned_tensor_types() {
 }
 
 Type TypeNode::tuple(std::vector<Type> fields) {
+  int deepest = 0;
+  size_t h = mix_hash(0x7a3b91, fields.size());
+  for (const auto& f : fields) {
+    deepest = std::max(deepest, f->depth());
+    h = mix_hash(h, f->hash());
+  }
+  if (deepest >= kMaxTupleDepth)
+    throw TypeInferenceError(str("a tuple type would nest ", deepest + 1, " levels deep; tuple types nest at most ",
+                                 kMaxTupleDepth, " levels (the deepest the text format reads back)"));
   auto t = std::make_shared<TypeNode>();
   t->kind_ = Kind::kTuple;
   t->fields_ = std::move(fields);
+  t->depth_ = deepest + 1;
+  t->hash_ = h;
   return t;
 }
 
@@ -157,9 +177,11 @@ std::string TypeNode::to_string() const {
   return out + ")";
 }
 
+// Recursion at most kMaxTupleDepth deep; types that differ usually differ in
+// hash and are told apart at once.
 bool type_equal(const Type& a, const Type& b) {
   if (a == b) return true;
-  if (!a || !b || a->kind() != b->kind()) return false;
+  if (!a || !b || a->hash() != b->hash() || a->kind() != b->kind()) return false;
   if (a->is_tensor()) return a->dtype() == b->dtype() && a->shape() == b->shape();
   const auto& fa = a->fields();
   const auto& fb = b->fields();
@@ -167,20 +189,6 @@ bool type_equal(const Type& a, const Type& b) {
   for (size_t i = 0; i < fa.size(); ++i)
     if (!type_equal(fa[i], fb[i])) return false;
   return true;
-}
-
-size_t type_hash(const Type& t) {
-  size_t h = t->is_tensor() ? 0x51ed27 : 0x7a3b91;
-  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
-  if (t->is_tensor()) {
-    mix(static_cast<size_t>(t->dtype()));
-    mix(t->shape().size());
-    for (const auto& d : t->shape()) mix(d.hash());
-  } else {
-    mix(t->fields().size());
-    for (const auto& f : t->fields()) mix(type_hash(f));
-  }
-  return h;
 }
 
 }  // namespace aj
