@@ -17,7 +17,7 @@ import adjoint as aj
 from adjoint import examples
 from programs import programs
 from test_display import MLP, chain, twice_bound_module, undefined_var_module
-from test_roundtrip import DESIGN_EXAMPLES
+from test_roundtrip import DESIGN_EXAMPLES, deepest_tuple_chain
 
 TEXTS = {**examples.ALL, **DESIGN_EXAMPLES, "mlp": MLP}
 
@@ -72,6 +72,33 @@ def test_vars_and_types_pickle_by_value():
     assert back is not x and (back.name_hint, back.type) == ("x", x.type)
     for ty in (x.type, aj.TensorType((), "bool"), aj.TupleType([x.type, aj.TupleType([aj.TensorType((2,), "int64")])])):
         assert round_trip(ty) == ty
+
+
+def test_the_deepest_tuple_types_pickle():
+    # A type pickled as nested TupleType calls, which ran out of Python's
+    # recursion limit from 249 tuples deep (the cap is 253).
+    t = aj.TensorType((3, "n"), "float32")
+    for _ in range(253):
+        t = aj.TupleType([t])
+    assert round_trip(t) == t
+    assert round_trip(aj.Var("v", t)).type == t
+    mod = deepest_tuple_chain((3, "n"))
+    aj.assert_structural_equal(round_trip(mod), mod)
+
+
+def test_a_type_sharing_its_fields_pickles_each_once():
+    leaf = aj.TensorType((3,), "float32")
+    t = leaf
+    for _ in range(60):
+        t = aj.TupleType([t, t])  # 2**60 tensors when written out
+    data = pickle.dumps(t)
+    assert len(data) < 10_000
+    back = pickle.loads(data)
+    assert hash(back) == hash(t)
+    for _ in range(60):
+        assert len(back.fields) == 2 and back.fields[0] is back.fields[1]
+        back = back.fields[0]
+    assert back == leaf
 
 
 def test_copies_of_immutable_nodes_are_the_nodes():

@@ -78,10 +78,45 @@ def _pickle_text(mod: Module, what: str) -> str:
     return mod.script()
 
 
+def _type_nodes(ty: Type) -> list:
+    """The distinct types within ``ty``, fields before the tuples holding
+    them, ``ty`` last: ("tensor", shape, dtype) or ("tuple", field indices).
+    Flat, so a type nested as deep as the cap pickles without recursing, and
+    a type sharing a field in several places pickles it once."""
+    index: dict[Type, int] = {}
+    nodes: list = []
+    stack = [ty]
+    while stack:
+        t = stack[-1]
+        if t in index:
+            stack.pop()
+            continue
+        pending = [] if t.is_tensor else [f for f in t.fields if f not in index]
+        if pending:
+            stack.extend(pending)
+            continue
+        stack.pop()
+        index[t] = len(nodes)
+        if t.is_tensor:
+            nodes.append(("tensor", tuple(t.shape), t.dtype))
+        else:
+            nodes.append(("tuple", [index[f] for f in t.fields]))
+    return nodes
+
+
+def _type_from_nodes(nodes: list) -> Type:
+    """The type ``_type_nodes`` listed: how a pickled type is read back."""
+    made: list[Type] = []
+    for kind, *rest in nodes:
+        if kind == "tensor":
+            made.append(TensorType(*rest))
+        else:
+            made.append(TupleType([made[i] for i in rest[0]]))
+    return made[-1]
+
+
 def _type_reduce(ty: Type) -> tuple:
-    if ty.is_tuple:
-        return TupleType, (ty.fields,)
-    return TensorType, (tuple(ty.shape), ty.dtype)
+    return _type_from_nodes, (_type_nodes(ty),)
 
 
 def _same(node, memo=None):
