@@ -250,6 +250,36 @@ def main(x: Tensor((2, 6), "float32"), w: Tensor((5, 6), "float32"), g: Tensor((
     assert np.abs(init["w"]).max() <= 1 / np.sqrt(6) and init["w"].dtype == np.float32
 
 
+def weights_used(shapes, f):
+    bb = aj.FunctionBuilder("main", num_input=1)
+    x, *ws = [bb.param(name, shape, "float64") for name, shape in shapes]
+    return bb.finish(f(x, *ws))
+
+
+@pytest.mark.parametrize("x_shape, v_shape, f, fan_in", [
+    (("n", 4), (4,), lambda x, v: x @ v, 4),                                   # a vector on the right
+    ((4, 3), (4,), lambda x, v: v @ x, 4),                                     # on the left
+    ((3, 4), (4,), lambda x, v: x @ aj.op.permute_dims(v), 4),                 # through a transpose
+    ((2, 3, 4), (2, 4, 5), lambda x, v: x @ v, 4),                              # batched
+    ((2, 3, 4), (2, 5, 4), lambda x, v: x @ aj.op.permute_dims(v, axes=[0, 2, 1]), 4),
+    ((5, 3), (3, 4, 6), lambda x, v: x @ aj.op.permute_dims(v, axes=[2, 0, 1]), 3),   # seen as (6, 3, 4)
+])
+def test_matmul_weights_of_any_rank_take_the_fan_in_of_the_dim_they_contract_over(x_shape, v_shape, f, fan_in):
+    init = T.init_params(weights_used([("x", x_shape), ("v", v_shape)], f)["main"], seed=1)["v"]
+    bound = 1 / np.sqrt(fan_in)
+    assert np.array_equal(init, np.random.default_rng([1, 1]).uniform(-bound, bound, size=v_shape))
+
+
+def test_a_vector_weight_trains_and_a_scalar_weight_starts_at_zero():
+    mod = weights_used([("x", ("n", 4)), ("v", (4,)), ("s", ())], lambda x, v, s: x @ v * s)
+    assert not T.init_params(mod["main"])["s"]
+    trainer = T.Trainer(weights_used([("x", ("n", 4)), ("v", (4,))], lambda x, v: x @ v), T.mse, T.SGD(lr=0.1))
+    assert np.abs(trainer.params["v"]).max() <= 0.5
+    x = np.random.default_rng(0).standard_normal((16, 4))
+    losses = [trainer.step(x, x @ [1.0, 2.0, 3.0, 4.0]) for _ in range(50)]
+    assert losses[-1] < losses[0] / 10
+
+
 @pytest.mark.parametrize("make, message", [
     (lambda: T.Trainer("main", T.mse, T.SGD(lr=0.1)), "expected an aj.Module"),
     (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), params={"w9": np.zeros(3)}), "'w9', which is not a weight"),

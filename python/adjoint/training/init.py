@@ -2,9 +2,10 @@
 
 A weight multiplied by matmul or convolved gets PyTorch's nn.Linear / nn.Conv2d
 default, uniform in +-1/sqrt(fan_in), with fan_in the dim(s) it contracts
-over (a (in, out) matrix on the right of a matmul contracts over in; a conv2d
-OIHW weight over I*H*W); a layer_norm gamma is ones; every other weight
-(biases, layer_norm's beta) is zeros.
+over (a (in, out) matrix on the right of a matmul contracts over in, a 1-D
+vector on either side over its only dim; a conv2d OIHW weight over I*H*W); a
+layer_norm gamma is ones; every other weight (biases, layer_norm's beta) is
+zeros.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from .. import _core
 from ..errors import Error
 
 
-def _users(fn: Any) -> dict[str, list[tuple[str, int, Any]]]:
-    """Param name -> (op name, arg position, call) of each call using it
-    directly or through a transpose (permute_dims, reported as op "T.<op>")."""
+def _users(fn: Any) -> dict[str, list[tuple[str, int, tuple]]]:
+    """Param name -> (op name, arg position, the arg's shape) of each call
+    using it directly or through a transpose (permute_dims, reported as op
+    "T.<op>" with the transposed shape)."""
     transposed: dict[str, str] = {}
-    uses: dict[str, list[tuple[str, int, Any]]] = {p.name_hint: [] for p in fn.params}
+    uses: dict[str, list[tuple[str, int, tuple]]] = {p.name_hint: [] for p in fn.params}
     params = {p.name_hint for p in fn.params}
     for b in fn.bindings:
         call = b.value
@@ -30,21 +32,28 @@ def _users(fn: Any) -> dict[str, list[tuple[str, int, Any]]]:
         for i, arg in enumerate(call.args):
             name = getattr(arg, "name_hint", None)
             if name in params and isinstance(arg, _core.Var):
-                uses[name].append((call.op, i, call))
+                uses[name].append((call.op, i, tuple(arg.type.shape)))
                 if call.op == "permute_dims":
                     transposed[b.var.name_hint] = name
             elif name in transposed:
-                uses[transposed[name]].append((f"T.{call.op}", i, call))
+                uses[transposed[name]].append((f"T.{call.op}", i, tuple(arg.type.shape)))
     return uses
 
 
-def _fan_in(shape: tuple[int, ...], uses: list[tuple[str, int, Any]]) -> int | None:
+def _contracted(shape: tuple, position: int) -> int:
+    """The dim of matmul's operand ``position`` (of ``shape``) that the
+    product sums over: a vector's only dim, else the last dim of the left
+    operand or the second to last of the right."""
+    if len(shape) == 1:
+        return int(shape[0])
+    return int(shape[-1] if position == 0 else shape[-2])
+
+
+def _fan_in(uses: list[tuple[str, int, tuple]]) -> int | None:
     """The number of inputs each output of a matmul or conv2d weight sums over."""
-    for op, position, _ in uses:
-        if op == "matmul":
-            return int(shape[-2]) if position == 1 else int(shape[-1])
-        if op == "T.matmul":
-            return int(shape[-1]) if position == 1 else int(shape[-2])
+    for op, position, shape in uses:
+        if op in ("matmul", "T.matmul"):
+            return _contracted(shape, position)
         if op == "conv2d" and position == 1:
             return int(np.prod(shape[1:]))
     return None
@@ -65,7 +74,7 @@ def init_params(fn: Any, seed: int = 0, skip: Iterable[str] = ()) -> dict[str, n
             continue
         if any(not isinstance(d, int) for d in shape):
             raise Error(f"init_params: weight '{name}' has symbolic shape {shape}; give its initial value")
-        fan_in = _fan_in(shape, uses[name])
+        fan_in = _fan_in(uses[name])
         if fan_in:
             bound = 1.0 / np.sqrt(fan_in)
             rng = np.random.default_rng([seed, index])
