@@ -556,23 +556,23 @@ BAD = [
     (T.l1, ((4, 3), "float64"), ((4, 3), "float32"), {},
      "l1: target dtype float32 does not match input dtype float64 (input shape (4, 3), target shape (4, 3))"),
     (T.huber, ((4, 3), "float64"), ((4, 3), "float64"), {"delta": 0},
-     "huber: delta must be a positive finite number, got 0"),
+     "huber: delta must be a finite number > 0, got 0"),
     (T.mse, ((4, 3), "float64"), ((4, 3), "float64"), {"reduction": "avg"},
      "mse: unknown reduction 'avg'; known: 'mean', 'sum', 'none'"),
     (T.mse, ((4, 3), "float64"), ((4, 3), "float64"), {"delta": 1.0},
      "mse: unknown option 'delta'; known: 'reduction'"),
     (T.cross_entropy, ((4, 3), "float64"), ((4,), "int64"), {"label_smoothing": 1.5},
-     "cross_entropy: label_smoothing must be a number from 0 to 1, got 1.5"),
+     "cross_entropy: label_smoothing must be a number in [0, 1], got 1.5"),
     (T.cross_entropy, ((4, 3), "float64"), ((4,), "int64"), {"ignore_index": 1.0},
      "cross_entropy: ignore_index must be an int, got 1.0"),
     (T.cross_entropy, ((4, 3), "float64"), ((4,), "int64"), {"targets": "onehot"},
      "cross_entropy: unknown targets 'onehot'; known: 'indices', 'probabilities'"),
     (T.binary_cross_entropy_with_logits, ((4, 3), "float64"), ((4, 3), "float64"), {"pos_weight": "2"},
-     "binary_cross_entropy_with_logits: pos_weight must be None, a finite number or an aj.Var, got '2'"),
+     "binary_cross_entropy_with_logits: pos_weight must be None, an aj.Var or a finite number, got '2'"),
     (T.nll, ((4, 3), "float64"), ((4, 3), "float64"), {},
      "nll: target dtype float64 is not class indices (int32 or int64) (input shape (4, 3), target shape (4, 3))"),
     (T.huber, ((4, 3), "float64"), ((4, 3), "float64"), {"delta": np.bool_(True)},
-     "huber: delta must be a positive finite number, got "),
+     "huber: delta must be a finite number > 0, got "),
 ]
 
 
@@ -598,6 +598,23 @@ def test_numpy_scalars_are_numbers_for_options():
     assert [loss.options for loss in bound] == [{"delta": 0.5}, {"label_smoothing": 0.25, "ignore_index": 0},
                                                 {"pos_weight": 2.0}]
     assert type(bound[1].options["ignore_index"]) is int
+
+
+@pytest.mark.parametrize("loss, option, value, message", [
+    (T.huber, "delta", 10 ** 400, "huber: delta must be a finite number > 0, got an int of 1329 bits"),
+    (T.huber, "delta", float("inf"), "huber: delta must be a finite number > 0, got inf"),
+    (T.binary_cross_entropy_with_logits, "pos_weight", 10 ** 400,
+     "binary_cross_entropy_with_logits: pos_weight must be None, an aj.Var or a finite number, got an int of 1329 bits"),
+    (T.binary_cross_entropy_with_logits, "pos_weight", -10 ** 5000,
+     "binary_cross_entropy_with_logits: pos_weight must be None, an aj.Var or a finite number, "
+     "got a negative int of 16610 bits"),
+    (T.cross_entropy, "label_smoothing", 10 ** 400,
+     "cross_entropy: label_smoothing must be a number in [0, 1], got an int of 1329 bits"),
+], ids=["delta", "delta-inf", "pos_weight", "pos_weight-10**5000", "label_smoothing"])
+def test_a_number_too_large_for_a_float_is_an_option_error_naming_it(loss, option, value, message):
+    with pytest.raises(aj.TypeInferenceError) as info:
+        loss(**{option: value})
+    assert str(info.value) == message
 
 
 def test_bad_options_fail_when_bound():

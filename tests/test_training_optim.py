@@ -7,6 +7,8 @@ combinations (Hypothesis), and bad options and param types as aj.Errors."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -321,18 +323,53 @@ def test_torch_rejects_the_same_options(name, options, what):
     (lambda: O.SGD(lr=0.1, momentun=0.9), "SGD: unknown option 'momentun'"),
     (lambda: O.Adam(1e-3, (0.9, 0.99)), "Adam: lr is the only positional argument"),
     (lambda: O.Adam(betas=0.9), "Adam: betas must be a pair"),
-    (lambda: O.RMSprop(alpha="0.9"), "RMSprop: alpha must be a number"),
-    (lambda: O.SGD(lr=float("nan")), "SGD: invalid lr nan"),
-    (lambda: O.AdamW(clip_grad_norm=0.0), r"AdamW: invalid clip_grad_norm 0.0; it must lie in \(0.0, inf\)"),
+    (lambda: O.RMSprop(alpha="0.9"), "RMSprop: alpha must be a finite number >= 0, got '0.9'"),
+    (lambda: O.SGD(lr=float("nan")), r"SGD: lr must be a schedule callable\(step\) or a finite number >= 0, got nan"),
+    (lambda: O.AdamW(clip_grad_norm=0.0), "AdamW: clip_grad_norm must be None or a finite number > 0, got 0.0"),
+    (lambda: O.Adam(betas=(0.9, 1)), r"Adam: betas\[1\] must be a number in \[0, 1\), got 1"),
 ])
 def test_bad_options(make, message):
     with pytest.raises(aj.Error, match=message):
         make()
 
 
+# every number option, as (optimizer, option)
+NUMBER_OPTIONS = [("SGD", "lr"), ("SGD", "momentum"), ("SGD", "dampening"), ("SGD", "weight_decay"),
+                  ("SGD", "clip_grad_norm"), ("Adam", "eps"), ("Adam", "weight_decay"), ("AdamW", "lr"),
+                  ("RMSprop", "alpha"), ("RMSprop", "eps"), ("RMSprop", "weight_decay"), ("RMSprop", "momentum")]
+
+
+@pytest.mark.parametrize("value, shown", [(10 ** 400, "an int of 1329 bits"), (-10 ** 400, "a negative int of 1329 bits"),
+                                          (10 ** 5000, "an int of 16610 bits"), (float("inf"), "inf"),
+                                          (np.float64("-inf"), "np.float64(-inf)"), (True, "True")],
+                         ids=["10**400", "-10**400", "10**5000", "inf", "np-inf", "True"])
+@pytest.mark.parametrize("name, option", NUMBER_OPTIONS)
+def test_an_option_that_is_not_a_finite_number_is_an_error_naming_it(name, option, value, shown):
+    with pytest.raises(aj.TransformError, match=rf"{name}: {option} must be .*a finite number.*, got {re.escape(shown)}$"):
+        getattr(O, name)(**{option: value})
+
+
+@pytest.mark.parametrize("betas, which", [((10 ** 400, 0.9), 0), ((0.9, -10 ** 400), 1), ((0.9, float("inf")), 1)])
+def test_betas_too_large_for_a_float_are_errors_naming_them(betas, which):
+    with pytest.raises(aj.TransformError, match=rf"Adam: betas\[{which}\] must be a number in \[0, 1\), got "):
+        O.Adam(betas=betas)
+
+
 def test_a_schedule_giving_a_negative_lr_names_the_step():
-    with pytest.raises(aj.TransformError, match=r"SGD: invalid lr schedule at step 3 -0.1"):
+    message = "SGD: the lr schedule's value at step 3 must be a finite number >= 0, got -0.1"
+    with pytest.raises(aj.TransformError, match=message):
         O.SGD(lr=lambda step: 0.1 if step < 3 else -0.1).lr_at(3)
+
+
+@pytest.mark.parametrize("value, shown", [(10 ** 400, "an int of 1329 bits"), (float("inf"), "inf"), (None, "None")])
+def test_a_schedule_giving_no_finite_number_names_the_step(value, shown):
+    with pytest.raises(aj.TransformError, match=rf"SGD: the lr schedule's value at step 0 must be .*, got {shown}$"):
+        O.SGD(lr=lambda step: value).lr_at(0)
+
+
+def test_large_ints_that_fit_a_float_are_numbers():
+    assert O.SGD(lr=2 ** 64).lr_at(0) == 2.0 ** 64
+    assert O.SGD(lr=lambda step: 2 ** 64).lr_at(5) == 2.0 ** 64
 
 
 @pytest.mark.parametrize("call", ["state_types", "function", "init_state"])

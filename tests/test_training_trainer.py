@@ -156,11 +156,15 @@ def test_lr_override_and_schedule():
     assert trainer.lr == 0.05
     with pytest.raises(aj.Error, match="finite number"):
         trainer.lr = float("nan")
+    with pytest.raises(aj.Error, match=r"Trainer: lr must be None \(the optimizer's\) or a finite number >= 0, "
+                                       "got an int of 1329 bits"):
+        trainer.lr = 10 ** 400
     trainer.lr = np.float32(0.25)
     assert trainer.lr == 0.25
 
 
-@pytest.mark.parametrize("lr", [float("nan"), -1.0, "fast", True])
+@pytest.mark.parametrize("lr", [float("nan"), -1.0, "fast", True, 10 ** 400, float("inf")],
+                         ids=["nan", "negative", "str", "bool", "10**400", "inf"])
 def test_an_lr_given_to_step_is_checked_as_the_setter_checks_it(lr):
     trainer = T.Trainer(mlp(), T.mse, T.SGD(lr=0.1))
     before = trainer.state_dict()

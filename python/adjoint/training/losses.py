@@ -12,7 +12,6 @@ options and returns a new ``Loss``; ``loss.label_types(pred_type)`` gives the
 
 from __future__ import annotations
 
-import math
 import numbers
 from typing import Any, Callable, Mapping
 
@@ -22,6 +21,7 @@ from .. import op
 from ..builder import Expr, abandon_builder_for
 from ..errors import TypeInferenceError
 from ..ir import Constant
+from ._checks import checked_number
 
 REDUCTIONS = ("mean", "sum", "none")
 TARGET_KINDS = ("indices", "probabilities")
@@ -81,15 +81,8 @@ def _check_reduction(name: str, value: Any) -> str:
     return value
 
 
-def is_number(value: Any) -> bool:
-    """A real number, NumPy's scalars included, but not a bool."""
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
-
-
 def _check_delta(name: str, value: Any) -> float:
-    if not is_number(value) or not 0 < value < math.inf:
-        raise TypeInferenceError(f"{name}: delta must be a positive finite number, got {value!r}")
-    return float(value)
+    return checked_number(name, "delta", value, TypeInferenceError, low=0.0, low_open=True)
 
 
 def _check_ignore_index(name: str, value: Any) -> int:
@@ -99,9 +92,7 @@ def _check_ignore_index(name: str, value: Any) -> int:
 
 
 def _check_label_smoothing(name: str, value: Any) -> float:
-    if not is_number(value) or not 0 <= value <= 1:
-        raise TypeInferenceError(f"{name}: label_smoothing must be a number from 0 to 1, got {value!r}")
-    return float(value)
+    return checked_number(name, "label_smoothing", value, TypeInferenceError, low=0.0, high=1.0)
 
 
 def _check_targets(name: str, value: Any) -> str:
@@ -113,9 +104,7 @@ def _check_targets(name: str, value: Any) -> str:
 def _check_pos_weight(name: str, value: Any) -> Any:
     if value is None or isinstance(value, Expr):
         return value
-    if not is_number(value) or not math.isfinite(value):
-        raise TypeInferenceError(f"{name}: pos_weight must be None, a finite number or an aj.Var, got {value!r}")
-    return float(value)
+    return checked_number(name, "pos_weight", value, TypeInferenceError, alternatives="None, an aj.Var or ")
 
 
 def _check_class_weight(name: str, value: Any) -> Any:

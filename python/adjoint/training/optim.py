@@ -11,7 +11,6 @@ needs no rebuild). docs/training-optimizers.md gives every rule as formulas.
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from typing import Any, Callable, Sequence
 
@@ -20,6 +19,7 @@ import numpy as np
 from .. import op
 from ..builder import FunctionBuilder, Var, abandon_builder_for
 from ..errors import Error, TransformError, TypeInferenceError
+from ._checks import checked_number, shown
 
 ParamType = tuple[str, tuple, str]  # (name, shape, dtype)
 Schedule = Callable[[int], float]
@@ -42,9 +42,10 @@ class Optimizer(ABC):
             raise TransformError(f"{self.name}: lr is the only positional argument; give the other "
                                  f"options by keyword (got {len(positional)} more)")
         if not callable(lr):
-            _check_number(self.name, "lr", lr, low=0.0)
+            _check_option(self.name, "lr", lr, low=0.0, alternatives="a schedule callable(step) or ")
         if clip_grad_norm is not None:
-            _check_number(self.name, "clip_grad_norm", clip_grad_norm, low=0.0, low_open=True)
+            _check_option(self.name, "clip_grad_norm", clip_grad_norm, low=0.0, low_open=True,
+                          alternatives="None or ")
         self.lr = lr
         self.clip_grad_norm = clip_grad_norm
 
@@ -73,9 +74,9 @@ class Optimizer(ABC):
 
     def lr_at(self, step: int) -> float:
         """The learning rate of update ``step`` (0 is the first)."""
-        value = self.lr(step) if callable(self.lr) else self.lr
-        _check_number(self.name, f"lr schedule at step {step}" if callable(self.lr) else "lr", value, low=0.0)
-        return float(value)
+        if not callable(self.lr):
+            return _check_option(self.name, "lr", self.lr, low=0.0)
+        return _check_option(self.name, f"the lr schedule's value at step {step}", self.lr(step), low=0.0)
 
     def state_types(self, param_types: Sequence[ParamType]) -> list[ParamType]:
         """(name, shape, dtype) of each state tensor: "step" first when the
@@ -174,9 +175,9 @@ class SGD(Optimizer):
                  **unknown: Any) -> None:
         _reject_unknown(self.name, unknown)
         super().__init__(lr, clip_grad_norm, positional)
-        _check_number(self.name, "momentum", momentum, low=0.0)
-        _check_number(self.name, "dampening", dampening)
-        _check_number(self.name, "weight_decay", weight_decay, low=0.0)
+        _check_option(self.name, "momentum", momentum, low=0.0)
+        _check_option(self.name, "dampening", dampening)
+        _check_option(self.name, "weight_decay", weight_decay, low=0.0)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise TransformError(f"{self.name}: nesterov momentum requires a momentum > 0 and dampening 0 "
                                  f"(got momentum={momentum}, dampening={dampening})")
@@ -229,11 +230,11 @@ class Adam(Optimizer):
         _reject_unknown(self.name, unknown)
         super().__init__(lr, clip_grad_norm, positional)
         if not isinstance(betas, (tuple, list)) or len(betas) != 2:
-            raise TransformError(f"{self.name}: betas must be a pair (beta1, beta2), got {betas!r}")
+            raise TransformError(f"{self.name}: betas must be a pair (beta1, beta2), got {shown(betas)}")
         for i, beta in enumerate(betas):
-            _check_number(self.name, f"betas[{i}]", beta, low=0.0, high=1.0)
-        _check_number(self.name, "eps", eps, low=0.0)
-        _check_number(self.name, "weight_decay", weight_decay, low=0.0)
+            _check_option(self.name, f"betas[{i}]", beta, low=0.0, high=1.0, high_open=True)
+        _check_option(self.name, "eps", eps, low=0.0)
+        _check_option(self.name, "weight_decay", weight_decay, low=0.0)
         self.betas, self.eps = (float(betas[0]), float(betas[1])), eps
         self.weight_decay, self.amsgrad = weight_decay, bool(amsgrad)
 
@@ -308,7 +309,7 @@ class RMSprop(Optimizer):
         super().__init__(lr, clip_grad_norm, positional)
         for option, value in (("alpha", alpha), ("eps", eps), ("weight_decay", weight_decay),
                               ("momentum", momentum)):
-            _check_number(self.name, option, value, low=0.0)
+            _check_option(self.name, option, value, low=0.0)
         self.alpha, self.eps, self.weight_decay = alpha, eps, weight_decay
         self.momentum, self.centered = momentum, bool(centered)
 
@@ -427,18 +428,11 @@ def _describe_type(shape: tuple, dtype: str) -> str:
     return f"{shape} {dtype}"
 
 
-def _check_number(who: str, option: str, value: Any, low: float | None = None, high: float | None = None,
-                  low_open: bool = False) -> None:
-    """An error unless ``value`` is a real number in [low, high) ((low, high)
-    with ``low_open``), as torch.optim checks its options."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TransformError(f"{who}: {option} must be a number, got {value!r}")
-    bad = math.isnan(value) or (low is not None and (value <= low if low_open else value < low)) \
-        or (high is not None and value >= high)
-    if bad:
-        interval = f"{'(' if low_open else '['}{low if low is not None else '-inf'}, " \
-                   f"{high if high is not None else 'inf'})"
-        raise TransformError(f"{who}: invalid {option} {value!r}; it must lie in {interval}")
+def _check_option(who: str, option: str, value: Any, **bounds: Any) -> float:
+    """A number option of an optimizer: in torch's bounds, and finite (torch
+    also takes inf, which makes the updates NaN or empty; a clip_grad_norm of
+    inf clips nothing, as None does)."""
+    return checked_number(who, option, value, TransformError, **bounds)
 
 
 def _reject_unknown(who: str, unknown: dict[str, Any]) -> None:

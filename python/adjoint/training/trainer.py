@@ -20,9 +20,9 @@ import numpy as np
 from ..errors import Error, ExecutionError
 from ..ir import Module
 from ..runtime import build
+from ._checks import checked_number
 from .append_loss import loss_name
 from .init import init_params
-from .losses import is_number
 from .step import SetupTrainer, StepLayout
 
 
@@ -93,7 +93,7 @@ class Trainer:
 
     @lr.setter
     def lr(self, value: float | None) -> None:
-        self._lr_override = None if value is None else _checked_lr(value, "Trainer.lr (or None for the optimizer's)")
+        self._lr_override = None if value is None else _checked_lr("Trainer", value, "None (the optimizer's) or ")
 
     def state_dict(self) -> dict[str, np.ndarray]:
         """Copies of the weights by name, then of the optimizer state by its
@@ -137,7 +137,7 @@ class Trainer:
         if len(batch) != n_in + n_lab:
             names = ", ".join(self.layout.inputs + self.layout.labels)
             raise ExecutionError(f"Trainer.step takes {n_in + n_lab} arrays ({names}), got {len(batch)}")
-        rate = self.lr if lr is None else _checked_lr(lr, "Trainer.step: lr")
+        rate = self.lr if lr is None else _checked_lr("Trainer.step", lr)
         arrays = self._inputs(batch)
         self._check_labels(arrays)
         args = [*arrays, *self._params, *self._state, np.asarray(rate, dtype=self._lr_dtype)]
@@ -264,10 +264,8 @@ class Trainer:
         return error
 
 
-def _checked_lr(value: Any, who: str) -> float:
-    if not is_number(value) or not math.isfinite(value) or value < 0:
-        raise Error(f"{who} must be a finite number >= 0, got {value!r}")
-    return float(value)
+def _checked_lr(who: str, value: Any, alternatives: str = "") -> float:
+    return checked_number(who, "lr", value, low=0.0, alternatives=alternatives)
 
 
 def _checked_count(value: Any, who: str) -> int:

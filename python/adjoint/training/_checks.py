@@ -1,0 +1,63 @@
+"""The checks of the training API's arguments: each gives the checked value
+or raises the ``aj.Error`` subclass its caller names, with a message naming
+the caller and the argument. A Python int too large for a float is a number
+that is not finite.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..errors import Error
+
+NUMBER_TYPES = (int, float, np.integer, np.floating)
+_SHOWN_INT_BITS = 128  # a longer int is described, not printed (Python refuses to print one of 4300 digits)
+
+
+def as_float(value: Any) -> float | None:
+    """``value`` as a float when it is a real number (Python's or NumPy's,
+    not a bool), an int beyond float's range as +-inf; None for anything else."""
+    if isinstance(value, bool) or not isinstance(value, NUMBER_TYPES):
+        return None
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def checked_number(who: str, what: str, value: Any, error: type[Error] = Error, *, low: float | None = None,
+                   high: float | None = None, low_open: bool = False, high_open: bool = False,
+                   alternatives: str = "") -> float:
+    """``value`` as a finite float in the interval from ``low`` to ``high``
+    (either end open); else ``error`` naming ``who`` and ``what``.
+    ``alternatives`` (such as "None or ") lists what else the caller takes."""
+    number = as_float(value)
+    above = number is not None and (low is None or (number > low if low_open else number >= low))
+    below = number is not None and (high is None or (number < high if high_open else number <= high))
+    if number is None or not math.isfinite(number) or not (above and below):
+        kind = _number_kind(low, high, low_open, high_open)
+        raise error(f"{who}: {what} must be {alternatives}{kind}, got {shown(value)}")
+    return number
+
+
+def _number_kind(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    if low is not None and high is not None:
+        return f"a number in {'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    if low is not None:
+        return f"a finite number {'>' if low_open else '>='} {low:g}"
+    if high is not None:
+        return f"a finite number {'<' if high_open else '<='} {high:g}"
+    return "a finite number"
+
+
+def shown(value: Any) -> str:
+    """``value`` for a message: its repr, or a description of a long int."""
+    if isinstance(value, int) and value.bit_length() > _SHOWN_INT_BITS:
+        return f"{'a negative' if value < 0 else 'an'} int of {value.bit_length()} bits"
+    try:
+        return repr(value)
+    except ValueError:
+        return f"a {type(value).__name__} holding an int too long to print"
