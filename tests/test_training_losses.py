@@ -564,7 +564,7 @@ BAD = [
     (T.cross_entropy, ((4, 3), "float64"), ((4,), "int64"), {"label_smoothing": 1.5},
      "cross_entropy: label_smoothing must be a number in [0, 1], got 1.5"),
     (T.cross_entropy, ((4, 3), "float64"), ((4,), "int64"), {"ignore_index": 1.0},
-     "cross_entropy: ignore_index must be an int, got 1.0"),
+     "cross_entropy: ignore_index must be an int from -9223372036854775808 to 9223372036854775807, got 1.0"),
     (T.cross_entropy, ((4, 3), "float64"), ((4,), "int64"), {"targets": "onehot"},
      "cross_entropy: unknown targets 'onehot'; known: 'indices', 'probabilities'"),
     (T.binary_cross_entropy_with_logits, ((4, 3), "float64"), ((4, 3), "float64"), {"pos_weight": "2"},
@@ -615,6 +615,33 @@ def test_a_number_too_large_for_a_float_is_an_option_error_naming_it(loss, optio
     with pytest.raises(aj.TypeInferenceError) as info:
         loss(**{option: value})
     assert str(info.value) == message
+
+
+@pytest.mark.parametrize("loss", [T.cross_entropy, T.nll])
+@pytest.mark.parametrize("ignore_index, shown", [(2 ** 70, "1180591620717411303424"), (2 ** 63, "9223372036854775808"),
+                                                 (-2 ** 63 - 1, "-9223372036854775809"),
+                                                 (np.uint64(2 ** 64 - 1), "np.uint64(18446744073709551615)")],
+                         ids=["2**70", "2**63", "-2**63-1", "uint64"])
+def test_an_ignore_index_beyond_int64_is_an_error_naming_the_loss(loss, ignore_index, shown):
+    message = (f"{loss.name}: ignore_index must be an int from -9223372036854775808 to 9223372036854775807, "
+               f"got {shown}")
+    bb = aj.FunctionBuilder("main")
+    pred, target = bb.param("pred", (4, 2), "float32"), bb.param("target", (4,), "int64")
+    with pytest.raises(aj.TypeInferenceError) as info:
+        loss(pred, target, ignore_index=ignore_index)
+    assert str(info.value) == message and bb.status == "abandoned"
+    with pytest.raises(aj.TypeInferenceError) as info:
+        loss(ignore_index=ignore_index)
+    assert str(info.value) == message
+
+
+@pytest.mark.parametrize("ignore_index", [2 ** 63 - 1, -2 ** 63])
+@pytest.mark.parametrize("weight", [None, [1.0, 2.0]])
+def test_an_ignore_index_at_the_ends_of_int64_ignores_nothing(ignore_index, weight):
+    z, y = RNG.standard_normal((4, 2)), np.array([0, 1, 1, 0])
+    values = [aj.build(loss_modules(T.cross_entropy, [z, y], ignore_index=i, weight=weight)[0])["main"](z, y)
+              for i in (ignore_index, -100)]
+    assert values[0] == values[1]
 
 
 def test_bad_options_fail_when_bound():

@@ -14,6 +14,7 @@ import numpy as np
 from ..errors import Error
 
 NUMBER_TYPES = (int, float, np.integer, np.floating)
+INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 _SHOWN_INT_BITS = 128  # a longer int is described, not printed (Python refuses to print one of 4300 digits)
 
 
@@ -51,6 +52,24 @@ def _number_kind(low: float | None, high: float | None, low_open: bool, high_ope
     if high is not None:
         return f"a finite number {'<' if high_open else '<='} {high:g}"
     return "a finite number"
+
+
+def checked_int(who: str, what: str, value: Any, error: type[Error] = Error, *, low: int | None = None,
+                high: int | None = None) -> int:
+    """``value`` as an int (Python's or NumPy's, not a bool) from ``low`` to
+    ``high``; else ``error`` naming ``who`` and ``what``."""
+    whole = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if not whole or (low is not None and value < low) or (high is not None and value > high):
+        raise error(f"{who}: {what} must be {_int_kind(low, high)}, got {shown(value)}")
+    return int(value)
+
+
+def _int_kind(low: int | None, high: int | None) -> str:
+    if low is not None and high is not None:
+        return f"an int from {low} to {high}"
+    if low is not None:
+        return f"an int >= {low}"
+    return "an int" if high is None else f"an int <= {high}"
 
 
 def shown(value: Any) -> str:

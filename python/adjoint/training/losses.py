@@ -12,7 +12,6 @@ options and returns a new ``Loss``; ``loss.label_types(pred_type)`` gives the
 
 from __future__ import annotations
 
-import numbers
 from typing import Any, Callable, Mapping
 
 import numpy as np
@@ -21,7 +20,7 @@ from .. import op
 from ..builder import Expr, abandon_builder_for
 from ..errors import TypeInferenceError
 from ..ir import Constant
-from ._checks import checked_number
+from ._checks import INT64_MAX, INT64_MIN, checked_int, checked_number
 
 REDUCTIONS = ("mean", "sum", "none")
 TARGET_KINDS = ("indices", "probabilities")
@@ -86,9 +85,8 @@ def _check_delta(name: str, value: Any) -> float:
 
 
 def _check_ignore_index(name: str, value: Any) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, (bool, np.bool_)):
-        raise TypeInferenceError(f"{name}: ignore_index must be an int, got {value!r}")
-    return int(value)
+    # an int64 attr of nll_loss, as in torch
+    return checked_int(name, "ignore_index", value, TypeInferenceError, low=INT64_MIN, high=INT64_MAX)
 
 
 def _check_label_smoothing(name: str, value: Any) -> float:
