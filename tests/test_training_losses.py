@@ -278,6 +278,8 @@ def test_weighted_mean_with_every_row_ignored_is_nan_with_a_zero_gradient(torch,
     ([True, False, True], r"weight must be None, a 1-D sequence"),
     ("abc", r"weight must be None, a 1-D sequence"),
     ([], r"weight must be None, a 1-D sequence"),
+    ([[1.0], [1.0, 2.0]], r"cross_entropy: weight must be None, a 1-D sequence .*, got \[\[1.0\], \[1.0, 2.0\]\]$"),
+    ([1.0, [2.0, 3.0], 4.0], r"weight must be None, a 1-D sequence"),
 ])
 def test_bad_class_weights_name_the_problem(weight, message):
     bb = aj.FunctionBuilder("main")
@@ -361,7 +363,8 @@ def test_a_binary_cross_entropy_weight_var_matches_torch_and_gets_a_gradient(tor
     aj.testing.check_gradients(mod, "main", [x, y, weight], require_grads=["x", "w"])
 
 
-@pytest.mark.parametrize("weight", [[1.0, float("inf")], "abc", True, [], np.ones((2, 0))])
+@pytest.mark.parametrize("weight", [[1.0, float("inf")], "abc", True, [], np.ones((2, 0)), [[1.0], [1.0, 2.0]],
+                                    [10 ** 400, 1.0]])
 def test_bad_binary_cross_entropy_weights_name_the_problem(weight):
     bb = aj.FunctionBuilder("main")
     x, y = bb.param("x", (4, 2), "float64"), bb.param("y", (4, 2), "float64")

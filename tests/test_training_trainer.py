@@ -133,6 +133,8 @@ def test_sgd_state_dict_keeps_the_step_count():
     (lambda d: d.update(b1=np.zeros(8, np.complex128)), "'b1' has dtype complex128"),
     (lambda d: d.update(step=np.array([1, 2])), r"'step' has shape \(2,\), expected \(\)"),
     (lambda d: d.update(step=np.int64(-3)), "'step' must be a whole number >= 0"),
+    (lambda d: d.update(w1=[[1.0], [1.0, 2.0]]), r"Trainer.load_state_dict: 'w1' must be an array \(nested sequences"),
+    (lambda d: d.update(step=[[1], [1, 2]]), r"Trainer.load_state_dict: 'step' must be an array \(nested sequences"),
 ])
 def test_load_state_dict_checks_everything_before_writing(edit, message):
     trainer = T.Trainer(mlp(), T.cross_entropy, T.Adam(lr=1e-2))
@@ -173,10 +175,11 @@ def test_an_lr_given_to_step_is_checked_as_the_setter_checks_it(lr):
     assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())
 
 
-def test_sgd_load_state_dict_checks_the_step_count_before_writing_the_weights():
+@pytest.mark.parametrize("step", ["two", [[1], [1, 2]]])
+def test_sgd_load_state_dict_checks_the_step_count_before_writing_the_weights(step):
     trainer = T.Trainer(mlp(), T.mse, T.SGD(lr=0.1))
     before = trainer.state_dict()
-    bad = {**{k: v + 1 for k, v in before.items()}, "step": "two"}
+    bad = {**{k: v + 1 for k, v in before.items()}, "step": step}
     with pytest.raises(aj.Error, match="'step' must be a whole number"):
         trainer.load_state_dict(bad)
     assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())
@@ -309,6 +312,29 @@ def test_predict_checks_its_inputs():
         trainer.predict(np.zeros((2, 4)), np.zeros(2))
     with pytest.raises(aj.ExecutionError, match="dim 1 must be 4"):
         trainer.predict(np.zeros((2, 5)))
+    with pytest.raises(aj.ExecutionError, match=r"Trainer.predict: 'x' must be an array \(nested sequences of one "
+                                                r"length at each level\), got \[\[1.0\], \[1.0, 2.0\]\]$"):
+        trainer.predict([[1.0], [1.0, 2.0]])
+
+
+@pytest.mark.parametrize("ragged", [0, 1])
+def test_a_ragged_input_or_label_of_a_step_is_an_error_naming_it(ragged):
+    trainer = T.Trainer(mlp(), T.mse, T.SGD(lr=0.1))
+    before = trainer.state_dict()
+    batch = [np.zeros((2, 4)), np.zeros((2, 3))]
+    batch[ragged] = [[1.0], [1.0, 2.0]]
+    with pytest.raises(aj.ExecutionError, match=rf"Trainer.step: '{['x', 'label'][ragged]}' must be an array"):
+        trainer.step(*batch)
+    with pytest.raises(aj.ExecutionError, match="must be an array"):
+        trainer.fit([batch])
+    assert trainer.step_count == 0
+    assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())
+
+
+def test_a_ragged_initial_param_is_an_error_naming_it():
+    with pytest.raises(aj.Error, match=r"Trainer: param 'b2' must be an array \(nested sequences of one length at "
+                                       r"each level\), got \[\[1.0\], \[1.0, 2.0\]\]$"):
+        T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), params={"b2": [[1.0], [1.0, 2.0]]})
 
 
 def test_a_model_of_several_outputs_trains_with_labels_given():

@@ -16,6 +16,7 @@ from ..errors import Error
 NUMBER_TYPES = (int, float, np.integer, np.floating)
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 _SHOWN_INT_BITS = 128  # a longer int is described, not printed (Python refuses to print one of 4300 digits)
+_SHOWN_CHARS = 200  # a longer repr is cut
 
 
 def as_float(value: Any) -> float | None:
@@ -72,11 +73,30 @@ def _int_kind(low: int | None, high: int | None) -> str:
     return "an int" if high is None else f"an int <= {high}"
 
 
+def try_array(value: Any) -> np.ndarray | None:
+    """``np.asarray(value)``, or None when NumPy makes no array of it (nested
+    sequences of different lengths)."""
+    try:
+        return np.asarray(value)
+    except ValueError:
+        return None
+
+
+def as_array(who: str, what: str, value: Any, error: type[Error] = Error) -> np.ndarray:
+    """``np.asarray(value)``; else ``error`` naming ``who`` and ``what``."""
+    array = try_array(value)
+    if array is None:
+        raise error(f"{who}: {what} must be an array (nested sequences of one length at each level), "
+                    f"got {shown(value)}")
+    return array
+
+
 def shown(value: Any) -> str:
-    """``value`` for a message: its repr, or a description of a long int."""
+    """``value`` for a message: its repr, cut when long, or a description of a long int."""
     if isinstance(value, int) and value.bit_length() > _SHOWN_INT_BITS:
         return f"{'a negative' if value < 0 else 'an'} int of {value.bit_length()} bits"
     try:
-        return repr(value)
+        text = repr(value)
     except ValueError:
         return f"a {type(value).__name__} holding an int too long to print"
+    return text if len(text) <= _SHOWN_CHARS else f"{text[:_SHOWN_CHARS]}..."

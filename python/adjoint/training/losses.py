@@ -20,7 +20,7 @@ from .. import op
 from ..builder import Expr, abandon_builder_for
 from ..errors import TypeInferenceError
 from ..ir import Constant
-from ._checks import INT64_MAX, INT64_MIN, checked_int, checked_number
+from ._checks import INT64_MAX, INT64_MIN, checked_int, checked_number, shown, try_array
 
 REDUCTIONS = ("mean", "sum", "none")
 TARGET_KINDS = ("indices", "probabilities")
@@ -126,10 +126,10 @@ def _checked_numbers(name: str, value: Any, kinds: tuple, ndim: int | None, what
     printed on one line)."""
     if value is None or isinstance(value, Expr):
         return value
-    numbers = np.asarray(value) if isinstance(value, kinds) and not isinstance(value, bool) else None
+    numbers = try_array(value) if isinstance(value, kinds) and not isinstance(value, bool) else None
     if numbers is None or numbers.dtype.kind not in "iuf" or (ndim is not None and numbers.ndim != ndim) \
             or (numbers.ndim and not numbers.size) or not np.all(np.isfinite(numbers)):
-        raise TypeInferenceError(f"{name}: weight must be None, {what} or an aj.Var, got {value!r}")
+        raise TypeInferenceError(f"{name}: weight must be None, {what} or an aj.Var, got {shown(value)}")
     return _nested_tuples(numbers.astype(np.float64).tolist())
 
 

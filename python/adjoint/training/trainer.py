@@ -20,7 +20,7 @@ import numpy as np
 from ..errors import Error, ExecutionError
 from ..ir import Module
 from ..runtime import build
-from ._checks import checked_number
+from ._checks import as_array, checked_number, shown, try_array
 from .append_loss import loss_name
 from .init import init_params
 from .step import SetupTrainer, StepLayout
@@ -122,7 +122,7 @@ class Trainer:
             what = f"missing {missing[0]!r}" if missing else f"unexpected {extra[0]!r}"
             raise Error(f"{who}: {what} (expected {', '.join(expected)})")
         targets = self._params + self._state
-        values = [_as_value(state[n], t, f"{who}: '{n}'") for n, t in zip(expected, targets)]
+        values = [_as_value(state[n], t, who, f"'{n}'") for n, t in zip(expected, targets)]
         count = _checked_count(state["step"], who) if "step" in names else self._count
         for target, value in zip(targets, values):
             np.copyto(target, value)
@@ -138,7 +138,7 @@ class Trainer:
             names = ", ".join(self.layout.inputs + self.layout.labels)
             raise ExecutionError(f"Trainer.step takes {n_in + n_lab} arrays ({names}), got {len(batch)}")
         rate = self.lr if lr is None else _checked_lr("Trainer.step", lr)
-        arrays = self._inputs(batch)
+        arrays = self._inputs(batch, "Trainer.step")
         self._check_labels(arrays)
         args = [*arrays, *self._params, *self._state, np.asarray(rate, dtype=self._lr_dtype)]
         try:
@@ -186,7 +186,7 @@ class Trainer:
         if len(inputs) != n_in:
             raise ExecutionError(f"Trainer.predict takes {n_in} array(s) ({', '.join(self.layout.inputs)}), "
                                  f"got {len(inputs)}")
-        return self._exe[self._func_name](*self._inputs(inputs), *self._params)
+        return self._exe[self._func_name](*self._inputs(inputs, "Trainer.predict"), *self._params)
 
     def __repr__(self) -> str:
         sizes = sum(int(np.prod(shape)) for _, shape, _ in self._param_types)
@@ -225,14 +225,14 @@ class Trainer:
         out = []
         for name, shape, dtype in self._param_types:
             value = given[name] if name in given else initial[name]
-            out.append(_as_value(value, _Spec(shape, dtype), f"Trainer: param '{name}'"))
+            out.append(_as_value(value, _Spec(shape, dtype), "Trainer", f"param '{name}'"))
         return out
 
-    def _inputs(self, arrays: Iterable[Any]) -> list[np.ndarray]:
+    def _inputs(self, arrays: Iterable[Any], who: str) -> list[np.ndarray]:
         step_fn = self.module["step"]
         out = []
         for value, p in zip(arrays, step_fn.params):
-            a = np.asarray(value)
+            a = as_array(who, f"'{p.name_hint}'", value, ExecutionError)
             want = np.dtype(p.type.dtype)
             if a.dtype != want and np.can_cast(a.dtype, want, "same_kind"):
                 a = a.astype(want)
@@ -270,10 +270,11 @@ def _checked_lr(who: str, value: Any, alternatives: str = "") -> float:
 
 def _checked_count(value: Any, who: str) -> int:
     """A saved step count: a whole number >= 0, as a scalar or 0-d array."""
-    a = np.asarray(value)
-    whole = a.ndim == 0 and a.dtype.kind in "iuf" and bool(np.isfinite(a)) and float(a) == int(a) and a >= 0
+    a = try_array(value)
+    whole = a is not None and a.ndim == 0 and a.dtype.kind in "iuf" and bool(np.isfinite(a)) \
+        and float(a) == int(a) and a >= 0
     if not whole:
-        raise Error(f"{who}: 'step' must be a whole number >= 0 (the step count), got {value!r}")
+        raise Error(f"{who}: 'step' must be a whole number >= 0 (the step count), got {shown(value)}")
     return int(a)
 
 
@@ -282,14 +283,14 @@ class _Spec:
         self.shape, self.dtype = shape, np.dtype(dtype)
 
 
-def _as_value(value: Any, like: Any, what: str) -> np.ndarray:
+def _as_value(value: Any, like: Any, who: str, what: str) -> np.ndarray:
     """``value`` as a new C-contiguous array of ``like``'s shape and dtype."""
-    a = np.asarray(value)
+    a = as_array(who, what, value)
     shape = tuple(like.shape)
     if a.shape != shape:
-        raise Error(f"{what} has shape {a.shape}, expected {shape}")
+        raise Error(f"{who}: {what} has shape {a.shape}, expected {shape}")
     if a.dtype != like.dtype and not np.can_cast(a.dtype, like.dtype, "same_kind"):
-        raise Error(f"{what} has dtype {a.dtype}, expected {like.dtype}")
+        raise Error(f"{who}: {what} has dtype {a.dtype}, expected {like.dtype}")
     return np.array(a, dtype=like.dtype, order="C", copy=True)
 
 
