@@ -384,13 +384,27 @@ def test_non_float_params_are_type_errors(call):
     ([("w", (3,), "float32"), ("w", (2,), "float32")], "param 'w' is given twice"),
     ([], "no params to update"),
     ([("w", (3,))], r"each param type is \(name, shape, dtype\)"),
-    ([("w", 5, "float64")], r"param 'w' has shape 5; a shape is a tuple of ints and symbol names"),
+    ([("w", 5, "float64")], r"param 'w' has shape 5; a shape is a tuple of ints >= 0 and symbol names"),
     ("w", "param types must be a list"),
     ([("w", (3,), "complex64")], "param 'w' has dtype complex64"),
 ])
 def test_bad_param_types(types, message):
     with pytest.raises(aj.TypeInferenceError, match=message):
         O.SGD().function(types)
+
+
+@pytest.mark.parametrize("shape, shown", [((-2,), r"\(-2,\)"), ((3, True), r"\(3, True\)"),
+                                         ((2 ** 63,), r"\(9223372036854775808,\)"), ((np.int64(-1),), r"\(np.int64\(-1\),\)")])
+@pytest.mark.parametrize("call", ["state_types", "init_state", "function"])
+def test_negative_bool_or_too_large_dims_are_refused_naming_the_param(call, shape, shown):
+    with pytest.raises(aj.TypeInferenceError, match=rf"^Adam: param 'w' has shape {shown}; a shape is a tuple of "
+                                                    rf"ints >= 0 and symbol names$"):
+        getattr(O.Adam(), call)([("w", shape, "float32")])
+
+
+def test_state_types_give_dims_as_ints():
+    types = O.SGD(momentum=0.9).state_types([("w", (np.int64(3), "n"), "float32")])
+    assert types == [("w.momentum_buffer", (3, "n"), "float32")] and type(types[0][1][0]) is int
 
 
 def test_init_state_needs_concrete_shapes():

@@ -73,6 +73,19 @@ def _int_kind(low: int | None, high: int | None) -> str:
     return "an int" if high is None else f"an int <= {high}"
 
 
+def checked_shape(who: str, what: str, shape: Any, error: type[Error] = Error) -> tuple:
+    """``shape`` as a tuple of ints from 0 to 2**63 - 1 (Python's or NumPy's,
+    not bools) and symbol names; else ``error`` saying ``who``: ``what`` has it."""
+    dims = tuple(shape) if isinstance(shape, (tuple, list)) else None
+    if dims is None or not all(isinstance(d, str) or _is_dim(d) for d in dims):
+        raise error(f"{who}: {what} has shape {shown(shape)}; a shape is a tuple of ints >= 0 and symbol names")
+    return tuple(d if isinstance(d, str) else int(d) for d in dims)
+
+
+def _is_dim(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool) and 0 <= value <= INT64_MAX
+
+
 def try_array(value: Any) -> np.ndarray | None:
     """``np.asarray(value)``, or None when NumPy makes no array of it (nested
     sequences of different lengths)."""

@@ -17,6 +17,7 @@ from .. import _core
 from ..builder import FunctionBuilder
 from ..errors import Error, TransformError
 from ..ir import Module
+from ._checks import checked_shape, shown
 from .losses import Loss
 
 
@@ -51,14 +52,13 @@ def _checked_labels(loss: Any, labels: Any) -> list[tuple]:
     the first entry that is not a (shape, dtype) pair."""
     entries = list(labels) if isinstance(labels, (list, tuple)) else None
     if entries is None:
-        raise TransformError(f"AppendLoss: labels must be a list of (shape, dtype) pairs, got {labels!r}")
+        raise TransformError(f"AppendLoss: labels must be a list of (shape, dtype) pairs, got {shown(labels)}")
     out = []
     for i, entry in enumerate(entries):
-        shape = entry[0] if isinstance(entry, (list, tuple)) and len(entry) == 2 else None
-        if not isinstance(shape, (list, tuple)) or not all(isinstance(d, (int, str)) for d in shape):
-            raise TransformError(f"AppendLoss: labels[{i}] of the loss '{loss_name(loss)}' must be a (shape, dtype) "
-                                 f"pair, the shape a tuple of ints and symbol names, got {entry!r}")
-        out.append((tuple(shape), str(entry[1])))
+        what = f"labels[{i}] of the loss '{loss_name(loss)}'"
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+            raise TransformError(f"AppendLoss: {what} must be a (shape, dtype) pair, got {shown(entry)}")
+        out.append((checked_shape("AppendLoss", what, entry[0], TransformError), str(entry[1])))
     return out
 
 

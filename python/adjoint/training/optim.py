@@ -19,7 +19,7 @@ import numpy as np
 from .. import op
 from ..builder import FunctionBuilder, Var, abandon_builder_for
 from ..errors import Error, TransformError, TypeInferenceError
-from ._checks import checked_number, shown
+from ._checks import checked_number, checked_shape, shown
 
 ParamType = tuple[str, tuple, str]  # (name, shape, dtype)
 Schedule = Callable[[int], float]
@@ -384,11 +384,9 @@ def _checked_param_types(who: str, param_types: Sequence[ParamType]) -> list[Par
     checked: list[ParamType] = []
     for entry in param_types:
         if not isinstance(entry, (tuple, list)) or len(entry) != 3:
-            raise TypeInferenceError(f"{who}: each param type is (name, shape, dtype), got {entry!r}")
+            raise TypeInferenceError(f"{who}: each param type is (name, shape, dtype), got {shown(entry)}")
         name, shape, dtype = entry
-        if not isinstance(shape, (tuple, list)) or not all(isinstance(d, (int, np.integer, str)) for d in shape):
-            raise TypeInferenceError(f"{who}: param '{name}' has shape {shape!r}; a shape is a tuple of ints "
-                                     f"and symbol names")
+        shape = checked_shape(who, f"param '{name}'", shape, TypeInferenceError)
         dtype_name = _dtype_name(dtype)
         if dtype_name not in FLOAT_DTYPES:
             raise TypeInferenceError(f"{who}: param '{name}' has dtype {dtype_name}; optimizers update "
