@@ -367,6 +367,13 @@ def test_a_schedule_giving_no_finite_number_names_the_step(value, shown):
         O.SGD(lr=lambda step: value).lr_at(0)
 
 
+@pytest.mark.parametrize("step", [-1, True, 1.0, "0", None])
+@pytest.mark.parametrize("lr", [0.1, lambda step: 0.1])
+def test_lr_at_takes_a_step_that_is_an_int_from_0(lr, step):
+    with pytest.raises(aj.TransformError, match=rf"^SGD.lr_at: step must be an int >= 0, got {re.escape(repr(step))}$"):
+        O.SGD(lr=lr).lr_at(step)
+
+
 def test_large_ints_that_fit_a_float_are_numbers():
     assert O.SGD(lr=2 ** 64).lr_at(0) == 2.0 ** 64
     assert O.SGD(lr=lambda step: 2 ** 64).lr_at(5) == 2.0 ** 64

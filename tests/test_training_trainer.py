@@ -175,7 +175,7 @@ def test_an_lr_given_to_step_is_checked_as_the_setter_checks_it(lr):
     assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())
 
 
-@pytest.mark.parametrize("step", ["two", [[1], [1, 2]]])
+@pytest.mark.parametrize("step", ["two", [[1], [1, 2]], 2 ** 63, np.uint64(2 ** 63), 1e19, True])
 def test_sgd_load_state_dict_checks_the_step_count_before_writing_the_weights(step):
     trainer = T.Trainer(mlp(), T.mse, T.SGD(lr=0.1))
     before = trainer.state_dict()
@@ -185,6 +185,19 @@ def test_sgd_load_state_dict_checks_the_step_count_before_writing_the_weights(st
     assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())
     trainer.load_state_dict({**before, "step": np.float64(7)})
     assert trainer.step_count == 7
+    trainer.load_state_dict({**before, "step": np.int64(2 ** 63 - 1)})
+    assert trainer.step_count == 2 ** 63 - 1
+
+
+@pytest.mark.parametrize("step", [2 ** 63, np.uint64(2 ** 63)])
+def test_adam_load_state_dict_refuses_a_step_beyond_int64(step):
+    trainer = T.Trainer(mlp(), T.mse, T.Adam(lr=0.1))
+    before = trainer.state_dict()
+    with pytest.raises(aj.Error, match=r"'step' must be a whole number >= 0 \(the step count, below 2\*\*63\)"):
+        trainer.load_state_dict({**before, "step": step})
+    assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())
+    trainer.load_state_dict({**before, "step": 2 ** 63 - 1})
+    assert trainer.step_count == 2 ** 63 - 1 == trainer.state_dict()["step"]
 
 
 @pytest.mark.parametrize("optimizer", [T.SGD(lr=0.1), T.Adam(lr=0.1)])
@@ -244,6 +257,28 @@ def test_initial_params_follow_fan_in_and_given_values_win():
     assert np.array_equal(trainer.params["w1"], w1) and np.array_equal(trainer.params["w2"], init["w2"])
 
 
+@pytest.mark.parametrize("call, message", [
+    (lambda fn: T.init_params(None), "init_params: expected a function (such as mod['main']), got NoneType"),
+    (lambda fn: T.init_params(mlp()), "init_params: expected a function (such as mod['main']), got Module"),
+    (lambda fn: T.init_params(fn, seed=-1), "init_params: seed must be an int >= 0, got -1"),
+    (lambda fn: T.init_params(fn, seed=1.5), "init_params: seed must be an int >= 0, got 1.5"),
+    (lambda fn: T.init_params(fn, seed=True), "init_params: seed must be an int >= 0, got True"),
+    (lambda fn: T.init_params(fn, skip=None), "init_params: skip must be an iterable of weight names, got NoneType"),
+    (lambda fn: T.init_params(fn, skip="w1"), "init_params: skip must be an iterable of weight names, got str"),
+    (lambda fn: T.init_params(fn, skip=[1]), "init_params: skip must be an iterable of weight names, got list"),
+])
+def test_bad_init_params_arguments_are_errors_naming_them(call, message):
+    with pytest.raises(aj.Error) as info:
+        call(mlp()["main"])
+    assert str(info.value) == message
+
+
+def test_init_params_takes_any_seed_numpy_does():
+    fn = mlp()["main"]
+    assert np.array_equal(T.init_params(fn, seed=np.int64(3))["w1"], T.init_params(fn, seed=3)["w1"])
+    assert T.init_params(fn, seed=2 ** 70, skip=("w1", "b1")).keys() == {"w2", "b2"}
+
+
 def test_layer_norm_gamma_starts_at_one_and_transposed_weights_use_their_fan_in():
     mod = aj.parse('''@function(num_input=1)
 def main(x: Tensor((2, 6), "float32"), w: Tensor((5, 6), "float32"), g: Tensor((5,), "float32"), b: Tensor((5,), "float32")) -> Tensor((2, 5), "float32"):
@@ -297,6 +332,13 @@ def test_a_vector_weight_trains_and_a_scalar_weight_starts_at_zero():
     (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), params=[np.zeros((4, 8))]), "params must map weight names"),
     (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), seed="a"), "seed must be an int >= 0"),
     (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), seed=-1), "seed must be an int >= 0"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), seed=True), "Trainer: seed must be an int >= 0, got True"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), num_backbone_outputs=True),
+     "AppendLoss: num_backbone_outputs must be an int >= 1, got True"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), params={1: np.zeros(3), "w9": np.zeros(3)}),
+     "Trainer: params has 1, which is not a weight of 'main'"),
+    (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1)).fit([data()], epochs=True),
+     "Trainer.fit: epochs must be an int >= 0, got True"),
     (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1)).fit(None), "batches must be an iterable"),
     (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1)).fit(lambda: 3), r"batches\(\) must return an iterable"),
     (lambda: T.Trainer(mlp(), T.mse, T.SGD(lr=0.1)).load_state_dict([1, 2]), "expected a mapping"),

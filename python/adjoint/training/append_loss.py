@@ -17,7 +17,7 @@ from .. import _core
 from ..builder import FunctionBuilder
 from ..errors import Error, TransformError
 from ..ir import Module
-from ._checks import checked_shape, shown
+from ._checks import checked_int, checked_shape, shown
 from .losses import Loss
 
 
@@ -80,8 +80,7 @@ class AppendLoss:
                  labels: Sequence[tuple] | None = None) -> None:
         if not callable(loss):
             raise Error(f"AppendLoss: loss must be callable, got {type(loss).__name__}")
-        if not isinstance(num_backbone_outputs, int) or num_backbone_outputs < 1:
-            raise Error(f"AppendLoss: num_backbone_outputs must be a positive int, got {num_backbone_outputs!r}")
+        num_backbone_outputs = checked_int("AppendLoss", "num_backbone_outputs", num_backbone_outputs, low=1)
         self.func_name = func_name
         self.loss = loss
         self.num_backbone_outputs = num_backbone_outputs

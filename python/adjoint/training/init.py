@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import Error
+from ._checks import checked_int
 
 
 def _users(fn: Any) -> dict[str, list[tuple[str, int, tuple]]]:
@@ -64,9 +65,12 @@ def init_params(fn: Any, seed: int = 0, skip: Iterable[str] = ()) -> dict[str, n
     by name, each drawn from ``np.random.default_rng([seed, index])`` (index
     its position among the params, so leaving one out changes no other);
     names in ``skip`` are left out. Symbolic weight dims are an error."""
+    if not isinstance(fn, _core.Function):
+        raise Error(f"init_params: expected a function (such as mod['main']), got {type(fn).__name__}")
+    seed = checked_seed("init_params", seed)
+    skip = _checked_names("init_params", "skip", skip)
     num_input = int(fn.attrs.get("num_input", len(fn.params)))
     uses = _users(fn)
-    skip = set(skip)
     out: dict[str, np.ndarray] = {}
     for index, p in enumerate(fn.params):
         name, shape, dtype = p.name_hint, tuple(p.type.shape), np.dtype(p.type.dtype)
@@ -84,3 +88,16 @@ def init_params(fn: Any, seed: int = 0, skip: Iterable[str] = ()) -> dict[str, n
         else:
             out[name] = np.zeros(shape, dtype)
     return out
+
+
+def checked_seed(who: str, seed: Any) -> int:
+    """A seed of ``np.random.default_rng``: an int >= 0."""
+    return checked_int(who, "seed", seed, low=0)
+
+
+def _checked_names(who: str, what: str, names: Any) -> set[str]:
+    """An iterable of names (not one str) as a set."""
+    items = list(names) if isinstance(names, Iterable) and not isinstance(names, (str, bytes)) else None
+    if items is None or not all(isinstance(n, str) for n in items):
+        raise Error(f"{who}: {what} must be an iterable of weight names, got {type(names).__name__}")
+    return set(items)

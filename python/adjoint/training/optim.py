@@ -19,7 +19,7 @@ import numpy as np
 from .. import op
 from ..builder import FunctionBuilder, Var, abandon_builder_for
 from ..errors import Error, TransformError, TypeInferenceError
-from ._checks import checked_number, checked_shape, shown
+from ._checks import checked_int, checked_number, checked_shape, shown
 
 ParamType = tuple[str, tuple, str]  # (name, shape, dtype)
 Schedule = Callable[[int], float]
@@ -74,6 +74,7 @@ class Optimizer(ABC):
 
     def lr_at(self, step: int) -> float:
         """The learning rate of update ``step`` (0 is the first)."""
+        checked_int(f"{self.name}.lr_at", "step", step, TransformError, low=0)
         if not callable(self.lr):
             return _check_option(self.name, "lr", self.lr, low=0.0)
         return _check_option(self.name, f"the lr schedule's value at step {step}", self.lr(step), low=0.0)

@@ -12,7 +12,6 @@ failure). Schedules need no rebuild: the learning rate is a run-time input.
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -20,9 +19,9 @@ import numpy as np
 from ..errors import Error, ExecutionError
 from ..ir import Module
 from ..runtime import build
-from ._checks import as_array, checked_number, shown, try_array
+from ._checks import INT64_MAX, as_array, checked_int, checked_number, shown, try_array
 from .append_loss import loss_name
-from .init import init_params
+from .init import checked_seed, init_params
 from .step import SetupTrainer, StepLayout
 
 
@@ -46,8 +45,7 @@ class Trainer:
             raise Error(f"Trainer: expected an aj.Module, got {type(mod).__name__}")
         if params is not None and not isinstance(params, Mapping):
             raise Error(f"Trainer: params must map weight names to arrays (a dict), got {type(params).__name__}")
-        if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
-            raise Error(f"Trainer: seed must be an int >= 0, got {seed!r}")
+        seed = checked_seed("Trainer", seed)
         self.optimizer = optimizer
         self.check_nan = check_nan
         self._loss_name = loss_name(loss)
@@ -59,7 +57,7 @@ class Trainer:
         self._param_types = [(p.name_hint, tuple(p.type.shape), p.type.dtype)
                              for p in step_fn.params[self.layout.param_index:self.layout.state_index]]
         self._lr_dtype = np.dtype(step_fn.params[self.layout.lr_index].type.dtype)
-        self._params = self._initial_params(params, int(seed))
+        self._params = self._initial_params(params, seed)
         self._state = [np.array(s, order="C") for s in optimizer.init_state(self._param_types)]
         self._step = self._exe["step"].donating(self._donations())
         self._count = 0
@@ -158,8 +156,7 @@ class Trainer:
         ``epochs`` times and returns the losses. ``batches`` is re-iterable (a
         list) or a callable returning the batches of one epoch (to shuffle);
         ``progress`` shows a tqdm bar with the running loss."""
-        if not isinstance(epochs, int) or epochs < 0:
-            raise Error(f"Trainer.fit: epochs must be an int >= 0, got {epochs!r}")
+        checked_int("Trainer.fit", "epochs", epochs, low=0)
         if not callable(batches) and not isinstance(batches, Iterable):
             raise Error(f"Trainer.fit: batches must be an iterable of batches or a callable returning one epoch's, "
                         f"got {type(batches).__name__}")
@@ -217,7 +214,7 @@ class Trainer:
     def _initial_params(self, given: Mapping[str, Any] | None, seed: int) -> list[np.ndarray]:
         given = dict(given or {})
         names = [name for name, _, _ in self._param_types]
-        unknown = sorted(set(given) - set(names))
+        unknown = sorted(set(given) - set(names), key=str)
         if unknown:
             raise Error(f"Trainer: params has {unknown[0]!r}, which is not a weight of '{self._func_name}' "
                         f"(its weights: {', '.join(names)})")
@@ -269,13 +266,22 @@ def _checked_lr(who: str, value: Any, alternatives: str = "") -> float:
 
 
 def _checked_count(value: Any, who: str) -> int:
-    """A saved step count: a whole number >= 0, as a scalar or 0-d array."""
+    """A saved step count: a whole number from 0 to 2**63 - 1 (the int64 of
+    an optimizer's step), as a scalar or 0-d array."""
     a = try_array(value)
-    whole = a is not None and a.ndim == 0 and a.dtype.kind in "iuf" and bool(np.isfinite(a)) \
-        and float(a) == int(a) and a >= 0
-    if not whole:
-        raise Error(f"{who}: 'step' must be a whole number >= 0 (the step count), got {shown(value)}")
-    return int(a)
+    count = _whole(a) if a is not None and a.ndim == 0 else None
+    if count is None or not 0 <= count <= INT64_MAX:
+        raise Error(f"{who}: 'step' must be a whole number >= 0 (the step count, below 2**63), got {shown(value)}")
+    return count
+
+
+def _whole(a: np.ndarray) -> int | None:
+    """A 0-d int array's value, or a float one's when finite and whole; else None."""
+    if a.dtype.kind in "iu":
+        return int(a)
+    if a.dtype.kind == "f" and np.isfinite(a) and float(a).is_integer():
+        return int(a)
+    return None
 
 
 class _Spec:
