@@ -339,13 +339,15 @@ NUMBER_OPTIONS = [("SGD", "lr"), ("SGD", "momentum"), ("SGD", "dampening"), ("SG
                   ("RMSprop", "alpha"), ("RMSprop", "eps"), ("RMSprop", "weight_decay"), ("RMSprop", "momentum")]
 
 
-@pytest.mark.parametrize("value, shown", [(10 ** 400, "an int of 1329 bits"), (-10 ** 400, "a negative int of 1329 bits"),
+@pytest.mark.parametrize("value, shown", [(10 ** 400, "an int of 1329 bits"),
+                                          (-10 ** 400, "a negative int of 1329 bits"),
                                           (10 ** 5000, "an int of 16610 bits"), (float("inf"), "inf"),
                                           (np.float64("-inf"), "np.float64(-inf)"), (True, "True")],
                          ids=["10**400", "-10**400", "10**5000", "inf", "np-inf", "True"])
 @pytest.mark.parametrize("name, option", NUMBER_OPTIONS)
 def test_an_option_that_is_not_a_finite_number_is_an_error_naming_it(name, option, value, shown):
-    with pytest.raises(aj.TransformError, match=rf"{name}: {option} must be .*a finite number.*, got {re.escape(shown)}$"):
+    message = rf"{name}: {option} must be .*a finite number.*, got {re.escape(shown)}$"
+    with pytest.raises(aj.TransformError, match=message):
         getattr(O, name)(**{option: value})
 
 
@@ -401,7 +403,8 @@ def test_bad_param_types(types, message):
 
 
 @pytest.mark.parametrize("shape, shown", [((-2,), r"\(-2,\)"), ((3, True), r"\(3, True\)"),
-                                         ((2 ** 63,), r"\(9223372036854775808,\)"), ((np.int64(-1),), r"\(np.int64\(-1\),\)")])
+                                         ((2 ** 63,), r"\(9223372036854775808,\)"),
+                                         ((np.int64(-1),), r"\(np.int64\(-1\),\)")])
 @pytest.mark.parametrize("call", ["state_types", "init_state", "function"])
 def test_negative_bool_or_too_large_dims_are_refused_naming_the_param(call, shape, shown):
     with pytest.raises(aj.TypeInferenceError, match=rf"^Adam: param 'w' has shape {shown}; a shape is a tuple of "
@@ -412,6 +415,13 @@ def test_negative_bool_or_too_large_dims_are_refused_naming_the_param(call, shap
 def test_state_types_give_dims_as_ints():
     types = O.SGD(momentum=0.9).state_types([("w", (np.int64(3), "n"), "float32")])
     assert types == [("w.momentum_buffer", (3, "n"), "float32")] and type(types[0][1][0]) is int
+
+
+@pytest.mark.parametrize("shape", [(2 ** 45,), (2 ** 40, 2 ** 40)])  # past any address space, or NumPy's byte limit
+def test_state_too_large_to_allocate_is_an_out_of_memory_error_naming_it(shape):
+    message = rf"^Adam.init_state: state 'w.exp_avg' of shape {re.escape(str(shape))} float64 cannot be allocated"
+    with pytest.raises(aj.OutOfMemoryError, match=message):
+        O.Adam().init_state([("w", shape, "float64")])
 
 
 def test_init_state_needs_concrete_shapes():

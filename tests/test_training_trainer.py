@@ -273,6 +273,14 @@ def test_bad_init_params_arguments_are_errors_naming_them(call, message):
     assert str(info.value) == message
 
 
+@pytest.mark.parametrize("f", [lambda x, w: x @ w, lambda x, w: x * w[0, :4]])
+def test_a_weight_too_large_to_allocate_is_an_out_of_memory_error_naming_it(f):
+    fn = weights_used([("x", (2, 4)), ("w", (4, 2 ** 45))], f)["main"]  # 1 PiB: past any address space
+    with pytest.raises(aj.OutOfMemoryError, match=r"^init_params: weight 'w' of shape \(4, 35184372088832\) float64 "
+                                                  "cannot be allocated"):
+        T.init_params(fn)
+
+
 def test_init_params_takes_any_seed_numpy_does():
     fn = mlp()["main"]
     assert np.array_equal(T.init_params(fn, seed=np.int64(3))["w1"], T.init_params(fn, seed=3)["w1"])

@@ -7,11 +7,11 @@ that is not finite.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import Error
+from ..errors import Error, OutOfMemoryError
 
 NUMBER_TYPES = (int, float, np.integer, np.floating)
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
@@ -102,6 +102,17 @@ def as_array(who: str, what: str, value: Any, error: type[Error] = Error) -> np.
         raise error(f"{who}: {what} must be an array (nested sequences of one length at each level), "
                     f"got {shown(value)}")
     return array
+
+
+def allocated(who: str, what: str, shape: tuple, dtype: Any, make: Callable[[], np.ndarray]) -> np.ndarray:
+    """``make()``, a new array of ``shape`` and ``dtype``; NumPy's failure to
+    allocate it (a MemoryError, or a ValueError for a byte size past its
+    limit) is an ``aj.OutOfMemoryError`` naming ``who`` and ``what``."""
+    try:
+        return make()
+    except (MemoryError, ValueError) as e:
+        raise OutOfMemoryError(f"{who}: {what} of shape {shape} {np.dtype(dtype).name} cannot be allocated "
+                               f"({e})") from None
 
 
 def shown(value: Any) -> str:

@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import Error
-from ._checks import checked_int
+from ._checks import allocated, checked_int
 
 
 def _users(fn: Any) -> dict[str, list[tuple[str, int, tuple]]]:
@@ -78,16 +78,20 @@ def init_params(fn: Any, seed: int = 0, skip: Iterable[str] = ()) -> dict[str, n
             continue
         if any(not isinstance(d, int) for d in shape):
             raise Error(f"init_params: weight '{name}' has symbolic shape {shape}; give its initial value")
-        fan_in = _fan_in(uses[name])
-        if fan_in:
-            bound = 1.0 / np.sqrt(fan_in)
-            rng = np.random.default_rng([seed, index])
-            out[name] = rng.uniform(-bound, bound, size=shape).astype(dtype)
-        elif any(op == "layer_norm" and i == 1 for op, i, _ in uses[name]):
-            out[name] = np.ones(shape, dtype)
-        else:
-            out[name] = np.zeros(shape, dtype)
+        out[name] = allocated("init_params", f"weight '{name}'", shape, dtype,
+                              lambda: _initial_value(shape, dtype, uses[name], [seed, index]))
     return out
+
+
+def _initial_value(shape: tuple, dtype: np.dtype, uses: list[tuple[str, int, tuple]], seed: list[int]) -> np.ndarray:
+    """A weight's initial value, by the rule of the module docstring."""
+    fan_in = _fan_in(uses)
+    if fan_in:
+        bound = 1.0 / np.sqrt(fan_in)
+        return np.random.default_rng(seed).uniform(-bound, bound, size=shape).astype(dtype)
+    if any(op == "layer_norm" and i == 1 for op, i, _ in uses):
+        return np.ones(shape, dtype)
+    return np.zeros(shape, dtype)
 
 
 def checked_seed(who: str, seed: Any) -> int:

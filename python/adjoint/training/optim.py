@@ -19,7 +19,7 @@ import numpy as np
 from .. import op
 from ..builder import FunctionBuilder, Var, abandon_builder_for
 from ..errors import Error, TransformError, TypeInferenceError
-from ._checks import checked_int, checked_number, checked_shape, shown
+from ._checks import allocated, checked_int, checked_number, checked_shape, shown
 
 ParamType = tuple[str, tuple, str]  # (name, shape, dtype)
 Schedule = Callable[[int], float]
@@ -95,7 +95,8 @@ class Optimizer(ABC):
             if not all(isinstance(d, int) for d in shape):
                 raise TypeInferenceError(f"{self.name}.init_state: state '{name}' has symbolic shape {shape}; "
                                          "initial state needs concrete dims")
-            arrays.append(np.zeros(shape, dtype))
+            arrays.append(allocated(f"{self.name}.init_state", f"state '{name}'", shape, dtype,
+                                    lambda: np.zeros(shape, dtype)))
         return arrays
 
     def update(self, params: Sequence[Var], grads: Sequence[Var], state: Sequence[Var],
