@@ -524,6 +524,18 @@ def test_label_types():
             T.cross_entropy.label_types(scalar.type)
 
 
+@pytest.mark.parametrize("pred_type", [None, "float32", np.float32, 5])
+def test_label_types_of_something_else_than_a_tensor_type_is_an_error(pred_type):
+    with pytest.raises(aj.TypeInferenceError, match="^cross_entropy: label_types needs a tensor type, got "):
+        T.cross_entropy.label_types(pred_type)
+
+
+def test_label_types_of_an_object_whose_shape_is_not_a_tuple_is_an_error():
+    odd = type("Odd", (), {"shape": 5, "dtype": "float32"})()
+    with pytest.raises(aj.TypeInferenceError, match="^mse: label_types needs a tensor type, got "):
+        T.mse.label_types(odd)
+
+
 def test_targets_option_does_not_change_what_is_emitted(torch):
     """PyTorch tells the kind of target by its dtype; so does the loss."""
     arrays = case_inputs("cross_entropy", (5, 4), "float64", target_kind="probabilities")
@@ -607,7 +619,8 @@ def test_numpy_scalars_are_numbers_for_options():
     (T.huber, "delta", 10 ** 400, "huber: delta must be a finite number > 0, got an int of 1329 bits"),
     (T.huber, "delta", float("inf"), "huber: delta must be a finite number > 0, got inf"),
     (T.binary_cross_entropy_with_logits, "pos_weight", 10 ** 400,
-     "binary_cross_entropy_with_logits: pos_weight must be None, an aj.Var or a finite number, got an int of 1329 bits"),
+     "binary_cross_entropy_with_logits: pos_weight must be None, an aj.Var or a finite number, "
+     "got an int of 1329 bits"),
     (T.binary_cross_entropy_with_logits, "pos_weight", -10 ** 5000,
      "binary_cross_entropy_with_logits: pos_weight must be None, an aj.Var or a finite number, "
      "got a negative int of 16610 bits"),

@@ -450,6 +450,25 @@ def test_update_rejects_mismatched_vars_and_abandons_their_builder(mismatch, mes
     assert bb.status == "abandoned"
 
 
+@pytest.mark.parametrize("which", ["params", "grads", "state"])
+@pytest.mark.parametrize("value", [None, 5, "w"])
+def test_update_takes_lists_of_vars_and_abandons_the_builder_otherwise(which, value):
+    bb = aj.FunctionBuilder("main")
+    params, grads, state, lr = update_args(bb, state_count=0)
+    args = {"params": params, "grads": grads, "state": state, "lr": lr, which: value}
+    with pytest.raises(aj.TypeInferenceError, match=rf"^SGD.update: {which} must be a list of vars, got "
+                                                    rf"{type(value).__name__}$"):
+        O.SGD().update(**args)
+    assert bb.status == "abandoned"
+
+
+def test_update_takes_tuples_and_generators_of_vars():
+    with aj.FunctionBuilder("main") as bb:
+        params, grads, state, lr = update_args(bb, state_count=0)
+        new_params, new_state = O.SGD().update(tuple(params), (g for g in grads), (), lr)
+        assert len(new_params) == 1 and new_state == []
+
+
 def test_update_with_more_grads_than_params():
     with pytest.raises(aj.TypeInferenceError, match="SGD.update: 1 params but 2 grads"):
         with aj.FunctionBuilder("main") as bb:

@@ -62,7 +62,8 @@ class Loss:
     def label_types(self, pred_type: Any) -> list[tuple[tuple, str]]:
         """The (shape, dtype) of each target param for a prediction of type
         ``pred_type`` (an aj Tensor type: ``.shape``, ``.dtype``)."""
-        if not getattr(pred_type, "is_tensor", True) or not hasattr(pred_type, "shape"):
+        shape = getattr(pred_type, "shape", None)
+        if not getattr(pred_type, "is_tensor", True) or not isinstance(shape, (tuple, list)):
             raise TypeInferenceError(f"{self.name}: label_types needs a tensor type, got {pred_type!r}")
         options = {**self._defaults, **self.options}
         return self._label_types(self.name, pred_type, options)

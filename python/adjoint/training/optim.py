@@ -12,7 +12,7 @@ needs no rebuild). docs/training-optimizers.md gives every rule as formulas.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -105,11 +105,13 @@ class Optimizer(ABC):
         returns (new params, new state), the state in ``state_types`` order.
         Vars that do not fit the params abandon their builder, as a refused
         op does."""
-        params, grads, state = list(params), list(grads), list(state)
+        where = f"{self.name}.update"
         try:
+            params, grads, state = (_var_list(where, what, value)
+                                    for what, value in (("params", params), ("grads", grads), ("state", state)))
             self._check_update_args(params, grads, state, lr)
         except Error as e:  # as for an op refused before it was emitted
-            abandon_builder_for(f"{self.name}.update", params + grads + state + [lr], e)
+            abandon_builder_for(where, [params, grads, state, lr], e)
             raise
         step = state.pop(0) if self._needs_step() else None
         next_step = op.add(step, 1, name="step") if step is not None else None
@@ -404,6 +406,13 @@ def _checked_param_types(who: str, param_types: Sequence[ParamType]) -> list[Par
             raise TypeInferenceError(f"{who}: params share one dtype (and lr has it); '{first[0]}' is "
                                      f"{first[2]} but '{name}' is {dtype}")
     return checked
+
+
+def _var_list(who: str, what: str, value: Any) -> list:
+    """``value``, an iterable of vars (checked later one by one), as a list."""
+    if not isinstance(value, Iterable) or isinstance(value, (str, bytes)):
+        raise TypeInferenceError(f"{who}: {what} must be a list of vars, got {type(value).__name__}")
+    return list(value)
 
 
 def _param_type(v: Any) -> ParamType:
