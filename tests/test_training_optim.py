@@ -357,6 +357,21 @@ def test_betas_too_large_for_a_float_are_errors_naming_them(betas, which):
         O.Adam(betas=betas)
 
 
+@pytest.mark.parametrize("value", ["no", 0, 2, None], ids=["str", "0", "2", "None"])
+@pytest.mark.parametrize("name, flag", [("SGD", "nesterov"), ("Adam", "amsgrad"), ("AdamW", "amsgrad"),
+                                        ("RMSprop", "centered")])
+def test_a_flag_that_is_not_a_bool_is_an_error_naming_it(name, flag, value):
+    options = {flag: value, **({"momentum": 0.9} if name == "SGD" else {})}
+    with pytest.raises(aj.TransformError, match=rf"^{name}: {flag} must be True or False, got {re.escape(repr(value))}"):
+        getattr(O, name)(**options)
+
+
+def test_numpy_bools_are_flags():
+    assert O.SGD(momentum=0.9, nesterov=np.bool_(True)).nesterov is True
+    assert O.Adam(amsgrad=np.bool_(False)).amsgrad is False
+    assert O.RMSprop(centered=np.bool_(True)).centered is True
+
+
 def test_a_schedule_giving_a_negative_lr_names_the_step():
     message = "SGD: the lr schedule's value at step 3 must be a finite number >= 0, got -0.1"
     with pytest.raises(aj.TransformError, match=message):

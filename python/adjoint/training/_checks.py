@@ -73,6 +73,14 @@ def _int_kind(low: int | None, high: int | None) -> str:
     return "an int" if high is None else f"an int <= {high}"
 
 
+def checked_flag(who: str, what: str, value: Any, error: type[Error] = Error) -> bool:
+    """``value``, True or False (Python's or NumPy's), as a bool; else
+    ``error`` naming ``who`` and ``what`` (a truthy "no" or 2 is a mistake)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise error(f"{who}: {what} must be True or False, got {shown(value)}")
+    return bool(value)
+
+
 def checked_shape(who: str, what: str, shape: Any, error: type[Error] = Error) -> tuple:
     """``shape`` as a tuple of ints from 0 to 2**63 - 1 (Python's or NumPy's,
     not bools) and symbol names; else ``error`` saying ``who``: ``what`` has it."""

@@ -19,7 +19,7 @@ import numpy as np
 from .. import op
 from ..builder import FunctionBuilder, Var, abandon_builder_for
 from ..errors import Error, TransformError, TypeInferenceError
-from ._checks import allocated, checked_int, checked_number, checked_shape, shown
+from ._checks import allocated, checked_flag, checked_int, checked_number, checked_shape, shown
 
 ParamType = tuple[str, tuple, str]  # (name, shape, dtype)
 Schedule = Callable[[int], float]
@@ -182,11 +182,12 @@ class SGD(Optimizer):
         _check_option(self.name, "momentum", momentum, low=0.0)
         _check_option(self.name, "dampening", dampening)
         _check_option(self.name, "weight_decay", weight_decay, low=0.0)
+        nesterov = checked_flag(self.name, "nesterov", nesterov, TransformError)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise TransformError(f"{self.name}: nesterov momentum requires a momentum > 0 and dampening 0 "
                                  f"(got momentum={momentum}, dampening={dampening})")
         self.momentum, self.dampening = momentum, dampening
-        self.nesterov, self.weight_decay = bool(nesterov), weight_decay
+        self.nesterov, self.weight_decay = nesterov, weight_decay
 
     def _options(self) -> dict[str, Any]:
         return {"momentum": self.momentum, "dampening": self.dampening, "nesterov": self.nesterov,
@@ -240,7 +241,7 @@ class Adam(Optimizer):
         _check_option(self.name, "eps", eps, low=0.0)
         _check_option(self.name, "weight_decay", weight_decay, low=0.0)
         self.betas, self.eps = (float(betas[0]), float(betas[1])), eps
-        self.weight_decay, self.amsgrad = weight_decay, bool(amsgrad)
+        self.weight_decay, self.amsgrad = weight_decay, checked_flag(self.name, "amsgrad", amsgrad, TransformError)
 
     def _options(self) -> dict[str, Any]:
         return {"betas": self.betas, "eps": self.eps, "weight_decay": self.weight_decay, "amsgrad": self.amsgrad}
@@ -315,7 +316,7 @@ class RMSprop(Optimizer):
                               ("momentum", momentum)):
             _check_option(self.name, option, value, low=0.0)
         self.alpha, self.eps, self.weight_decay = alpha, eps, weight_decay
-        self.momentum, self.centered = momentum, bool(centered)
+        self.momentum, self.centered = momentum, checked_flag(self.name, "centered", centered, TransformError)
 
     def _options(self) -> dict[str, Any]:
         return {"alpha": self.alpha, "eps": self.eps, "weight_decay": self.weight_decay,

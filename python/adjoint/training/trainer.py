@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import Error, ExecutionError
 from ..ir import Module
 from ..runtime import build
-from ._checks import INT64_MAX, as_array, checked_int, checked_number, shown, try_array
+from ._checks import INT64_MAX, as_array, checked_flag, checked_int, checked_number, shown, try_array
 from .append_loss import loss_name
 from .init import checked_seed, init_params
 from .step import SetupTrainer, StepLayout
@@ -47,7 +47,7 @@ class Trainer:
             raise Error(f"Trainer: params must map weight names to arrays (a dict), got {type(params).__name__}")
         seed = checked_seed("Trainer", seed)
         self.optimizer = optimizer
-        self.check_nan = check_nan
+        self.check_nan = checked_flag("Trainer", "check_nan", check_nan)
         self._loss_name = loss_name(loss)
         self._func_name = func_name
         setup = SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels)
@@ -163,7 +163,7 @@ class Trainer:
         if epochs > 1 and not callable(batches) and iter(batches) is batches:  # type: ignore[arg-type]
             raise Error("Trainer.fit: batches is an iterator, which one epoch uses up; pass a list or a callable "
                         "returning the batches of an epoch")
-        bar = _progress_bar(progress)
+        bar = _progress_bar(checked_flag("Trainer.fit", "progress", progress))
         losses: list[float] = []
         for epoch in range(epochs):
             epoch_batches = batches() if callable(batches) else batches
