@@ -660,6 +660,20 @@ def test_an_ignore_index_at_the_ends_of_int64_ignores_nothing(ignore_index, weig
     assert values[0] == values[1]
 
 
+@pytest.mark.parametrize("option, known", [("reduction", "'mean', 'sum', 'none'"),
+                                           ("targets", "'indices', 'probabilities'")])
+@pytest.mark.parametrize("value", [np.array(["mean", "sum"]), np.str_("avg"), ["mean"], None, 1],
+                         ids=["array", "np.str_", "list", "None", "int"])
+def test_a_choice_option_that_is_not_a_known_str_is_an_error_naming_it(option, known, value):
+    with pytest.raises(aj.TypeInferenceError, match=rf"^cross_entropy: unknown {option} .*; known: {known}$"):
+        T.cross_entropy(**{option: value})
+
+
+def test_a_numpy_str_is_a_choice():
+    assert T.cross_entropy(reduction=np.str_("sum")).options == {"reduction": "sum"}
+    assert type(T.cross_entropy(reduction=np.str_("sum")).options["reduction"]) is str
+
+
 def test_bad_options_fail_when_bound():
     with pytest.raises(aj.TypeInferenceError, match="huber: unknown option 'beta'; known: 'reduction', 'delta'"):
         T.huber(beta=1.0)

@@ -76,9 +76,13 @@ class Loss:
 # ---- checking options and arguments ----
 
 def _check_reduction(name: str, value: Any) -> str:
-    if value not in REDUCTIONS:
-        raise TypeInferenceError(f"{name}: unknown reduction {value!r}; known: 'mean', 'sum', 'none'")
-    return value
+    return _checked_choice(name, "reduction", value, REDUCTIONS)
+
+
+def _checked_choice(name: str, option: str, value: Any, known: tuple[str, ...]) -> str:
+    if not isinstance(value, str) or value not in known:
+        raise TypeInferenceError(f"{name}: unknown {option} {shown(value)}; known: {', '.join(map(repr, known))}")
+    return str(value)
 
 
 def _check_delta(name: str, value: Any) -> float:
@@ -95,9 +99,7 @@ def _check_label_smoothing(name: str, value: Any) -> float:
 
 
 def _check_targets(name: str, value: Any) -> str:
-    if value not in TARGET_KINDS:
-        raise TypeInferenceError(f"{name}: unknown targets {value!r}; known: 'indices', 'probabilities'")
-    return value
+    return _checked_choice(name, "targets", value, TARGET_KINDS)
 
 
 def _check_pos_weight(name: str, value: Any) -> Any:
