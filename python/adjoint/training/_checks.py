@@ -13,16 +13,16 @@ import numpy as np
 
 from ..errors import Error, OutOfMemoryError
 
-NUMBER_TYPES = (int, float, np.integer, np.floating)
+_NUMBER_TYPES = (int, float, np.integer, np.floating)
 INT64_MIN, INT64_MAX = -2 ** 63, 2 ** 63 - 1
 _SHOWN_INT_BITS = 128  # a longer int is described, not printed (Python refuses to print one of 4300 digits)
 _SHOWN_CHARS = 200  # a longer repr is cut
 
 
-def as_float(value: Any) -> float | None:
+def _as_float(value: Any) -> float | None:
     """``value`` as a float when it is a real number (Python's or NumPy's,
     not a bool), an int beyond float's range as +-inf; None for anything else."""
-    if isinstance(value, bool) or not isinstance(value, NUMBER_TYPES):
+    if isinstance(value, bool) or not isinstance(value, _NUMBER_TYPES):
         return None
     try:
         return float(value)
@@ -36,7 +36,7 @@ def checked_number(who: str, what: str, value: Any, error: type[Error] = Error, 
     """``value`` as a finite float in the interval from ``low`` to ``high``
     (either end open); else ``error`` naming ``who`` and ``what``.
     ``alternatives`` (such as "None or ") lists what else the caller takes."""
-    number = as_float(value)
+    number = _as_float(value)
     above = number is not None and (low is None or (number > low if low_open else number >= low))
     below = number is not None and (high is None or (number < high if high_open else number <= high))
     if number is None or not math.isfinite(number) or not (above and below):

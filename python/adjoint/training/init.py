@@ -16,7 +16,7 @@ import numpy as np
 
 from .. import _core
 from ..errors import Error
-from ._checks import allocated, checked_int
+from ._checks import allocated, checked_int, shown
 
 
 def _users(fn: Any) -> dict[str, list[tuple[str, int, tuple]]]:
@@ -103,5 +103,5 @@ def _checked_names(who: str, what: str, names: Any) -> set[str]:
     """An iterable of names (not one str) as a set."""
     items = list(names) if isinstance(names, Iterable) and not isinstance(names, (str, bytes)) else None
     if items is None or not all(isinstance(n, str) for n in items):
-        raise Error(f"{who}: {what} must be an iterable of weight names, got {type(names).__name__}")
+        raise Error(f"{who}: {what} must be an iterable of weight names (not one str), got {shown(names)}")
     return set(items)
