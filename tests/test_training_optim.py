@@ -477,6 +477,14 @@ def test_update_takes_lists_of_vars_and_abandons_the_builder_otherwise(which, va
     assert bb.status == "abandoned"
 
 
+def test_update_of_something_else_than_vars_shows_it():
+    bb = aj.FunctionBuilder("main")
+    params, grads, state, lr = update_args(bb, state_count=0)
+    with pytest.raises(aj.TypeInferenceError, match="^optimizer update: expected tensor vars, got an int of 16610 bits$"):
+        O.SGD().update([10 ** 5000], grads, state, lr)
+    assert bb.status == "abandoned"
+
+
 def test_update_takes_tuples_and_generators_of_vars():
     with aj.FunctionBuilder("main") as bb:
         params, grads, state, lr = update_args(bb, state_count=0)

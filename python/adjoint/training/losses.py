@@ -64,7 +64,7 @@ class Loss:
         ``pred_type`` (an aj Tensor type: ``.shape``, ``.dtype``)."""
         shape = getattr(pred_type, "shape", None)
         if not getattr(pred_type, "is_tensor", True) or not isinstance(shape, (tuple, list)):
-            raise TypeInferenceError(f"{self.name}: label_types needs a tensor type, got {pred_type!r}")
+            raise TypeInferenceError(f"{self.name}: label_types needs a tensor type, got {shown(pred_type)}")
         options = {**self._defaults, **self.options}
         return self._label_types(self.name, pred_type, options)
 

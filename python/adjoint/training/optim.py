@@ -418,7 +418,7 @@ def _var_list(who: str, what: str, value: Any) -> list:
 
 def _param_type(v: Any) -> ParamType:
     if not isinstance(v, Var) or not v.type.is_tensor:
-        raise TypeInferenceError(f"optimizer update: expected tensor vars, got {v!r}")
+        raise TypeInferenceError(f"optimizer update: expected tensor vars, got {shown(v)}")
     return (v.name_hint, tuple(v.type.shape), v.type.dtype)
 
 

@@ -214,9 +214,9 @@ class Trainer:
     def _initial_params(self, given: Mapping[str, Any] | None, seed: int) -> list[np.ndarray]:
         given = dict(given or {})
         names = [name for name, _, _ in self._param_types]
-        unknown = sorted(set(given) - set(names), key=str)
+        unknown = sorted(set(given) - set(names), key=shown)
         if unknown:
-            raise Error(f"Trainer: params has {unknown[0]!r}, which is not a weight of '{self._func_name}' "
+            raise Error(f"Trainer: params has {shown(unknown[0])}, which is not a weight of '{self._func_name}' "
                         f"(its weights: {', '.join(names)})")
         initial = init_params(self.module[self._func_name], seed=seed, skip=set(given))
         out = []
