@@ -22,7 +22,7 @@ from ..runtime import build
 from ._checks import INT64_MAX, as_array, checked_flag, checked_int, checked_number, shown, try_array
 from .append_loss import loss_name
 from .init import checked_seed, init_params
-from .step import SetupTrainer, StepLayout
+from .step import SetupTrainer
 
 
 class Trainer:
