@@ -12,6 +12,9 @@
 3. Each ATen node is translated by its entry in ``torch_ops.OPS``; a node
    with no entry (or an option an entry cannot honour) is an
    ``aj.UnsupportedOpError`` naming the op and the user's source line.
+   Operands of different dtypes are promoted as torch promotes them
+   (``torch_promote``), and every translation must give the dtype torch
+   recorded for the node.
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ class _Importer:
         self.dim_names: dict[str, str] = {}
         self.node: Any = None
         self.bb: FunctionBuilder | None = None
+        self.default_float = dtype_name(torch.get_default_dtype(), "torch's default dtype")
 
     def run(self, func_name: str) -> _core.Module:
         specs = self.program.graph_signature.input_specs
@@ -181,7 +185,7 @@ class _Importer:
             raise UnsupportedOpError(f"aj.from_torch: op '{op_name}' has no translation to adjoint "
                                      f"(node '{node.name}', from {self.source_line(node)})")
         try:
-            return handler(self, self._arguments(node))
+            return self._checked(handler(self, self._arguments(node)), op_name)
         except UnsupportedOpError:
             raise
         except Error as e:
@@ -190,6 +194,18 @@ class _Importer:
         except (TypeError, ValueError, KeyError, IndexError) as e:  # arguments of a form the entry does not take
             raise UnsupportedOpError(f"aj.from_torch: op '{op_name}' with these arguments is not supported "
                                      f"(node '{node.name}', from {self.source_line(node)}): {e}") from e
+
+    def _checked(self, result: Any, op_name: str) -> Any:
+        """``result``, when a tensor, of the dtype torch gives the node; an
+        aj.Error (a translation that computes something else) otherwise."""
+        val = self.node.meta.get("val")
+        if not isinstance(result, _core.Expr) or not isinstance(val, self.torch.Tensor):
+            return result
+        expected = str(val.dtype).removeprefix("torch.")
+        if result.type.dtype != expected:
+            raise Error(f"its translation gives {result.type.dtype} where torch gives {expected} (a bug of "
+                        "aj.from_torch's op table)")
+        return result
 
     def _arguments(self, node: Any) -> Args:
         def value(v: Any) -> Any:

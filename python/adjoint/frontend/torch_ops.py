@@ -8,7 +8,9 @@ Each function takes the importer ``cx`` (the current node, its fake result
 arguments by their ATen schema names (``a.input``, ``a.weight``), tensors
 already translated to adjoint values, and emits adjoint ops into the active
 builder. Shape-only ops take their result shape from torch's fake result,
-so symbolic sizes need no arithmetic here. The nn ops are in
+so symbolic sizes need no arithmetic here. Ops of several operands cast
+them to the dtype torch computes in (``_promoted``, by ``torch_promote``)
+first, as adjoint's ops take one dtype. The nn ops are in
 ``torch_nn_ops``, which adds its entries to the same table.
 """
 
@@ -21,6 +23,7 @@ import numpy as np
 
 from .. import _core
 from .. import op
+from .torch_promote import is_number, result_dtype
 
 OPS: dict[str, Callable[[Any, "Args"], Any]] = {}
 
@@ -56,6 +59,21 @@ def _swap_last(x: Any) -> Any:
     return op.permute_dims(x, list(range(n - 2)) + [n - 1, n - 2])
 
 
+def _cast(x: Any, dtype: str) -> Any:
+    """``x`` (an expr) in ``dtype``, with no astype when it is already."""
+    return x if x.type.dtype == dtype else op.astype(x, dtype)
+
+
+def _promoted(cx: Any, *operands: Any, dtype: str | None = None) -> list:
+    """``operands`` (exprs and Python numbers) in the dtype torch computes
+    them in (``dtype`` when given): exprs cast to it; numbers left for the
+    op to give that dtype, or constants of it when no operand is an expr."""
+    dtype = dtype or result_dtype(cx.default_float, *operands)
+    if not any(isinstance(v, _core.Expr) for v in operands):
+        return [_core.Constant(np.asarray(v), dtype) for v in operands]
+    return [_cast(v, dtype) if isinstance(v, _core.Expr) else v for v in operands]
+
+
 # -- no-ops: copies, asserts, dropout ---------------------------------------
 
 
@@ -83,13 +101,13 @@ _UNARY = {"relu": op.relu, "tanh": op.tanh, "sigmoid": op.sigmoid, "silu": op.si
           "log": op.log, "log1p": op.log1p, "sqrt": op.sqrt, "rsqrt": op.rsqrt, "neg": op.negative, "abs": op.abs,
           "sin": op.sin, "cos": op.cos, "erf": op.erf, "square": op.square}
 
-for _name, _fn in _UNARY.items():
-    OPS[_name] = lambda cx, a, _fn=_fn: _fn(a.self)
+for _name, _fn in _UNARY.items():  # an int input of exp, sqrt, ... becomes torch's float first
+    OPS[_name] = lambda cx, a, _fn=_fn: _fn(_cast(a.self, cx.out_dtype()))
 
 
 @aten("reciprocal")
 def _reciprocal(cx: Any, a: Args) -> Any:
-    return op.divide(1.0, a.self)
+    return op.divide(1.0, _cast(a.self, cx.out_dtype()))
 
 
 @aten("gelu")
@@ -105,47 +123,56 @@ def _gelu(cx: Any, a: Args) -> Any:
 
 
 def _scaled(x: Any, alpha: Any) -> Any:
-    return x if alpha == 1 else op.multiply(x, alpha)
+    if alpha is None or alpha == 1:
+        return x
+    return x * alpha if is_number(x) else op.multiply(x, alpha)
 
 
 @aten("add")
 def _add(cx: Any, a: Args) -> Any:
-    return op.add(a.self, _scaled(a.other, a.alpha))
+    x, y = _promoted(cx, a.self, a.other)
+    return op.add(x, _scaled(y, a.alpha))
 
 
 @aten("sub")
 def _sub(cx: Any, a: Args) -> Any:
-    return op.subtract(a.self, _scaled(a.other, a.alpha))
+    x, y = _promoted(cx, a.self, a.other)
+    return op.subtract(x, _scaled(y, a.alpha))
 
 
 @aten("rsub")
 def _rsub(cx: Any, a: Args) -> Any:
-    return op.subtract(a.other, _scaled(a.self, a.alpha))
+    x, y = _promoted(cx, a.self, a.other)
+    return op.subtract(y, _scaled(x, a.alpha))
 
 
 @aten("mul")
 def _mul(cx: Any, a: Args) -> Any:
-    return op.multiply(a.self, a.other)
+    return op.multiply(*_promoted(cx, a.self, a.other))
 
 
 @aten("div")
 def _div(cx: Any, a: Args) -> Any:
     if a.rounding_mode is not None:
         raise cx.unsupported(f"with rounding_mode='{a.rounding_mode}'")
-    return op.divide(a.self, a.other)
+    dtype = result_dtype(cx.default_float, a.self, a.other)
+    if not dtype.startswith("float"):  # true division of ints and bools is torch's default float
+        dtype = cx.default_float
+    return op.divide(*_promoted(cx, a.self, a.other, dtype=dtype))
 
 
 @aten("pow")
 def _pow(cx: Any, a: Args) -> Any:
-    if a.exponent == 2:
-        return op.square(a.self)
-    return op.power(a.self, a.exponent)
+    base, exponent = _promoted(cx, a.self, a.exponent)
+    if exponent == 2:
+        return op.square(base)
+    return op.power(base, exponent)
 
 
 _BINARY = {"maximum": op.maximum, "minimum": op.minimum, "eq": op.equal, "lt": op.less, "gt": op.greater}
 
-for _name, _fn in _BINARY.items():
-    OPS[_name] = lambda cx, a, _fn=_fn: _fn(a.self, a.other)
+for _name, _fn in _BINARY.items():  # comparisons compare in the promoted dtype and give bool
+    OPS[_name] = lambda cx, a, _fn=_fn: _fn(*_promoted(cx, a.self, a.other))
 
 
 @aten("bitwise_not", "logical_not")
@@ -155,7 +182,7 @@ def _not(cx: Any, a: Args) -> Any:
 
 @aten("where")
 def _where(cx: Any, a: Args) -> Any:
-    return op.where(a.condition, a.self, a.other)
+    return op.where(a.condition, *_promoted(cx, a.self, a.other))
 
 
 @aten("masked_fill")
@@ -325,11 +352,12 @@ def _tri(cx: Any, a: Args) -> Any:
 
 
 def _reduce(fn: Callable) -> Callable:
+    """sum or mean, over the dtype torch accumulates in: its ``dtype=``, or
+    int64 for a bool or int input of sum."""
+
     def run(cx: Any, a: Args) -> Any:
-        if a.dtype is not None:
-            raise cx.unsupported(f"with dtype={a.dtype}")
         axis = None if a.dim is None or a.dim == [] else _axes(a.dim, a.self.type.ndim)
-        return fn(a.self, axis=axis, keepdims=bool(a.keepdim))
+        return fn(_cast(a.self, cx.out_dtype()), axis=axis, keepdims=bool(a.keepdim))
 
     return run
 

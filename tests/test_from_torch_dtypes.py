@@ -1,0 +1,159 @@
+"""aj.from_torch promotes operands of different dtypes as torch does
+(torch.result_type), so an imported module computes torch's values in
+torch's dtypes: Python numbers beside int tensors, mixed tensor dtypes,
+true division, comparisons, and sums of bools and ints."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+nn = torch.nn
+
+import adjoint as aj  # noqa: E402
+from adjoint import _core  # noqa: E402
+from adjoint.frontend import torch_ops  # noqa: E402
+from adjoint.frontend.torch_promote import result_dtype  # noqa: E402
+
+DTYPES = ["bool", "int32", "int64", "float32", "float64"]
+
+
+class Lambda(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *xs):
+        return self.fn(*xs)
+
+
+def imported(fn, *inputs):
+    return aj.from_torch(Lambda(fn), inputs)
+
+
+def assert_same_as_torch(fn, *inputs):
+    """fn imported and run gives torch's values in torch's dtype."""
+    out = aj.build(imported(fn, *inputs))["main"](*[t.numpy() for t in inputs])
+    expected = fn(*inputs).numpy()
+    assert out.dtype == expected.dtype
+    np.testing.assert_allclose(out, expected, rtol=1e-6)
+
+
+def ops_of(mod):
+    return [b.value.op for b in mod["main"].bindings if isinstance(b.value, aj.Call)]
+
+
+# -- the rule, against torch.result_type ------------------------------------------------
+
+
+def operand(kind, dtype):
+    """(adjoint operand, torch operand) of a kind: a tensor with dims, a 0-d tensor or a Python number."""
+    if kind == "number":
+        value = {"bool": True, "int64": 2, "float32": 2.5}[dtype]
+        return value, value
+    shape = (2,) if kind == "tensor" else ()
+    array = np.zeros(shape, dtype)
+    return _core.Constant(array, None), torch.from_numpy(array)
+
+
+OPERANDS = [(kind, d) for kind in ("tensor", "0-d") for d in DTYPES] + [("number", d) for d in
+                                                                        ("bool", "int64", "float32")]
+
+
+@pytest.mark.parametrize("first,second", list(itertools.product(OPERANDS, repeat=2)),
+                         ids=lambda o: f"{o[0]}-{o[1]}")
+def test_result_dtype_is_torch_result_type(first, second):
+    (a, ta), (b, tb) = operand(*first), operand(*second)
+    assert result_dtype("float32", a, b) == str(torch.result_type(ta, tb)).removeprefix("torch.")
+
+
+# -- Python numbers beside int tensors ----------------------------------------------------
+
+INTS = torch.tensor([0, 3, 4])
+
+NUMBER_CASES = {
+    "mul_float": lambda x: x * 0.5,
+    "sub_float": lambda x: x - 0.5,
+    "rsub_float": lambda x: 1.5 - x,
+    "add_float": lambda x: x + 0.5,
+    "pow_float": lambda x: x ** 0.5,
+    "eq_float": lambda x: x == 3.2,
+    "lt_float": lambda x: x < 3.5,
+    "gt_negative_float": lambda x: x > -0.5,
+    "where_float": lambda x: torch.where(x > 3, x, 0.5),
+    "div_int": lambda x: x / 2,
+    "add_int_alpha": lambda x: torch.add(x, 2, alpha=3),
+    "pow_int": lambda x: x ** 2,
+    "exp_of_int": lambda x: torch.exp(x),
+    "bool_plus_int": lambda x: (x > 3) + 1,
+}
+
+
+@pytest.mark.parametrize("name", list(NUMBER_CASES))
+def test_python_number_beside_an_int_tensor(name):
+    assert_same_as_torch(NUMBER_CASES[name], INTS)
+
+
+# -- tensors of different dtypes ----------------------------------------------------------
+
+F32 = torch.tensor([1.5, -2.0, 0.25])
+MIXED_CASES = {
+    "float_plus_arange": (lambda x: x + torch.arange(3), (F32,)),
+    "float_times_int": (lambda x, y: x * y, (F32, torch.tensor([1, 2, 3]))),
+    "float_div_int": (lambda x, y: x / y, (F32, torch.tensor([1, 2, 3]))),
+    "int_div_int": (lambda x, y: x / y, (torch.tensor([1, 2, 3]), torch.tensor([2, 2, 2]))),
+    "bool_times_float": (lambda x: (x > 0) * x, (F32,)),
+    "float32_plus_float64": (lambda x, y: x + y, (F32, F32.double())),
+    "float_times_0d_int": (lambda x, y: x * y, (F32, torch.tensor(3))),
+    "float32_times_0d_float64": (lambda x, y: x * y, (F32, torch.tensor(3.0, dtype=torch.float64))),
+    "int_times_0d_float64": (lambda x, y: x * y, (torch.tensor([1, 2, 3]), torch.tensor(0.5, dtype=torch.float64))),
+    "int32_plus_int64": (lambda x, y: x + y, (torch.tensor([1, 2, 3], dtype=torch.int32), torch.tensor([4, 5, 6]))),
+    "maximum_float_int": (lambda x, y: torch.maximum(x, y), (F32, torch.tensor([1, -3, 0]))),
+    "where_float32_float64": (lambda x, y: torch.where(x > 0, x, y), (F32, F32.double() * 3)),
+    "lt_int_float": (lambda x, y: x < y, (torch.tensor([1, 2, 3]), torch.tensor([1.5, 1.5, 3.5]))),
+}
+
+
+@pytest.mark.parametrize("name", list(MIXED_CASES))
+def test_tensors_of_different_dtypes(name):
+    fn, inputs = MIXED_CASES[name]
+    assert_same_as_torch(fn, *inputs)
+
+
+# -- reductions ---------------------------------------------------------------------------
+
+REDUCTION_CASES = {
+    "sum_of_bools": (lambda x: (x > 0).sum(), (F32,)),
+    "sum_of_bools_axis": (lambda x: (x > 0).sum(1), (torch.tensor([[1.0, -1.0], [2.0, 3.0]]),)),
+    "sum_of_int32": (lambda x: x.sum(0, keepdim=True), (torch.tensor([[1, 2], [3, 4]], dtype=torch.int32),)),
+    "sum_with_dtype": (lambda x: x.sum(dtype=torch.float64), (F32,)),
+    "sum_of_ints_with_dtype": (lambda x: x.sum(dtype=torch.float32), (torch.tensor([1, 2, 3]),)),
+    "mean_with_dtype": (lambda x: x.mean(dtype=torch.float64), (F32,)),
+}
+
+
+@pytest.mark.parametrize("name", list(REDUCTION_CASES))
+def test_reductions_accumulate_in_torch_dtype(name):
+    fn, inputs = REDUCTION_CASES[name]
+    assert_same_as_torch(fn, *inputs)
+
+
+# -- no cast where none is needed, and the check of every node's dtype ----------------------
+
+
+def test_operands_of_one_dtype_get_no_astype():
+    mod = imported(lambda x, y: (x * 0.5 + y - 1) / 2 + torch.where(x > y, x, -y) + x ** 2 + y.sum(), F32, F32 * 2)
+    assert "astype" not in ops_of(mod)
+
+
+def test_an_int_operand_gets_one_astype():
+    mod = imported(lambda x: x * 0.5, INTS)
+    assert ops_of(mod) == ["astype", "multiply"]
+    assert mod["main"].ret.type.dtype == "float32"
+
+
+def test_a_translation_of_another_dtype_than_torch_is_an_error(monkeypatch):
+    monkeypatch.setitem(torch_ops.OPS, "relu", lambda cx, a: aj.op.astype(a.self, "float64"))
+    with pytest.raises(aj.Error, match=r"aten.relu.default' .*gives float64 where torch gives float32"):
+        imported(torch.relu, F32)
