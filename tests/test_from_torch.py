@@ -266,6 +266,7 @@ OP_CASES = {  # name: (module, inputs)
                                  (randn(1, 6),)),
     "arithmetic": (Fn(lambda x, y: torch.add(x, y, alpha=2.0) - torch.sub(y, x, alpha=0.5) * 3.0
                    + 1.0 / (x * x + 1) - (2.0 - y) / 4 + x ** 3 + y ** 2), (randn(4, 6), randn(6))),
+    "pow_tensor_exponent": (Fn(lambda x, y: x.abs() ** y + 2 ** y + 0.5 ** x), (randn(4, 6), randn(4, 6))),
     "mean_sum": (Fn(lambda x: x.mean((0, 2), keepdim=True) + x.sum(1).sum(-1)[:, None, None] + x.mean()),
                  (randn(2, 3, 6),)),
     "amax_amin": (Fn(lambda x: x.amax(-1) - x.amin(0).sum()), (randn(4, 6),)),

@@ -112,6 +112,11 @@ MIXED_CASES = {
     "maximum_float_int": (lambda x, y: torch.maximum(x, y), (F32, torch.tensor([1, -3, 0]))),
     "where_float32_float64": (lambda x, y: torch.where(x > 0, x, y), (F32, F32.double() * 3)),
     "lt_int_float": (lambda x, y: x < y, (torch.tensor([1, 2, 3]), torch.tensor([1.5, 1.5, 3.5]))),
+    "pow_tensor_tensor": (lambda x, y: x ** y, (F32.abs(), F32)),
+    "pow_int_float": (lambda x, y: x ** y, (torch.tensor([1, 2, 3]), F32.abs())),
+    "pow_float_int": (lambda x, y: x ** y, (F32, torch.tensor([1, 2, 3]))),
+    "pow_number_base": (lambda x: 2 ** x, (F32,)),
+    "pow_int_number_base": (lambda x: 2.5 ** x, (torch.tensor([1, 2, 3]),)),
 }
 
 

@@ -163,8 +163,8 @@ def _div(cx: Any, a: Args) -> Any:
 
 @aten("pow")
 def _pow(cx: Any, a: Args) -> Any:
-    base, exponent = _promoted(cx, a.self, a.exponent)
-    if exponent == 2:
+    base, exponent = _promoted(cx, a.self, a.exponent)  # pow.Scalar (2 ** x) has a number base
+    if is_number(exponent) and not isinstance(exponent, bool) and exponent == 2:
         return op.square(base)
     return op.power(base, exponent)
 
