@@ -235,6 +235,38 @@ class MHA(nn.Module):
         return out if weights is None else out + weights.sum()
 
 
+class MaskedMHA(nn.Module):
+    """Self-attention with a bool attn_mask (causal, no query without keys)
+    and a bool key_padding_mask (torch turns them into float masks with
+    masked_fill_ on a fresh zeros_like)."""
+
+    def __init__(self, batch_first=True, need_weights=False):
+        super().__init__()
+        self.mha, self.need_weights = nn.MultiheadAttention(6, 2, batch_first=batch_first), need_weights
+        self.register_buffer("causal", torch.ones(4, 4).triu(1).bool(), persistent=False)
+
+    def forward(self, x, key_padding_mask):
+        out, weights = self.mha(x, x, x, attn_mask=self.causal, key_padding_mask=key_padding_mask,
+                                need_weights=self.need_weights)
+        return out if weights is None else out + weights.sum()
+
+
+class PaddedEncoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer = encoder(True)
+
+    def forward(self, x, key_padding_mask):
+        return self.layer(x, src_key_padding_mask=key_padding_mask)
+
+
+def in_place_on_fresh_tensors(x):
+    t = torch.zeros_like(x)
+    t.add_(x).mul_(2.0)
+    return t.masked_fill_(x > 0.5, -1.0) + torch.ones(6, dtype=torch.float32).add_(x[0])
+
+
+PADDED = torch.tensor([[False] * 4, [False] * 3 + [True]])
 torch.manual_seed(0)
 OP_CASES = {  # name: (module, inputs)
     "relu": (Fn(torch.relu), (randn(4, 6),)),
@@ -277,6 +309,9 @@ OP_CASES = {  # name: (module, inputs)
     "unbind_stack_free": (Fn(lambda x: x.unbind(0)[1] + x.unbind(0)[3]), (randn(4, 6),)),
     "masked_fill_tril_triu_where": (Fn(lambda x: x.tril(1).masked_fill(x.triu() > 0.5, -2.0)
                                        + torch.where(x > 0, x, x * 0.1)), (randn(6, 6),)),
+    "constant_tensors": (Fn(lambda x: x * torch.tensor(3.0) + torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+                            - x.masked_fill(x > 0, torch.tensor(2.0))), (randn(4, 6),)),
+    "in_place_on_fresh_tensors": (Fn(in_place_on_fresh_tensors), (randn(4, 6),)),
     "creation": (Fn(lambda x: x + torch.ones(6, dtype=x.dtype) * 2 + torch.arange(6, dtype=x.dtype)
                     + torch.full((4, 6), 0.5, dtype=x.dtype) + torch.zeros_like(x)), (randn(4, 6),)),
     "cross_entropy": (Fn(lambda x, t: F.cross_entropy(x, t) + F.cross_entropy(x, t, reduction="sum")
@@ -292,6 +327,10 @@ OP_CASES = {  # name: (module, inputs)
                                (randn(2, 4, 6), torch.tensor([[1.0, -np.inf], [-np.inf, -np.inf]]).repeat(2, 2))),
     "multihead_attention": (MHA(), (randn(2, 4, 6),)),
     "multihead_attention_weights_seq_first": (MHA(batch_first=False, need_weights=True), (randn(4, 2, 6),)),
+    "multihead_attention_bool_masks": (MaskedMHA(), (randn(2, 4, 6), PADDED)),
+    "multihead_attention_bool_masks_weights_seq_first": (MaskedMHA(batch_first=False, need_weights=True),
+                                                         (randn(4, 2, 6), PADDED)),
+    "encoder_key_padding_mask": (PaddedEncoder(), (randn(2, 5, 8), torch.tensor([[False] * 5, [False] * 3 + [True] * 2]))),
 }
 
 
@@ -342,8 +381,44 @@ def test_dropout_in_training_mode_is_an_error():
 
 def test_in_place_op_is_an_error():
     with pytest.raises(aj.UnsupportedOpError, match=r"op 'aten.add_.Tensor' changes a tensor in place .*"
-                                                     r"batchnorm.py:\d+: self.num_batches_tracked.add_\(1\)"):
+                                                     r"batchnorm.py:\d+: self.num_batches_tracked.add_\(1\).*"
+                                                     r"a BatchNorm in training mode .*call module.eval\(\)"):
         aj.from_torch(nn.BatchNorm1d(3).train(), (torch.randn(4, 3),))
+
+
+class SeenChange(nn.Module):
+    """In-place ops whose change another node could see: of an input, and of a fresh tensor read twice."""
+
+    def __init__(self, of_input):
+        super().__init__()
+        self.of_input = of_input
+
+    def forward(self, x):
+        if self.of_input:
+            return x.mul_(2.0)
+        t = x * 2.0
+        u = t + 1.0
+        return t.add_(1.0) + u
+
+
+@pytest.mark.parametrize("of_input", [True, False])
+def test_in_place_op_whose_change_could_be_seen_is_an_error(of_input):
+    with pytest.raises(aj.UnsupportedOpError) as info:
+        aj.from_torch(SeenChange(of_input), (torch.randn(3),))
+    message = str(info.value)
+    assert "changes a tensor in place" in message and "BatchNorm" not in message
+    assert "imported only on a tensor made in the graph that nothing else reads" in message
+
+
+def test_in_place_op_casts_to_the_dtype_of_the_tensor_it_changes():
+    def fn(x):
+        return torch.zeros(3).add_(x)  # float32 + float64, in float64, kept float32
+
+    x = randn(3)
+    mod = aj.from_torch(Fn(fn), (x,))
+    out = aj.build(mod)["main"](x.numpy(), *aj.from_torch_state(Fn(fn), mod).values())
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(out, fn(x).numpy())
 
 
 def test_embedding_padding_idx_is_an_error():

@@ -14,7 +14,8 @@
    ``aj.UnsupportedOpError`` naming the op and the user's source line.
    Operands of different dtypes are promoted as torch promotes them
    (``torch_promote``), and every translation must give the dtype torch
-   recorded for the node.
+   recorded for the node. An in-place op is imported as its out-of-place
+   op when no one can see the change (``torch_inplace``).
 """
 
 from __future__ import annotations
@@ -26,10 +27,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import _core
+from .. import _core, op
 from ..builder import FunctionBuilder
 from ..errors import Error, UnsupportedOpError
 from . import torch_nn_ops  # noqa: F401  (adds the nn ops to OPS)
+from .torch_inplace import changes_only_a_fresh_tensor, in_place_hint, out_of_place_key
 from .torch_names import dtype_name, param_name, require_torch
 from .torch_ops import OPS, Args
 
@@ -83,6 +85,7 @@ class _Importer:
         self.program = program
         self.dynamic_shapes = dynamic_shapes
         self.values: dict[str, Any] = {}
+        self.out_of_place: set[str] = set()  # the in-place nodes imported as their out-of-place ops
         self.dim_names: dict[str, str] = {}
         self.node: Any = None
         self.bb: FunctionBuilder | None = None
@@ -176,16 +179,15 @@ class _Importer:
             return self.dim(node.meta["val"])
         key, op_name = _op_key(node.target)
         schema = getattr(node.target, "_schema", None)
-        if schema is not None and schema.is_mutable:
-            raise UnsupportedOpError(f"aj.from_torch: op '{op_name}' changes a tensor in place (node "
-                                     f"'{node.name}', from {self.source_line(node)}); adjoint functions are "
-                                     "pure (a BatchNorm in training mode does this: call module.eval())")
+        in_place = schema is not None and schema.is_mutable
+        if in_place:
+            key = self._out_of_place(node, key, op_name)
         handler = OPS.get(key)
         if handler is None:
             raise UnsupportedOpError(f"aj.from_torch: op '{op_name}' has no translation to adjoint "
                                      f"(node '{node.name}', from {self.source_line(node)})")
         try:
-            return self._checked(handler(self, self._arguments(node)), op_name)
+            return self._checked(handler(self, self._arguments(node)), in_place)
         except UnsupportedOpError:
             raise
         except Error as e:
@@ -195,13 +197,27 @@ class _Importer:
             raise UnsupportedOpError(f"aj.from_torch: op '{op_name}' with these arguments is not supported "
                                      f"(node '{node.name}', from {self.source_line(node)}): {e}") from e
 
-    def _checked(self, result: Any, op_name: str) -> Any:
-        """``result``, when a tensor, of the dtype torch gives the node; an
-        aj.Error (a translation that computes something else) otherwise."""
+    def _out_of_place(self, node: Any, key: str, op_name: str) -> str:
+        """The op table key to import the in-place ``node`` by, its
+        out-of-place op's; UnsupportedOpError when the change could be seen."""
+        if not changes_only_a_fresh_tensor(node, self.out_of_place):
+            raise UnsupportedOpError(f"aj.from_torch: op '{op_name}' changes a tensor in place (node "
+                                     f"'{node.name}', from {self.source_line(node)}); adjoint functions are "
+                                     f"pure: {in_place_hint(node)}")
+        self.out_of_place.add(node.name)
+        return out_of_place_key(key)
+
+    def _checked(self, result: Any, in_place: bool) -> Any:
+        """``result``, when a tensor, of the dtype torch gives the node (an
+        in-place op's result cast to the dtype of the tensor it changes, as
+        torch casts it); an aj.Error (a translation that computes something
+        else) otherwise."""
         val = self.node.meta.get("val")
         if not isinstance(result, _core.Expr) or not isinstance(val, self.torch.Tensor):
             return result
         expected = str(val.dtype).removeprefix("torch.")
+        if result.type.dtype != expected and in_place:
+            return op.astype(result, expected)
         if result.type.dtype != expected:
             raise Error(f"its translation gives {result.type.dtype} where torch gives {expected} (a bug of "
                         "aj.from_torch's op table)")

@@ -187,7 +187,9 @@ def _where(cx: Any, a: Args) -> Any:
 
 @aten("masked_fill")
 def _masked_fill(cx: Any, a: Args) -> Any:
-    return op.where(a.mask, cx.constant(np.asarray(a.value), like=a.self), a.self)
+    x, value = a.self, a.value  # a number, or a 0-d tensor (masked_fill.Tensor); x's dtype either way
+    fill = _cast(value, x.type.dtype) if isinstance(value, _core.Expr) else cx.constant(np.asarray(value), like=x)
+    return op.where(a.mask, fill, x)
 
 
 # -- linear algebra -------------------------------------------------------------
@@ -204,9 +206,10 @@ def _matmul(cx: Any, a: Args) -> Any:
     return op.matmul(a.self, a.other if a.other is not None else a.mat2)
 
 
-@aten("addmm")
+@aten("addmm", "baddbmm")
 def _addmm(cx: Any, a: Args) -> Any:
-    return op.add(_scaled(a.self, a.beta), _scaled(op.matmul(a.mat1, a.mat2), a.alpha))
+    product = op.matmul(a.mat1, a.mat2) if a.mat1 is not None else op.matmul(a.batch1, a.batch2)
+    return op.add(_scaled(a.self, a.beta), _scaled(product, a.alpha))
 
 
 # -- shapes ---------------------------------------------------------------------
