@@ -551,6 +551,45 @@ def test_state_errors_name_the_param():
         aj.to_torch_state({"fc1_bias": np.zeros(2)}, module)
 
 
+BAD_STATE_CALLS = {  # name: (call taking (module, mod), the message)
+    "state_none": (lambda m, mod: aj.from_torch_state(None, mod),
+                   r"from_torch_state: torch_state must be a torch module or its state dict, got NoneType"),
+    "mod_none": (lambda m, mod: aj.from_torch_state(m, None), r"mod must be an adjoint Module .*got NoneType"),
+    "state_key_not_str": (lambda m, mod: aj.from_torch_state({1: torch.zeros(2)}, mod),
+                          r"state dict's keys must be torch names \(str\), got 1"),
+    "state_entry_none": (lambda m, mod: aj.from_torch_state({**m.state_dict(), "fc1.bias": None}, mod),
+                         r"from_torch_state: the state dict's entry 'fc1.bias' is not a tensor or an array "
+                         r"of numbers: None"),
+    "params_none": (lambda m, mod: aj.to_torch_state(None, m), r"to_torch_state: params must be a dict .*NoneType"),
+    "param_of_nones": (lambda m, mod: aj.to_torch_state({"fc1_bias": [None, None]}, m),
+                       r"to_torch_state: param 'fc1_bias' is not a tensor or an array of numbers: \[None, None\]"),
+    "param_ragged": (lambda m, mod: aj.to_torch_state({"fc1_bias": [[1.0], [2.0, 3.0]]}, m),
+                     r"to_torch_state: param 'fc1_bias' is not an array of numbers"),
+    "to_state_none": (lambda m, mod: aj.to_torch_state({"fc1_bias": np.zeros(16)}, None),
+                      r"to_torch_state: torch_state must be a torch module or its state dict, got NoneType"),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_STATE_CALLS))
+def test_bad_state_arguments_are_errors_naming_them(name):
+    call, message = BAD_STATE_CALLS[name]
+    module = MLP()
+    mod = aj.from_torch(module, (torch.randn(3, 6),))
+    with pytest.raises(aj.Error, match=message):
+        call(module, mod)
+
+
+def test_state_dicts_of_numpy_arrays():
+    module, (x,) = as_float64(MLP(), (torch.randn(3, 6),))
+    mod = aj.from_torch(module, (x,))
+    arrays = {name: t.numpy() for name, t in module.state_dict().items()}
+    params = aj.from_torch_state(arrays, mod)
+    np.testing.assert_array_equal(params["fc1_weight"], arrays["fc1.weight"])
+    state = aj.to_torch_state({name: value * 2 for name, value in params.items()}, arrays)
+    assert isinstance(state["fc2.bias"], torch.Tensor) and state["fc2.bias"].dtype == torch.float64
+    np.testing.assert_array_equal(state["fc2.bias"].numpy(), arrays["fc2.bias"] * 2)
+
+
 # -- torch stays optional ------------------------------------------------------------------
 
 

@@ -5,10 +5,13 @@ adjoint keeps weights as a dict from param name to NumPy array, in the order
 of the function's weight params (those after ``num_input``), so
 ``exe["main"](x, *params.values())`` runs the function. Names are matched
 through ``torch_names.param_name``: ``fc1.weight`` is param ``fc1_weight``.
+A state dict's values may be torch tensors or NumPy arrays; anything else
+given is an ``aj.Error`` naming the argument or the entry.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -19,50 +22,93 @@ from .torch_names import param_name, require_torch
 
 
 def from_torch_state(torch_state: Any, mod: _core.Module, func_name: str = "main") -> dict[str, np.ndarray]:
-    """The weights of ``mod[func_name]`` taken from a torch module or its state dict.
+    """The weights of ``mod[func_name]`` taken from a torch module or its state
+    dict (``{torch name: tensor or NumPy array}``).
 
     Returns ``{param name: array}`` with one entry per weight param, in
     param order, each array of that param's dtype (so a module converted to
     float64 gets float64 arrays). Raises ``aj.Error`` naming the param when
-    the state dict has no entry for it or one of another shape.
+    the state dict has no entry for it or one of another shape, and naming
+    the argument or entry that is not what it should be.
     """
-    torch = require_torch("aj.from_torch_state")
-    state = torch_state.state_dict() if isinstance(torch_state, torch.nn.Module) else dict(torch_state)
+    what = "aj.from_torch_state"
+    torch = require_torch(what)
+    state = _state_dict(torch, torch_state, what)
+    if not isinstance(mod, _core.Module):
+        raise Error(f"{what}: mod must be an adjoint Module (made by aj.from_torch), got {type(mod).__name__}")
     by_param = _by_param_name(state)
     params = {}
     for var in _weights(mod, func_name):
         if var.name_hint not in by_param:
-            raise Error(f"aj.from_torch_state: no entry of the state dict becomes param '{var.name_hint}' "
+            raise Error(f"{what}: no entry of the state dict becomes param '{var.name_hint}' "
                         f"(its keys: {', '.join(list(state)[:8])}{', ...' if len(state) > 8 else ''})")
         torch_name = by_param[var.name_hint]
-        array = state[torch_name].detach().cpu().numpy().astype(var.type.dtype)
+        array = _array(torch, state[torch_name], f"{what}: the state dict's entry '{torch_name}'")
         _check_shape(var, array.shape, torch_name)
-        params[var.name_hint] = array
+        params[var.name_hint] = array.astype(var.type.dtype)
     return params
 
 
 def to_torch_state(params: dict[str, Any], torch_state: Any) -> dict[str, Any]:
-    """A torch state dict of the adjoint ``params`` (``{param name: array}``).
+    """A torch state dict of the adjoint ``params`` (``{param name: array}``;
+    a tensor is taken as its values too).
 
-    ``torch_state`` (a torch module or its state dict) gives the torch names
-    and the dtype of each tensor. Every param must match an entry; entries
-    with no param (unused buffers) are left out, so load the result with
-    ``module.load_state_dict(state, strict=False)``.
+    ``torch_state`` (a torch module or its state dict, of tensors or NumPy
+    arrays) gives the torch names and the dtype of each tensor. Every param
+    must match an entry; entries with no param (unused buffers) are left
+    out, so load the result with ``module.load_state_dict(state,
+    strict=False)``. The result's values are torch tensors.
     """
-    torch = require_torch("aj.to_torch_state")
-    state = torch_state.state_dict() if isinstance(torch_state, torch.nn.Module) else dict(torch_state)
+    what = "aj.to_torch_state"
+    torch = require_torch(what)
+    if not isinstance(params, Mapping):
+        raise Error(f"{what}: params must be a dict of param name to array, got {type(params).__name__}")
+    state = _state_dict(torch, torch_state, what)
     by_param = _by_param_name(state)
     result = {}
     for name, value in params.items():
         if name not in by_param:
-            raise Error(f"aj.to_torch_state: param '{name}' matches no entry of the torch state dict")
-        like = state[by_param[name]]
-        array = np.asarray(value)
+            raise Error(f"{what}: param '{name}' matches no entry of the torch state dict")
+        entry = state[by_param[name]]
+        like = _array(torch, entry, f"{what}: the torch state dict's entry '{by_param[name]}'")
+        array = _array(torch, value, f"{what}: param '{name}'")
         if tuple(array.shape) != tuple(like.shape):
-            raise Error(f"aj.to_torch_state: param '{name}' has shape {tuple(array.shape)}, torch's "
+            raise Error(f"{what}: param '{name}' has shape {tuple(array.shape)}, torch's "
                         f"'{by_param[name]}' has {tuple(like.shape)}")
-        result[by_param[name]] = torch.from_numpy(np.array(array)).to(like.dtype)
+        dtype = entry.dtype if isinstance(entry, torch.Tensor) else torch.from_numpy(like.reshape(-1)[:0]).dtype
+        result[by_param[name]] = torch.from_numpy(np.array(array)).to(dtype)
     return result
+
+
+def _state_dict(torch: Any, torch_state: Any, what: str) -> dict:
+    """The state dict of a torch module, or ``torch_state`` itself when it is one."""
+    if isinstance(torch_state, torch.nn.Module):
+        return torch_state.state_dict()
+    if not isinstance(torch_state, Mapping):
+        raise Error(f"{what}: torch_state must be a torch module or its state dict, got {type(torch_state).__name__}")
+    for key in torch_state:
+        if not isinstance(key, str):
+            raise Error(f"{what}: the state dict's keys must be torch names (str), got {key!r}")
+    return dict(torch_state)
+
+
+def _array(torch: Any, value: Any, where: str) -> np.ndarray:
+    """The values of a tensor, a NumPy array or nested lists of numbers; aj.Error naming ``where`` else."""
+    if isinstance(value, torch.Tensor):
+        value = value.detach().cpu()
+        return (value.float() if value.dtype == torch.bfloat16 else value).numpy()
+    try:
+        array = np.asarray(value)
+    except (TypeError, ValueError) as e:  # ragged nested lists
+        raise Error(f"{where} is not an array of numbers: {e}") from None
+    if array.dtype.kind not in "biuf":
+        raise Error(f"{where} is not a tensor or an array of numbers: {_short(value)}")
+    return array
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _by_param_name(state: dict) -> dict[str, str]:
