@@ -375,8 +375,21 @@ def test_unsupported_op_names_the_op_and_the_source_line():
 
 
 def test_dropout_in_training_mode_is_an_error():
-    with pytest.raises(aj.UnsupportedOpError, match=r"aten.dropout.default' in training mode \(p=0.5\)"):
+    with pytest.raises(aj.UnsupportedOpError, match=r"aten.dropout.default' in training mode \(p=0.5\) is not "
+                                                     r"supported \(node 'dropout', from .*\); call module.eval\(\) "
+                                                     r"before importing$"):
         aj.from_torch(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)).train(), (torch.randn(1, 2),))
+
+
+@pytest.mark.parametrize("train", [True, False])
+def test_batch_norm_with_batch_statistics_is_an_error(train):
+    """Without running statistics a BatchNorm uses the batch's also in eval mode."""
+    module = nn.BatchNorm1d(3, track_running_stats=False).train(train)
+    with pytest.raises(aj.UnsupportedOpError, match=r"aten.batch_norm.default' with batch statistics \(training "
+                                                     r"mode, or no running statistics\) is not supported \(node "
+                                                     r"'batch_norm', from .*\); import a BatchNorm that has running "
+                                                     r"statistics in eval mode \(module.eval\(\)\)$"):
+        aj.from_torch(module, (torch.randn(4, 3),))
 
 
 def test_in_place_op_is_an_error():

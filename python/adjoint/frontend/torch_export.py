@@ -249,11 +249,14 @@ class _Importer:
 
     # -- helpers for the op table ----------------------------------------------
 
-    def unsupported(self, what: str) -> UnsupportedOpError:
-        """The error for an option of the current node that adjoint cannot honour."""
+    def unsupported(self, what: str, hint: str = "") -> UnsupportedOpError:
+        """The error for an option of the current node that adjoint cannot
+        honour: "op '...' {what} is not supported (node, source line)", then
+        "; {hint}" when given (what to do instead)."""
         _, op_name = _op_key(self.node.target)
         return UnsupportedOpError(f"aj.from_torch: op '{op_name}' {what} is not supported (node "
-                                  f"'{self.node.name}', from {self.source_line(self.node)})")
+                                  f"'{self.node.name}', from {self.source_line(self.node)})"
+                                  + (f"; {hint}" if hint else ""))
 
     def out(self, index: int | None = None) -> Any:
         """The fake tensor torch computed for the current node (or its item ``index``)."""

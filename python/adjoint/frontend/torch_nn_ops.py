@@ -38,8 +38,9 @@ def _layer_norm(cx: Any, a: Args) -> Any:
 
 @aten("batch_norm")
 def _batch_norm(cx: Any, a: Args) -> Any:
-    if a.training:
-        raise cx.unsupported("in training mode; call module.eval() before importing")
+    if a.training:  # a BatchNorm in training mode, or one without running statistics (track_running_stats=False)
+        raise cx.unsupported("with batch statistics (training mode, or no running statistics)",
+                             "import a BatchNorm that has running statistics in eval mode (module.eval())")
     x = a.input
     per_channel = (x.type.shape[1],) + (1,) * (x.type.ndim - 2)
 

@@ -91,7 +91,7 @@ def _no_value(cx: Any, a: Args) -> None:
 @aten("dropout", "feature_dropout")
 def _dropout(cx: Any, a: Args) -> Any:
     if a.train and a.p > 0:
-        raise cx.unsupported(f"in training mode (p={a.p}); call module.eval() before importing")
+        raise cx.unsupported(f"in training mode (p={a.p})", "call module.eval() before importing")
     return a.input
 
 
