@@ -87,6 +87,11 @@ NUMBER_CASES = {
     "pow_int": lambda x: x ** 2,
     "exp_of_int": lambda x: torch.exp(x),
     "bool_plus_int": lambda x: (x > 3) + 1,
+    "ne_le_ge_float": lambda x: (x != 3.0).long() + (x <= 3.5) * 2 + (x >= 3.9) * 4,
+    "bitwise_not_int": lambda x: ~x,
+    "logical_not_int": lambda x: torch.logical_not(x),
+    "logical_not_float": lambda x: torch.logical_not(x * 0.5),
+    "bitwise_not_bool": lambda x: ~(x > 3),
 }
 
 

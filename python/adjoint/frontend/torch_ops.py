@@ -169,7 +169,8 @@ def _pow(cx: Any, a: Args) -> Any:
     return op.power(base, exponent)
 
 
-_BINARY = {"maximum": op.maximum, "minimum": op.minimum, "eq": op.equal, "lt": op.less, "gt": op.greater}
+_BINARY = {"maximum": op.maximum, "minimum": op.minimum, "eq": op.equal, "ne": op.not_equal, "lt": op.less,
+           "le": op.less_equal, "gt": op.greater, "ge": op.greater_equal}
 
 for _name, _fn in _BINARY.items():  # comparisons compare in the promoted dtype and give bool
     OPS[_name] = lambda cx, a, _fn=_fn: _fn(*_promoted(cx, a.self, a.other))
@@ -177,7 +178,10 @@ for _name, _fn in _BINARY.items():  # comparisons compare in the promoted dtype 
 
 @aten("bitwise_not", "logical_not")
 def _not(cx: Any, a: Args) -> Any:
-    return op.equal(a.self, cx.constant(np.zeros((), bool)))
+    x = a.self
+    if x.type.dtype == "bool" or cx.node.target._overloadpacket.__name__ == "logical_not":
+        return op.equal(x, cx.constant(np.zeros((), bool), like=x))  # x == 0: a bool of any dtype
+    return op.subtract(-1, x)  # ~x of an int: -1 - x in two's complement
 
 
 @aten("where")
