@@ -453,6 +453,13 @@ def test_example_inputs_must_be_tensors():
         aj.from_torch(nn.Linear(2, 2), [np.zeros((1, 2))])
 
 
+def test_one_tensor_given_for_two_inputs_is_an_error():
+    """torch.export would read only the second input (x * 2 + y as y * 2 + y)."""
+    t = torch.randn(3)
+    with pytest.raises(aj.Error, match=r"example inputs 0 and 1 are the same tensor.*t.clone\(\)"):
+        aj.from_torch(Fn(lambda x, y: x * 2 + y, features=3), (t, t))
+
+
 def test_unsupported_dtype_is_an_error():
     with pytest.raises(aj.Error, match="dtype torch.float16"):
         aj.from_torch(nn.Linear(2, 2).half(), (torch.randn(1, 2).half(),))

@@ -73,6 +73,11 @@ def _example_tuple(torch: Any, example_inputs: Any) -> tuple:
     if not isinstance(args, (tuple, list)) or not all(isinstance(a, torch.Tensor) for a in args):
         raise Error("aj.from_torch: example_inputs must be a tensor or a tuple of tensors, got "
                     f"{type(example_inputs).__name__}")
+    for j, b in enumerate(args):  # torch.export takes one tensor given twice for one input and drops the other
+        i = next(i for i, a in enumerate(args) if a is b)
+        if i != j:
+            raise Error(f"aj.from_torch: example inputs {i} and {j} are the same tensor, which torch.export would "
+                        f"take for one input and leave input {i} unread; give distinct tensors (t.clone())")
     return tuple(args)
 
 
