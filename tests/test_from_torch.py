@@ -330,7 +330,8 @@ OP_CASES = {  # name: (module, inputs)
     "multihead_attention_bool_masks": (MaskedMHA(), (randn(2, 4, 6), PADDED)),
     "multihead_attention_bool_masks_weights_seq_first": (MaskedMHA(batch_first=False, need_weights=True),
                                                          (randn(4, 2, 6), PADDED)),
-    "encoder_key_padding_mask": (PaddedEncoder(), (randn(2, 5, 8), torch.tensor([[False] * 5, [False] * 3 + [True] * 2]))),
+    "encoder_key_padding_mask": (PaddedEncoder(), (randn(2, 5, 8), torch.tensor([[False] * 5,
+                                                                                 [False] * 3 + [True] * 2]))),
 }
 
 
