@@ -130,7 +130,7 @@ class PyFunctionBuilder {
   PyFunctionBuilder(const py::handle& name, const py::handle& attrs)
       : state_(std::make_shared<BuilderState>()) {
     static uint64_t next_serial = 0;
-    state_->name = string_arg(name, "FunctionBuilder: name");
+    state_->name = checked_function_name(string_arg(name, "FunctionBuilder: name"), "FunctionBuilder");
     state_->serial = ++next_serial;
     builder_ = std::make_unique<FunctionBuilder>(func_attrs_in(attrs, "FunctionBuilder '" + state_->name + "'"));
   }

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "adjoint/analysis/verifier.h"
+#include "adjoint/ir/names.h"
 #include "adjoint/support/error.h"
 
 namespace aj::bindings {
@@ -131,6 +132,11 @@ std::string function_name_key(const py::handle& key, const std::string& containe
   auto name = utf8_of(key);  // a name with a lone surrogate cannot be any function's
   if (!name) throw_function_not_found(str(container, " has no function '", printable_str(key), "'"));
   return *std::move(name);
+}
+
+std::string checked_function_name(std::string name, std::string_view owner) {
+  if (std::string problem = function_name_problem(name); !problem.empty()) throw Error(str(owner, ": ", problem));
+  return name;
 }
 
 DType dtype_from_py(const py::handle& obj, const What& what) {

@@ -144,6 +144,10 @@ Module verified_module(const py::handle& obj, const std::string& user);
 // FunctionNotFoundError as a missing name is.
 std::string function_name_key(const py::handle& key, const std::string& container);
 [[noreturn]] void throw_function_not_found(const std::string& message);
+// A function name given to `owner` (a module, a builder, a function), when
+// the text format reads it as a name (ir/names.h); else an aj::Error naming
+// the owner, the name, what is wrong with it and the rule.
+std::string checked_function_name(std::string name, std::string_view owner);
 
 // Exprs and dicts given as arguments; the wrong kind is an aj::Error naming `what`.
 Expr expr_arg(const py::handle& e, const What& what);

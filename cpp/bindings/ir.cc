@@ -235,7 +235,7 @@ void bind_functions(py::module_& m) {
       .def(py::init([](const py::handle& params, const py::handle& bindings, const py::handle& ret,
                        const py::handle& attrs, const py::handle& name) {
         auto ps = node_list_arg<VarNode>(params, "Function: params", "aj.Var");
-        return NamedFunction{string_arg(name, "Function: name"),
+        return NamedFunction{checked_function_name(string_arg(name, "Function: name"), "Function"),
                              std::make_shared<FunctionNode>(std::vector<Var>(ps.begin(), ps.end()),
                                                             bindings_in(bindings), expr_arg(ret, "Function: ret"),
                                                             func_attrs_in(attrs, "Function"))};
@@ -263,7 +263,7 @@ void bind_functions(py::module_& m) {
       .def(py::init([](const py::handle& functions) {
         std::vector<std::pair<std::string, Function>> fns;
         for (const auto& kv : dict_arg(functions, "Module: functions")) {
-          std::string name = string_arg(kv.first, "Module: a function name");
+          std::string name = checked_function_name(string_arg(kv.first, "Module: a function name"), "Module");
           if (!py::isinstance<NamedFunction>(kv.second))
             throw Error(str("Module: value for '", name, "' is not an aj.Function"));
           fns.emplace_back(name, kv.second.cast<NamedFunction>().fn);
@@ -295,7 +295,8 @@ void bind_functions(py::module_& m) {
       .def("with_function", [](const PyModule& mod, const py::handle& name, const py::handle& f) {
         if (!py::isinstance<NamedFunction>(f))
           throw Error(str("with_function: expected an aj.Function, got ", py_type_name(f)));
-        return unconst(mod->with_function(string_arg(name, "with_function: name"), f.cast<NamedFunction>().fn));
+        std::string fn_name = checked_function_name(string_arg(name, "with_function: name"), "with_function");
+        return unconst(mod->with_function(fn_name, f.cast<NamedFunction>().fn));
       }, py::arg("name"), py::arg("function"), "A copy with `name` added or replaced.")
       .def("script", [](const PyModule& mod) { return print_module(mod); }, "The canonical text.")
       .def("__str__", [](const PyModule& mod) { return print_module(mod); });

@@ -1,5 +1,6 @@
-// The verifier (analysis/verifier.h): one pass over each function that
-// checks binding discipline (against the definitions of the function's
+// The verifier (analysis/verifier.h): each function name against the text
+// format's rule (ir/names.h), then one pass over each function that checks
+// binding discipline (against the definitions of the function's
 // dataflow index), A-normal form, known function attrs, var types against
 // their values' and, at the full level, each call's type and attrs against
 // its op's rules, collecting every problem with its place.
@@ -7,6 +8,7 @@
 
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/ir/binding_walk.h"
+#include "adjoint/ir/names.h"
 #include "adjoint/op/registry.h"
 #include "adjoint/support/error.h"
 
@@ -198,6 +200,7 @@ std::vector<std::string> verify_problems(const Module& mod, VerifyLevel level) {
   std::vector<std::string> out;
   const int rank = level == VerifyLevel::kFull ? 2 : 1;
   for (const auto& [name, fn] : mod->functions()) {
+    if (std::string problem = function_name_problem(name); !problem.empty()) out.push_back(problem);
     if (fn->verified_level() >= rank) continue;
     const size_t before = out.size();
     FunctionVerifier(name, *fn, level, out).run();

@@ -17,14 +17,13 @@
 #include <cstdint>
 
 #include "adjoint/ir/dim.h"
+#include "adjoint/ir/names.h"
 #include "adjoint/support/error.h"
 
 namespace aj {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
-bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
 class DimParser {
  public:

@@ -1,8 +1,9 @@
-// Functions and modules: construction, attrs, lookup.
+// Functions and modules: construction (a module's function names are names
+// the parser reads), attrs, lookup.
 #include "adjoint/ir/function.h"
 
 #include "adjoint/ir/binding_walk.h"
-
+#include "adjoint/ir/names.h"
 #include "adjoint/support/error.h"
 
 namespace aj {
@@ -86,6 +87,7 @@ ModuleNode::ModuleNode(std::vector<std::pair<std::string, Function>> functions)
     : functions_(std::move(functions)) {
   for (size_t i = 0; i < functions_.size(); ++i) {
     if (!functions_[i].second) throw Error(str("function '", functions_[i].first, "' is null"));
+    if (std::string problem = function_name_problem(functions_[i].first); !problem.empty()) throw Error(problem);
     if (!index_.emplace(functions_[i].first, i).second)
       throw Error(str("module defines function '", functions_[i].first, "' twice"));
   }

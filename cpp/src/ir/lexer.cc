@@ -5,13 +5,13 @@
 
 #include <algorithm>
 
+#include "adjoint/ir/names.h"
+
 namespace aj::text {
 namespace {
 
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_hex(char c) { return hex_value(c) >= 0; }
-bool is_name_start(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-bool is_name_char(char c) { return is_name_start(c) || is_digit(c); }
 
 // The line as shown under an error: invalid UTF-8 and control bytes become
 // '?', tabs stay (so the caret lines up) unless keep_tabs is false.

@@ -14,10 +14,10 @@
 #include <type_traits>
 #include <string_view>
 #include <unordered_map>
-#include <unordered_set>
 
-#include "adjoint/op/registry.h"
+#include "adjoint/ir/names.h"
 #include "adjoint/ir/var_map.h"
+#include "adjoint/op/registry.h"
 
 namespace aj {
 namespace {
@@ -126,34 +126,13 @@ void append_type(std::string& out, const TypeNode& t) {
 
 // ---- var names ----
 
-bool is_python_keyword(std::string_view s) {
-  static const std::unordered_set<std::string_view> keywords = {
-      "False", "None",   "True",    "and",      "as",     "assert", "async",  "await",
-      "break", "class",  "continue", "def",     "del",    "elif",   "else",   "except",
-      "finally", "for",  "from",    "global",   "if",     "import", "in",     "is",
-      "lambda", "nonlocal", "not",  "or",       "pass",   "raise",  "return", "try",
-      "while", "with",   "yield"};
-  return keywords.count(s) != 0;
-}
-
-bool is_ident_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
-}
-
-bool is_identifier(std::string_view s) {
-  if (s.empty() || (s[0] >= '0' && s[0] <= '9')) return false;
-  for (char c : s)
-    if (!is_ident_char(c)) return false;
-  return !is_python_keyword(s);
-}
-
 // A usable identifier for a name hint: "lv" for an empty hint, other
 // characters replaced by '_', a leading digit or a keyword guarded by '_'.
 std::string sanitize(std::string_view hint) {
   if (hint.empty()) return "lv";
   std::string s(hint);
   for (char& c : s)
-    if (!is_ident_char(c)) c = '_';
+    if (!is_name_char(c)) c = '_';
   if (s[0] >= '0' && s[0] <= '9') s.insert(s.begin(), '_');
   if (is_python_keyword(s)) s += '_';
   return s;
@@ -213,7 +192,7 @@ class VarNames {
     hints.reserve(vars.size());
     for (const VarNode* v : vars) {
       const std::string& h = v->name_hint();
-      if (is_identifier(h)) hints.emplace_back(h);
+      if (is_valid_name(h)) hints.emplace_back(h);
       else hints.emplace_back(store(sanitize(h)));
     }
     return hints;

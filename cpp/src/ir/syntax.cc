@@ -7,19 +7,11 @@
 #include <charconv>
 #include <optional>
 
+#include "adjoint/ir/names.h"
 #include "literals.h"
 
 namespace aj::text {
 namespace {
-
-bool is_python_keyword(std::string_view s) {
-  static constexpr std::string_view kKeywords[] = {
-      "False", "None", "True", "and", "as", "assert", "async", "await", "break",
-      "class", "continue", "def", "del", "elif", "else", "except", "finally", "for",
-      "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not",
-      "or", "pass", "raise", "return", "try", "while", "with", "yield"};
-  return std::find(std::begin(kKeywords), std::end(kKeywords), s) != std::end(kKeywords);
-}
 
 using Key = std::pair<std::string_view, size_t>;  // a keyword and where it is written
 

@@ -1,8 +1,9 @@
-// The verifier: checks that a module is well formed. Each var is bound once
-// and before use (params count as bound), call args are leaves (A-normal
-// form), every expr's type equals what the op rules infer, attrs match their
-// op's schema, function attrs are known ones and num_input is within the
-// param count.
+// The verifier: checks that a module is well formed. Function names are
+// names the parser reads (ir/names.h; ModuleNode already refuses others, so
+// this is a second guard), each var is bound once and before use (params
+// count as bound), call args are leaves (A-normal form), every expr's type
+// equals what the op rules infer, attrs match their op's schema, function
+// attrs are known ones and num_input is within the param count.
 #pragma once
 
 #include <string>

@@ -79,6 +79,7 @@ class FunctionNode {
 class ModuleNode;
 using Module = std::shared_ptr<const ModuleNode>;
 
+// Every function name is a valid name (ir/names.h), else an Error naming it.
 class ModuleNode {
  public:
   explicit ModuleNode(std::vector<std::pair<std::string, Function>> functions);
