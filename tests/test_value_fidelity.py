@@ -1,7 +1,8 @@
 """Values that must come through unchanged: byte order of arrays given as
 constants or inputs, NaN signs and payloads and -0.0 through print/parse
 and the passes, unaligned input arrays, reshape's -1 from Python as from
-text, deep nesting up to the cap, keyword arguments to executables."""
+text, deep nesting up to the cap, keyword arguments to executables, and
+bool arrays holding bytes other than 0 and 1 (True, as NumPy reads them)."""
 
 from __future__ import annotations
 
@@ -168,3 +169,82 @@ def test_constant_data_is_a_read_only_view():
     with pytest.raises(ValueError):
         c.data[0] = 5.0
     np.testing.assert_array_equal(c.data, [0.0, 1.0, 2.0])
+
+
+
+# ---- bool bytes: NumPy reads any nonzero byte as True ----
+
+def odd_bools(*data: int) -> np.ndarray:
+    """A bool array holding these bytes (2 and 255 are True to NumPy)."""
+    return np.frombuffer(bytes(data), dtype=np.bool_)
+
+
+def canonical(a: np.ndarray) -> np.ndarray:
+    return a.view(np.uint8) != 0
+
+
+def test_a_bool_constant_holding_byte_2_equals_its_printed_text():
+    bb = aj.FunctionBuilder("main")
+    mod = bb.finish(bb.emit(aj.Constant(odd_bools(2, 1), None)))
+    assert mod["main"].bindings[0].value.data.view(np.uint8).tolist() == [1, 1]
+    again = roundtrip(mod)
+    assert aj.structural_hash(again) == aj.structural_hash(mod)
+
+
+def test_a_bool_array_operand_holding_byte_255_is_a_constant_of_true():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (2,), "bool")
+    mod = bb.finish(aj.op.equal(x, odd_bools(255, 0)))
+    aj.assert_structural_equal(mod, aj.parse("""@function
+def main(x: Tensor((2,), "bool")) -> Tensor((2,), "bool"):
+    lv: Tensor((2,), "bool") = equal(x, const([True, False], "bool"))
+    return lv
+"""))
+
+
+def bool_ops_module() -> aj.Module:
+    bb = aj.FunctionBuilder("main")
+    c, d = bb.param("c", (4,), "bool"), bb.param("d", (4,), "bool")
+    x = bb.param("x", (4,), "float32")
+    return bb.finish((aj.op.where(c, x, -x), c.astype("int32"), c.astype("float64"), aj.op.equal(c, d),
+                      aj.op.not_equal(c, d), aj.op.subtract(c, d), aj.op.multiply(c, d), aj.op.sum(c),
+                      aj.op.maximum(c, d), aj.op.power(c, d)))
+
+
+def bool_ops_expected(c: np.ndarray, d: np.ndarray, x: np.ndarray) -> list:
+    c, d = canonical(c), canonical(d)
+    return [np.where(c, x, -x), c.astype(np.int32), c.astype(np.float64), c == d, c != d, c ^ d, c & d,
+            np.array(c.any()), c | d, c | ~d]
+
+
+@pytest.mark.parametrize("fuse", [True, False])
+@pytest.mark.parametrize("layout", ["contiguous", "strided", "by keyword"])
+def test_bool_inputs_holding_other_bytes_than_0_and_1_are_read_as_numpy_reads_them(fuse, layout):
+    c, d = odd_bools(2, 0, 255, 1), odd_bools(1, 3, 1, 0)
+    x = np.arange(1.0, 5.0, dtype=np.float32)
+    exe = aj.build(bool_ops_module(), fuse=fuse)["main"]
+    if layout == "strided":
+        c_in, d_in = (np.repeat(a, 2)[::2] for a in (c, d))
+        assert not c_in.flags.c_contiguous
+        got = exe(c_in, d_in, x)
+    elif layout == "by keyword":
+        got = exe(x=x, d=d, c=c)
+    else:
+        got = exe(c, d, x)
+    for result, expected in zip(got, bool_ops_expected(c, d, x)):
+        assert result.dtype == expected.dtype
+        np.testing.assert_array_equal(result.view(np.uint8) if result.dtype == bool else result,
+                                      expected.view(np.uint8) if expected.dtype == bool else expected)
+    assert c.view(np.uint8).tolist() == [2, 0, 255, 1]  # the caller's array is left as it was
+
+
+def test_a_donated_bool_input_holding_byte_2_is_read_as_true():
+    mod = aj.parse("""@function
+def main(c: Tensor((3,), "bool")) -> Tensor((3,), "bool"):
+    lv: Tensor((3,), "bool") = equal(c, const([True, True, False], "bool"))
+    return lv
+""")
+    step = aj.build(mod)["main"].donating({0: 0})
+    c = np.frombuffer(bytearray([2, 0, 0]), dtype=np.bool_)
+    out = step(c)
+    assert out is c and out.view(np.uint8).tolist() == [1, 0, 1]

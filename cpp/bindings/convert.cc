@@ -228,6 +228,7 @@ NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const
   std::vector<int64_t> shape(a.shape(), a.shape() + a.ndim());
   NDArray out = NDArray::empty(shape, t);
   if (out.nbytes()) std::memcpy(out.data(), a.data(), out.nbytes());
+  if (t == DType::kBool) make_canonical_bools(out.data(), out.numel());
   return out;
 }
 

@@ -172,7 +172,7 @@ DType dtype_from_py(const py::handle& obj, const What& what);
 Type tensor_type_from_py(const py::handle& shape, const py::handle& dtype, const What& what);
 
 // A C-contiguous, native-endian copy of a NumPy array (or anything
-// np.asarray accepts), converted to `dtype` when given.
+// np.asarray accepts), converted to `dtype` when given; bools as 0 and 1.
 NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const What& what);
 // NumPy's dtype object for t (native byte order), made once per dtype.
 const py::dtype& numpy_dtype(DType t);

@@ -1,9 +1,10 @@
 // Bindings of the runtime: the executor (aj.build, exe["name"](*arrays),
 // exe["name"].donating({param: output})), BLAS information and thread
 // control. Inputs are read in place when contiguous, native-endian and of
-// the param's dtype; outputs are handed to NumPy without copying; a donated
-// input is written in place and returned as its aliased result; the GIL is
-// released while a function runs.
+// the param's dtype (and, for bool, holding only the bytes 0 and 1); outputs
+// are handed to NumPy without copying; a donated input is written in place
+// and returned as its aliased result; the GIL is released while a function
+// runs.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -251,6 +252,7 @@ struct ExecFunction {
       }
     }
     for (const Alias& a : fn->aliases()) check_not_shared(given, keep, a.param);
+    canonical_bool_inputs(keep, inputs);
     std::vector<NDArray> out;
     {
       py::gil_scoped_release nogil;
@@ -260,6 +262,29 @@ struct ExecFunction {
     for (const Alias& a : fn->aliases()) same[a.output] = given[a.param];
     size_t pos = 0;
     return rebuild(fn->function()->ret_type(), out, same, pos);
+  }
+
+  // Bool inputs with bytes other than 0 and 1 (NumPy reads any nonzero byte
+  // as True) made canonical, as the kernels read them (ir/ndarray.h): a
+  // donated array in place (its memory is the executor's to write), any other
+  // as a copy, so the caller's array is left as it was.
+  void canonical_bool_inputs(std::vector<py::array>& keep, std::vector<NDArray>& inputs) const {
+    const auto& params = fn->function()->params();
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i]->type()->dtype() != DType::kBool || canonical_bools(inputs[i].data(), inputs[i].numel())) continue;
+      if (!donated(i)) {
+        std::vector<py::ssize_t> shape(keep[i].shape(), keep[i].shape() + keep[i].ndim());
+        keep[i] = py::array(numpy_dtype(DType::kBool), shape, keep[i].data());  // a copy: no base is given
+        inputs[i] = view_of(keep[i], DType::kBool);
+      }
+      make_canonical_bools(inputs[i].data(), inputs[i].numel());
+    }
+  }
+
+  bool donated(size_t param) const {
+    for (const Alias& a : fn->aliases())
+      if (a.param == param) return true;
+    return false;
   }
 
   // A donated argument is written in place, so it must be a NumPy array the

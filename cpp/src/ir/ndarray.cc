@@ -1,4 +1,5 @@
-// NDArray: allocation (64-byte aligned, zeroed, size-checked) and element access.
+// NDArray: allocation (64-byte aligned, zeroed, size-checked), element
+// access, and bool bytes made 0 or 1.
 #include "adjoint/ir/ndarray.h"
 
 #include <cstdlib>
@@ -56,6 +57,18 @@ double NDArray::get_as_double(int64_t i) const {
     case DType::kBool: return static_cast<const uint8_t*>(data_)[i] ? 1.0 : 0.0;
   }
   return 0;
+}
+
+bool canonical_bools(const void* data, int64_t n) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint8_t seen = 0;  // or-ed, not tested per byte, so the loop vectorizes
+  for (int64_t i = 0; i < n; ++i) seen |= p[i];
+  return seen <= 1;
+}
+
+void make_canonical_bools(void* data, int64_t n) {
+  auto* p = static_cast<uint8_t*>(data);
+  for (int64_t i = 0; i < n; ++i) p[i] = p[i] != 0;
 }
 
 }  // namespace aj

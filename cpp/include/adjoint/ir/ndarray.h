@@ -1,6 +1,6 @@
 // A dense, row-major, owned tensor value: the payload of IR constants and the
 // currency of the executor. The buffer is shared and never mutated once a
-// Constant holds it.
+// Constant holds it. A bool element is the byte 0 or 1 (see canonical_bools).
 #pragma once
 
 #include <cstdint>
@@ -40,5 +40,12 @@ class NDArray {
   std::shared_ptr<void> owner_;
   void* data_ = nullptr;
 };
+
+// Bool elements are the bytes 0 and 1: constants compare and hash by their
+// bytes, and the kernels compare, convert and combine bool bytes as they
+// are. Memory from outside, where any nonzero byte is True (NumPy's:
+// np.frombuffer(b"\x02", np.bool_)), is made so where it enters.
+bool canonical_bools(const void* data, int64_t n);  // every byte 0 or 1
+void make_canonical_bools(void* data, int64_t n);  // each nonzero byte to 1
 
 }  // namespace aj
