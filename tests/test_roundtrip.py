@@ -170,6 +170,23 @@ def main(x: Tensor((3, 4), "float32")) -> Tensor((4,), "float32"):
     assert fn.bindings[0].value.attrs == fn.bindings[1].value.attrs == {"axis": [0], "keepdims": False}
 
 
+SIGNATURE = 'def main(x: Tensor((2,), "float32")) -> Tensor((2,), "float32"):\n    return x\n'
+
+
+def test_function_attrs_print_in_one_order_however_given():
+    canonical = '@function(num_input=1, doc="d")\n' + SIGNATURE
+    parsed = aj.parse('@function(doc="d", num_input=1)\n' + SIGNATURE)
+    bb = aj.FunctionBuilder("main", doc="d", num_input=1)
+    built = bb.finish(bb.param("x", (2,), "float32"))
+    by_attr = aj.parse("@function\n" + SIGNATURE)["main"].with_attr("doc", "d").with_attr("num_input", 1)
+    made = aj.Function(by_attr.params, by_attr.bindings, by_attr.ret, {"doc": "d", "num_input": 1})
+    for mod in (parsed, built, aj.Module({"main": by_attr}), aj.Module({"main": made})):
+        assert mod.script() == canonical
+        assert list(mod["main"].attrs) == ["num_input", "doc"]
+        aj.assert_structural_equal(mod, parsed)
+        assert aj.structural_hash(mod) == aj.structural_hash(parsed)
+
+
 def test_noncanonical_constants_print_canonically():
     text = '''
 @function

@@ -2,6 +2,8 @@
 // the parser reads), attrs, lookup.
 #include "adjoint/ir/function.h"
 
+#include <algorithm>
+
 #include "adjoint/ir/binding_walk.h"
 #include "adjoint/ir/names.h"
 #include "adjoint/support/error.h"
@@ -33,10 +35,30 @@ std::string func_attr_problem(const std::string& name, const AttrValue& value) {
   return str("unknown function attr '", name, "' (known: ", known, ")");
 }
 
+namespace {
+
+// Where attr `name` goes: the known attrs first, in known_func_attrs()
+// order, then any other (only a malformed function has one).
+size_t attr_rank(const std::string& name) {
+  const auto& known = known_func_attrs();
+  return static_cast<size_t>(std::find(known.begin(), known.end(), name) - known.begin());
+}
+
+// The attrs in canonical order: by rank, others by name.
+FuncAttrs canonical_order(FuncAttrs attrs) {
+  std::stable_sort(attrs.begin(), attrs.end(), [](const auto& a, const auto& b) {
+    size_t ra = attr_rank(a.first), rb = attr_rank(b.first);
+    return ra != rb ? ra < rb : a.first < b.first;
+  });
+  return attrs;
+}
+
+}  // namespace
+
 FunctionNode::FunctionNode(std::vector<Var> params, std::vector<Binding> bindings, Expr ret,
                            FuncAttrs attrs)
     : params_(std::move(params)), bindings_(std::move(bindings)), ret_(std::move(ret)),
-      attrs_(std::move(attrs)) {
+      attrs_(canonical_order(std::move(attrs))) {
   if (!ret_) throw Error("a function needs a returned expr");
 }
 

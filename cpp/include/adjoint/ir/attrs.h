@@ -28,7 +28,8 @@ size_t attr_hash(const AttrValue& v);
 
 using Attrs = std::vector<AttrValue>;
 
-// Function attributes (num_input, ...), in insertion order.
+// Function attributes (num_input, ...); a FunctionNode keeps them in
+// canonical order (ir/function.h).
 using FuncAttrs = std::vector<std::pair<std::string, AttrValue>>;
 
 }  // namespace aj

@@ -35,6 +35,8 @@ std::string func_attr_problem(const std::string& name, const AttrValue& value);
 class FunctionNode;
 using Function = std::shared_ptr<const FunctionNode>;
 
+// Its attrs are kept in canonical order, the order they print in: the known
+// ones in known_func_attrs() order (num_input, doc), then others by name.
 class FunctionNode {
  public:
   FunctionNode(std::vector<Var> params, std::vector<Binding> bindings, Expr ret,

@@ -2,7 +2,8 @@
 // parse(print(m)) is structurally equal to m, and print(parse(t)) == t for
 // every printed t. The canonical form:
 //
-//   @function                       (or @function(num_input=1); attrs in order)
+//   @function                       (or @function(num_input=1, doc="..."): attrs in
+//                                   canonical order, num_input then doc; ir/function.h)
 //   def main(x: Tensor((3, 3), "float32"), n: Tensor(("n", 4), "int64")) -> Tensor((), "float32"):
 //       lv1: Tensor((3, 3), "float32") = permute_dims(x)
 //       lv2: Tensor((3, 1), "float32") = sum(lv1, axis=[1], keepdims=True)
