@@ -4,6 +4,7 @@ usage) without a traceback unless --debug."""
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -91,6 +92,24 @@ def test_print_from_stdin_and_to_output_file(work):
     out = adjoint(work, "print", "lora.aj", "-o", "printed.aj")
     assert (out.returncode, out.stdout) == (0, "")
     assert (work / "printed.aj").read_text() == LORA
+
+
+def adjoint_bytes(cwd: Path, *args: str, stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "adjoint", *args], input=stdin, capture_output=True, cwd=cwd,
+                          timeout=120, env={**os.environ, **env})
+
+
+@pytest.mark.parametrize("env", [{}, {"PYTHONIOENCODING": "utf-8"}, {"PYTHONIOENCODING": "latin-1"},
+                                 {"LC_ALL": "C", "PYTHONUTF8": "0"}], ids=["default", "utf-8", "latin-1", "C locale"])
+def test_stdin_is_read_as_a_file_is(work, env):
+    for data, line in [(b"\xff", "<stdin>: not UTF-8 text (byte 0)\n"), (b"# caf\xe9\n", "<stdin>: not UTF-8 text (byte 5)\n")]:
+        out = adjoint_bytes(work, "print", "-", stdin=data, env=env)
+        assert (out.returncode, out.stdout, out.stderr.decode()) == (1, b"", line)
+    crlf = ("# caf\u00e9\r\n" + MLP.replace("\n", "\r\n")).encode()
+    out = adjoint_bytes(work, "print", "-", stdin=crlf, env=env)
+    assert (out.returncode, out.stdout.decode(), out.stderr) == (0, MLP, b"")
+    out = adjoint_bytes(work, "check", "mlp.aj", "-", stdin=b"\xff", env=env)
+    assert (out.returncode, out.stdout.decode()) == (1, "mlp.aj: ok (1 function, 3 bindings)\n<stdin>: not UTF-8 text (byte 0)\n")
 
 
 def test_grad_is_the_gradient_pass(work):

@@ -28,16 +28,26 @@ def display_name(path: str) -> str:
 
 
 def read_text(path: str) -> str:
-    """The text of ``path`` (stdin for ``-``); a missing or unreadable file is a CommandError."""
+    """The text of ``path`` (stdin for ``-``), read alike from either: bytes
+    decoded as UTF-8 with universal newlines, as ``open(path, encoding="utf-8")``
+    reads a file. A missing or unreadable file, or bytes that are not UTF-8, are
+    a CommandError."""
     if path == STDIN:
-        return sys.stdin.read()
+        return decode_text(sys.stdin.buffer.read(), path)
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except UnicodeDecodeError as e:
-        raise CommandError(path, f"not UTF-8 text (byte {e.start})") from e
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise CommandError(path, read_failure(e)) from e
+    return decode_text(data, path)
+
+
+def decode_text(data: bytes, path: str) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CommandError(path, f"not UTF-8 text (byte {e.start})") from e
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def read_failure(e: OSError) -> str:
