@@ -398,3 +398,16 @@ def test_operand_errors_name_the_operator_and_dtypes():
             parts + f
         with pytest.raises(aj.TypeInferenceError, match=r"\.mT needs rank >= 2"):
             f.mT
+
+
+def test_pow_with_a_modulo_is_an_error_naming_its_third_argument():
+    with aj.FunctionBuilder("main") as bb:
+        f = bb.param("f", (2,), "float32")
+        for modulo, kind in [(3, "Python int"), (f, "float32"), (np.ones(2), "float64 array")]:
+            with pytest.raises(aj.TypeInferenceError, match=re.escape(
+                    f"pow(): its third argument (modulo, a {kind}) is not supported on exprs; write (x ** y) % m")):
+                pow(f, 2, modulo)
+        assert not issubclass(aj.TypeInferenceError, TypeError)  # as every operator error: an aj.Error only
+        assert bb.status == "active"
+        squared = pow(f, 2, None)  # no modulo: f ** 2
+        assert bb.finish(squared)["main"].bindings[-1].value.op == "power"

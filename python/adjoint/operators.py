@@ -5,6 +5,8 @@ Installed on ``aj.Expr`` (vars and other exprs) by ``install()``:
 - arithmetic ``+ - * / // % ** @`` and their reflected forms, unary ``-``,
   ``+`` and ``abs()``; comparisons ``== != < <= > >=``: each builds its op
   (``x // y`` is floor_divide, ``x % y`` floor_mod, ``x == y`` equal, ...);
+  ``pow(x, y)`` is ``x ** y``, and pow's third argument (a modulo) is an
+  aj.TypeInferenceError;
 - dtype promotion exactly as NumPy 2 for the two operands, Python numbers
   weak (NEP 50): NumPy is asked which dtype the same operator gives on empty
   arrays of the operands' dtypes (numbers passed as they are), and operands
@@ -138,13 +140,26 @@ def _apply(op: str, numpy_fn: Any, symbol: str, a: Any, b: Any) -> Any:
 def _binary(name: str, reflected: bool) -> Any:
     op, numpy_fn, symbol = BINARY[name]
 
-    def method(self: Expr, other: Any) -> Any:
+    def apply(self: Expr, other: Any) -> Any:
         return _apply(op, numpy_fn, symbol, *((other, self) if reflected else (self, other)))
 
+    def power(self: Expr, other: Any, modulo: Any = None) -> Any:
+        _refuse_modulo(modulo)
+        return apply(self, other)
+
+    method = power if name == "pow" else apply
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
     method.__doc__ = f"{'other ' + symbol + ' self' if reflected else 'self ' + symbol + ' other'}: op '{op}' " \
                      f"with NumPy's dtype promotion."
     return method
+
+
+def _refuse_modulo(modulo: Any) -> None:
+    """pow(x, y, m) calls x.__pow__(y, m) (Python passes no m when it is
+    None); exprs have no modular power."""
+    if modulo is not None:
+        raise TypeInferenceError(f"pow(): its third argument (modulo, a {_describe(modulo)}) is not supported on "
+                                 f"exprs; write (x ** y) % m")
 
 
 def _comparison(name: str) -> Any:
