@@ -78,3 +78,25 @@ def test_ring_laws_hold_structurally(a, b):
     assert a * b == b * a
     assert a * (b + 1) == a * b + a
     assert Dim(str(a)) == a  # canonical text parses back to the same dim
+
+
+@pytest.mark.parametrize("value", [0, 1, 7, 2**61 - 1, 2**61, 2**62 + 5, 2**63 - 1])
+def test_a_constant_dim_hashes_as_the_int_it_equals(value):
+    assert Dim(value) == value and hash(Dim(value)) == hash(value)
+    assert len({Dim(value), value}) == 1 and {value: "v"}[Dim(value)] == "v"
+    assert hash(Dim("n") - Dim("n") + value) == hash(value)
+
+
+@pytest.mark.parametrize("text", ["n", "2*n + 1", "m + 2*n", "n**2 - 1", "2*m - n"])
+def test_a_symbolic_dim_hashes_as_its_canonical_text(text):
+    d = Dim(text)
+    assert str(d) == text and d == text and hash(d) == hash(text)
+    assert len({d, text}) == 1 and {text: "v"}[d] == "v" and {d: "v"}[text] == "v"
+
+
+def test_a_string_spelled_otherwise_is_equal_but_may_hash_apart():
+    d = Dim("2*n+1")
+    assert d == "1 + 2*n" and str(d) == "2*n + 1"
+    assert hash(d) == hash("2*n + 1") != hash("1 + 2*n")  # as the Dim docstring says
+    assert {d: "v"}.get(str(Dim("1 + 2*n"))) == "v"
+    assert "cannot hash alike" in Dim.__doc__

@@ -103,6 +103,13 @@ Dim dim_in(const py::handle& o) {
   return s[0];
 }
 
+// Python's hash of the int a constant dim is, or of a symbolic dim's
+// canonical text: a Dim hashes as the int or canonical string it equals.
+py::ssize_t dim_py_hash(const Dim& d) {
+  if (d.is_const()) return py::hash(py::int_(d.value()));
+  return py::hash(py::str(d.to_string()));
+}
+
 void bind_dims(py::module_& m) {
   py::class_<Dim>(m, "Dim",
                   "A dim: an int or a polynomial over named symbols, in canonical form.\n\n"
@@ -110,7 +117,13 @@ void bind_dims(py::module_& m) {
                   "syntax: ints, names, + - * and ** with an int exponent from 0 to 64, and\n"
                   "parentheses, with Python's precedence (-n**2 is -(n**2)). Division, floats,\n"
                   "negative exponents and other characters are a TypeInferenceError (a ParseError\n"
-                  "in text) naming the string and the problem.")
+                  "in text) naming the string and the problem.\n\n"
+                  "A Dim equals the ints, strings and Dims that denote the same polynomial, and\n"
+                  "hashes as the int it is (Dim(2**61) like 2**61) or, when symbolic, as its\n"
+                  "canonical text str(d) (Dim(\"2*n + 1\") like \"2*n + 1\"), so it finds and is found\n"
+                  "by either in a set or dict. A string spelled otherwise (\"1 + 2*n\") compares\n"
+                  "equal but cannot hash alike (no hash matches every spelling): look such strings\n"
+                  "up as Dims, or as str(Dim(s)).")
       .def(py::init([](const py::handle& v) { return dim_in(v); }), py::arg("value"))
       .def_property_readonly("is_const", &Dim::is_const)
       .def_property_readonly("value", [](const Dim& d) -> py::object {
@@ -139,7 +152,7 @@ void bind_dims(py::module_& m) {
           return false;
         }
       })
-      .def("__hash__", &Dim::hash)
+      .def("__hash__", &dim_py_hash)
       .def("__str__", &Dim::to_string)
       .def("__repr__", [](const Dim& d) { return "Dim(\"" + d.to_string() + "\")"; });
 }
