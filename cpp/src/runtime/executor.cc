@@ -70,7 +70,7 @@ bool used_only_by_matmul(const DataflowIndex& index, const VarNode* v) {
 }  // namespace
 
 CompiledFunction::CompiledFunction(std::string name, Function fn, std::vector<Alias> aliases, bool fuse)
-    : name_(std::move(name)), fn_(std::move(fn)), aliases_(std::move(aliases)), fuse_(fuse),
+    : name_(std::move(name)), fn_(std::move(fn)), fuse_(fuse), aliases_(std::move(aliases)),
       pool_(std::make_unique<BufferPool>()) {
   check_aliases();
   plan();
