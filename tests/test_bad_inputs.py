@@ -121,6 +121,35 @@ def tuple_chain_text(bindings: int) -> str:
     return text("\n".join(["t0 = (x,)", *lines, f"return t{bindings - 1}"]))
 
 
+MAX_TYPE_SIZE = 1 << 20  # the most parts of a type written out (docs/text-format.md, Types)
+
+
+def doubled_tuple_type(doublings: int) -> aj.Type:
+    """(T2, T2), then ((T2, T2), (T2, T2)), ...: 2**(doublings + 1) - 1 parts written out."""
+    t = T2
+    for _ in range(doublings):
+        t = aj.TupleType([t, t])
+    return t
+
+
+def doubled_tuple_chain(doublings: int) -> aj.Module:
+    """main(x) binding t = (x, x), then (t, t), ..., through the builder."""
+    bb = aj.FunctionBuilder("main")
+    try:
+        t = bb.param("x", (2,), "float32")
+        for _ in range(doublings):
+            t = bb.emit(aj.Tuple([t, t]))
+        return bb.finish(t)
+    finally:
+        bb._deactivate()
+
+
+def doubled_tuple_chain_text(bindings: int) -> str:
+    """t0 = (x, x); t1 = (t0, t0); ...: t_i's type has 2**(i + 2) - 1 parts written out."""
+    lines = [f"t{i} = (t{i - 1}, t{i - 1})" for i in range(1, bindings)]
+    return text("\n".join(["t0 = (x, x)", *lines, f"return t{bindings - 1}"]))
+
+
 # Malformed functions built through the Python API, as (name -> Function).
 def malformed(kind: str) -> aj.Module:
     x, y = aj.Var("x", T2), aj.Var("y", T2)
@@ -209,6 +238,14 @@ CASES = [
          aj.TypeInferenceError, "Tuple: a tuple type would nest 254 levels deep", "at most 253 levels", line=256),
     case("parse_tuple_annotation_too_deep", lambda: aj.parse(text("return x", "x: " + "Tuple(" * 253 + "Tuple()" + ")" * 253)),
          aj.TypeInferenceError, "a tuple type would nest 254 levels deep", "at most 253 levels", line=2),
+    case("parse_tuple_chain_too_large", lambda: aj.parse(doubled_tuple_chain_text(60)),
+         aj.TypeInferenceError, "Tuple: a tuple type would have 2097151 parts written out", "at most 1048576",
+         line=22),
+    case("parse_tuple_annotation_too_large",
+         lambda: aj.parse(text("return x", "x: Tuple(" + "Tuple(), " * MAX_TYPE_SIZE + ")")),
+         aj.TypeInferenceError, "a tuple type would have 1048577 parts written out", "at most 1048576", line=2),
+    case("parse_split_too_many_sections", lambda: parse("y = split(x, 1000000000)\nreturn y"),
+         aj.TypeInferenceError, "op 'split'", "1000000001 parts", "at most 1048576", line=3),
     case("parse_tuple_literal_nested_too_deep", lambda: parse("y = " + "(" * 101 + "x" + ",)" * 101 + "\nreturn y"),
          aj.TypeInferenceError, "Tuple", "deeper than 100", line=3),
     case("parse_not_text", lambda: aj.parse(b"@function"), aj.ParseError, "str"),
@@ -247,6 +284,10 @@ CASES = [
     case("builder_no_active", lambda: in_fresh_thread(lambda: aj.op.exp(aj.Var("x", T2))), aj.Error, "aj.op.exp", "no active FunctionBuilder"),
     case("builder_tuple_nested_too_deep", lambda: tuple_chain(MAX_TUPLE_DEPTH + 1),
          aj.TypeInferenceError, "Tuple: a tuple type would nest 254 levels deep", "at most 253 levels"),
+    case("builder_tuple_too_large", lambda: doubled_tuple_chain(20),
+         aj.TypeInferenceError, "Tuple: a tuple type would have 2097151 parts written out", "at most 1048576"),
+    case("builder_split_too_many_sections", lambda: build_with(lambda x: aj.op.split(x, 10**9), shape=(10**9,)),
+         aj.TypeInferenceError, "op 'split'", "1000000001 parts", "at most 1048576"),
     case("builder_tuple_index_out_of_range", lambda: build_with(lambda x: aj.op.split(x, 2, axis=0)[5]),
          aj.TypeInferenceError, "tuple index 5"),
 
@@ -273,6 +314,12 @@ CASES = [
          aj.TypeInferenceError, "TupleType", "254 levels"),
     case("tuple_type_of_a_deepest_field", lambda: aj.TupleType([T2, tuple_type(MAX_TUPLE_DEPTH)]),
          aj.TypeInferenceError, "TupleType", "254 levels"),
+    case("tuple_type_too_large", lambda: doubled_tuple_type(20),
+         aj.TypeInferenceError, "TupleType: a tuple type would have 2097151 parts written out", "at most 1048576"),
+    case("tuple_type_one_part_past_the_size_cap", lambda: aj.TupleType([doubled_tuple_type(18)] * 2 + [T2, T2]),
+         aj.TypeInferenceError, "TupleType", "1048577 parts", "at most 1048576"),
+    case("tuple_type_of_too_many_fields", lambda: aj.TupleType([T2] * MAX_TYPE_SIZE),
+         aj.TypeInferenceError, "TupleType", "1048577 parts", "at most 1048576"),
     case("var_name_not_str", lambda: aj.Var(3, T2), aj.Error, "Var: name_hint", "int"),
     case("var_type_none", lambda: aj.Var("x", None), aj.Error, "Var 'x'", "aj.Type", "None"),
     case("call_unknown_op", lambda: aj.Call("nope", []), aj.Error, "unknown op 'nope'"),
@@ -419,9 +466,12 @@ def test_out_of_memory_is_also_a_memory_error():
 # The reviewed crashes, each in a child process so a crash fails the test
 # instead of killing the suite: a type 100k or 1M tuples deep overflowed the
 # C++ stack when printed, compared or freed, and so did parsing 60k bindings
-# t_i = (t_{i-1},). Tuple types now stop at MAX_TUPLE_DEPTH. The child also
-# hashes a type that shares its fields 2**60 times over, which walked them
-# all (hashes are kept in the types now).
+# t_i = (t_{i-1},). Tuple types now stop at MAX_TUPLE_DEPTH. Then a type
+# whose fields are one type, doubled 35 times (2**36 parts written out), ran
+# out of memory when printed, and == between two such types walked every
+# part (hours at 40 doublings); types now stop at MAX_TYPE_SIZE parts, so the
+# child makes the largest doubled type, 19 doublings, and prints, compares
+# and hashes it.
 DEEP_TUPLE_SCRIPT = """
 import adjoint as aj
 t = aj.TensorType((3,), "float32")
@@ -444,12 +494,25 @@ try:
     raise AssertionError("parsed")
 except aj.TypeInferenceError as e:
     assert e.line == 256, str(e)
-shared = aj.TensorType((3,), "float32")
-for _ in range(60):
-    shared = aj.TupleType([shared, shared])
+def doubled(times):
+    t = aj.TensorType((3,), "float32")
+    made = 0
+    try:
+        for _ in range(times):
+            t = aj.TupleType([t, t])
+            made += 1
+    except aj.TypeInferenceError as e:
+        assert "2097151 parts" in str(e), str(e)
+    return t, made
+shared, made = doubled(40)
+assert made == 19, made
+other, _ = doubled(40)
+assert shared is not other and shared == other and hash(shared) == hash(other)
+assert str(shared).count("Tensor(") == 2**19
 x = aj.Var("x", aj.TensorType((3,), "float32"))
 mod = aj.Module({"main": aj.Function([x, aj.Var("s", shared)], [], x)})
-hash(shared), aj.structural_hash(mod)
+aj.structural_hash(mod)
+assert len(mod.script()) > 2**19 * 20
 print("ok")
 """
 

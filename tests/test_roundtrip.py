@@ -318,3 +318,33 @@ def test_the_deepest_tuple_annotation_of_empty_tuples_parses_back():
     annotation = "Tuple(" * (MAX_TUPLE_DEPTH - 1) + "Tuple()" + ")" * (MAX_TUPLE_DEPTH - 1)
     text = f"@function\ndef main(x: {annotation}) -> {annotation}:\n    return x\n"
     assert aj.parse(text).script() == text
+
+
+MAX_TYPE_SIZE = 1 << 20  # the most parts of a type written out (docs/text-format.md, Types)
+
+
+def type_at_the_size_cap() -> aj.Type:
+    """(t, t, leaf) where t is leaf doubled 18 times, (leaf, leaf), ...: each t
+    is 2**19 - 1 parts written out, so the whole is exactly MAX_TYPE_SIZE."""
+    leaf = aj.TensorType((3, "n"), "float32")
+    t = leaf
+    for _ in range(18):
+        t = aj.TupleType([t, t])
+    return aj.TupleType([t, t, leaf])
+
+
+def test_a_type_at_the_size_cap_prints_as_text_that_parses_back():
+    # A type sharing its fields could be written out as 2**253 parts: its
+    # text ran out of memory from about 2**36. The cap keeps every type that
+    # can be made within about 25 MB of text; one part more is refused.
+    ty = type_at_the_size_cap()
+    assert str(ty).count("Tensor(") == MAX_TYPE_SIZE // 2 + 1
+    with pytest.raises(aj.TypeInferenceError, match=f"{MAX_TYPE_SIZE + 1} parts written out"):
+        aj.TupleType([*ty.fields, ty.fields[-1]])
+    assert type_at_the_size_cap() == ty
+    x = aj.Var("x", aj.TensorType((3,), "float32"))
+    mod = aj.Module({"main": aj.Function([x, aj.Var("s", ty)], [], x)})
+    text = mod.script()
+    again = aj.parse(text)
+    aj.assert_structural_equal(again, mod)
+    assert again["main"].params[1].type == ty

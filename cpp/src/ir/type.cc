@@ -1,9 +1,10 @@
 // DTypes and types: names, sizes, construction (tensor types interned, tuple
-// types capped in depth), equality, hashing, text.
+// types capped in depth and in size written out), equality, hashing, text.
 #include "adjoint/ir/type.h"
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <mutex>
 #include <unordered_map>
 
@@ -149,36 +150,60 @@ size_t interned_tensor_types() {
   return table.table_.size();
 }
 
+void check_tuple_type_size(uint64_t size) {
+  if (size > kMaxTypeSize)
+    throw TypeInferenceError(str("a tuple type would have ", size, " parts written out; tuple types have at most ",
+                                 kMaxTypeSize, " parts (every tensor and tuple in it, a shared field counted each ",
+                                 "time it appears, as text writes it out)"));
+}
+
 Type TypeNode::tuple(std::vector<Type> fields) {
   int deepest = 0;
+  uint64_t size = 1;  // saturates, though fields within the cap cannot reach 2**64
   size_t h = mix_hash(0x7a3b91, fields.size());
   for (const auto& f : fields) {
     deepest = std::max(deepest, f->depth());
+    if (__builtin_add_overflow(size, f->size(), &size)) size = std::numeric_limits<uint64_t>::max();
     h = mix_hash(h, f->hash());
   }
   if (deepest >= kMaxTupleDepth)
     throw TypeInferenceError(str("a tuple type would nest ", deepest + 1, " levels deep; tuple types nest at most ",
                                  kMaxTupleDepth, " levels (the deepest the text format reads back)"));
+  check_tuple_type_size(size);
   auto t = std::make_shared<TypeNode>();
   t->kind_ = Kind::kTuple;
   t->fields_ = std::move(fields);
   t->depth_ = deepest + 1;
+  t->size_ = size;
   t->hash_ = h;
   return t;
 }
 
-std::string TypeNode::to_string() const {
-  if (is_tensor()) return "Tensor(" + shape_to_string(shape_) + ", \"" + dtype_name(dtype_) + "\")";
-  std::string out = "Tuple(";
-  for (size_t i = 0; i < fields_.size(); ++i) {
-    if (i) out += ", ";
-    out += fields_[i]->to_string();
+namespace {
+// Into one string, so a type's text costs its length, not its length times
+// its depth.
+void append_type_text(std::string& out, const TypeNode& t) {
+  if (t.is_tensor()) {
+    out.append("Tensor(").append(shape_to_string(t.shape())).append(", \"").append(dtype_name(t.dtype())).append("\")");
+    return;
   }
-  return out + ")";
+  out += "Tuple(";
+  for (size_t i = 0; i < t.fields().size(); ++i) {
+    if (i) out += ", ";
+    append_type_text(out, *t.fields()[i]);
+  }
+  out += ')';
+}
+}  // namespace
+
+std::string TypeNode::to_string() const {
+  std::string out;
+  append_type_text(out, *this);
+  return out;
 }
 
-// Recursion at most kMaxTupleDepth deep; types that differ usually differ in
-// hash and are told apart at once.
+// Recursion at most kMaxTupleDepth deep, and at most kMaxTypeSize calls; types
+// that differ usually differ in hash and are told apart at once.
 bool type_equal(const Type& a, const Type& b) {
   if (a == b) return true;
   if (!a || !b || a->hash() != b->hash() || a->kind() != b->kind()) return false;

@@ -501,6 +501,15 @@ Type split_type(const TypeContext& ctx) {
   const Dim& len = x.shape()[axis];
   const AttrValue& spec = ctx.attr("indices_or_sections");
   std::vector<Dim> parts;
+  uint64_t count;  // of parts, checked before making them: split(x, 10**9) would take gigabytes
+  if (auto* sections = std::get_if<int64_t>(&spec)) count = static_cast<uint64_t>(std::max<int64_t>(*sections, 0));
+  else if (auto* ints = std::get_if<std::vector<int64_t>>(&spec)) count = ints->size() + 1;
+  else count = std::get<Shape>(spec).size() + 1;
+  try {
+    check_tuple_type_size(1 + count);
+  } catch (const TypeInferenceError& e) {
+    ctx.fail(e.what());
+  }
   if (auto* sections = std::get_if<int64_t>(&spec)) {
     if (*sections <= 0) ctx.fail("indices_or_sections must be positive, got ", *sections);
     if (*sections == 1) {
