@@ -112,6 +112,13 @@ def test_stdin_is_read_as_a_file_is(work, env):
     assert (out.returncode, out.stdout.decode()) == (1, "mlp.aj: ok (1 function, 3 bindings)\n<stdin>: not UTF-8 text (byte 0)\n")
 
 
+def test_print_of_a_hex_escape_above_0x7f(work):
+    # "\xff" is U+00FF; the raw byte 0xff it used to give made print fail.
+    text = MLP.replace("@function", '@function(doc="a\\xff")')
+    out = adjoint(work, "print", "-", stdin=text)
+    assert (out.returncode, out.stdout) == (0, MLP.replace("@function", '@function(doc="a\u00ff")'))
+
+
 def test_grad_is_the_gradient_pass(work):
     out = adjoint(work, "grad", "mlp.aj")
     assert out.returncode == 0, out.stderr

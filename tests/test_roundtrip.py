@@ -256,6 +256,68 @@ def test_hex_escapes_in_strings():
         aj.parse(text.replace("\\x41", "\\xZ1"))
 
 
+def doc_module(literal):
+    return f'@function(doc={literal})\ndef main(x: Tensor((2,), "float32")) -> Tensor((2,), "float32"):\n    return x\n'
+
+
+@pytest.mark.parametrize("escape,char", [("\\xff", "\u00ff"), ("\\xe9", "\u00e9"), ("\\x80", "\x80"),
+                                         ("\\x9f", "\x9f"), ("\\xA0", "\xa0"), ("\\x7f", "\x7f")])
+def test_hex_escape_is_the_code_point(escape, char):
+    # \xNN is U+00NN, as in Python; it used to put the raw byte NN into the
+    # string, which was invalid UTF-8 from 0x80 on (str(m) and attrs raised
+    # UnicodeDecodeError).
+    mod = aj.parse(doc_module(f'"a{escape}"'))
+    assert mod["main"].attrs["doc"] == "a" + char
+    text = str(mod)
+    assert aj.parse(text)["main"].attrs["doc"] == "a" + char
+    assert aj.parse(text).script() == text
+
+
+def test_c1_controls_print_as_hex_escapes():
+    bb = aj.FunctionBuilder("main", doc="\x85\x9f\xa0\u00e9\x00")
+    x = bb.param("x", (2,), "float32")
+    text = bb.finish(aj.op.exp(x)).script()
+    assert '@function(doc="\\x85\\x9f\u00a0\u00e9\\x00")' in text
+
+
+def written(s, quote, choices):
+    """s as a string literal quoted with `quote`, each character written raw
+    or escaped as choices (one draw per character) say, when both are allowed."""
+    out = []
+    for c, escape in zip(s, choices):
+        raw_ok = c not in (quote, "\\", "\n") and (c == "\t" or not ("\x00" <= c < " " or c == "\x7f"))
+        if raw_ok and not escape:
+            out.append(c)
+        elif c in ("\\", "'", '"'):
+            out.append("\\" + c)
+        elif c in "\n\t":
+            out.append({"\n": "\\n", "\t": "\\t"}[c] if escape % 2 else f"\\x{ord(c):02x}")
+        elif ord(c) < 256:
+            out.append(f"\\x{ord(c):02x}" if escape % 2 else f"\\x{ord(c):02X}")
+        else:
+            out.append(c)
+    return quote + "".join(out) + quote
+
+
+SPECIAL = st.sampled_from(list("\"'\\\n\t\x00\x01\x1f\x7f\x80\x85\x9f\xa0\xff\u2028\ufeff\U0001f600\U0010ffff"))
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(st.one_of(st.characters(codec="utf-8"), SPECIAL), max_size=40), st.sampled_from(["'", '"']),
+       st.lists(st.integers(0, 2), min_size=40, max_size=40))
+def test_written_strings_parse_to_their_value_and_print_back(s, quote, choices):
+    # Any string, written with any mix of raw characters and escapes, reads
+    # as itself; the print of the module parses to an equal module and
+    # prints the same text again.
+    mod = aj.parse(doc_module(written(s, quote, choices)))
+    assert mod["main"].attrs["doc"] == s
+    text = str(mod)
+    again = aj.parse(text)
+    aj.assert_structural_equal(again, mod)
+    assert again["main"].attrs["doc"] == s
+    assert again.script() == text
+
+
 @pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 3), (2, 0, 5), (0, 0), (1, 0, 0)])
 def test_empty_constants_keep_their_shape(shape):
     # Nested lists stop at the first zero dim, so the printer adds shape=

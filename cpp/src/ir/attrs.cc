@@ -20,16 +20,21 @@ uint64_t float_bits(double d) {
 }  // namespace
 
 // A string as the parser reads it back: quotes, backslashes, newlines and
-// tabs escaped, other control characters as \xNN.
+// tabs escaped, other control characters (U+0000-U+001F, U+007F-U+009F) as
+// \xNN, the code point U+00NN; the rest as it is (UTF-8).
 std::string string_literal(const std::string& s) {
   static const char* hex = "0123456789abcdef";
   std::string out = "\"";
-  for (char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
     unsigned char u = static_cast<unsigned char>(c);
+    unsigned char next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+    bool c1 = u == 0xc2 && next >= 0x80 && next < 0xa0;  // U+0080-U+009F: c2 80 to c2 9f
+    if (c1) u = static_cast<unsigned char>(s[++i]);
     if (c == '"' || c == '\\') out.append(1, '\\').append(1, c);
     else if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
-    else if (u < 0x20 || u == 0x7f) out.append("\\x").append(1, hex[u >> 4]).append(1, hex[u & 15]);
+    else if (u < 0x20 || u == 0x7f || c1) out.append("\\x").append(1, hex[u >> 4]).append(1, hex[u & 15]);
     else out += c;
   }
   return out + "\"";

@@ -271,8 +271,9 @@ void Lexer::scan_number() {
   emit(is_float ? Tok::kFloat : Tok::kInt, start, pos_ - start);
 }
 
-// A quoted string on one line; escapes \\ \' \" \n \t; valid UTF-8, no
-// control characters. The token spans the quotes; the parser decodes it.
+// A quoted string on one line; escapes \\ \' \" \n \t and \xNN (the code
+// point U+00NN); valid UTF-8, no control characters. The token spans the
+// quotes; the parser decodes it.
 void Lexer::scan_string() {
   size_t start = pos_;
   char q = s_[pos_++];

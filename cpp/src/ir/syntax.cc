@@ -26,6 +26,16 @@ std::optional<Key> first_repeat(std::vector<Key> keys) {
   return first;
 }
 
+// Appends the code point `cp` (below U+0100) in UTF-8.
+void append_utf8(std::string& out, unsigned cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+    return;
+  }
+  out += static_cast<char>(0xc0 | (cp >> 6));
+  out += static_cast<char>(0x80 | (cp & 0x3f));
+}
+
 std::string describe_indent(std::string_view s) {
   size_t tabs = static_cast<size_t>(std::count(s.begin(), s.end(), '\t'));
   if (tabs == 0) return str(s.size(), " space(s)");
@@ -125,22 +135,25 @@ void SyntaxParser::check_indent(const Token& t, std::string_view body) const {
                        ") does not match the function body's (", describe_indent(body), ")"));
 }
 
+// A string token's text, its escapes decoded: \xNN is the code point U+00NN
+// (as in Python: "\xe9" is "é"), written in UTF-8 like the rest.
 std::string_view SyntaxParser::string_value(const Token& t) {
   std::string_view inner = src_.view(t).substr(1, t.len - 2);
   if (inner.find('\\') == std::string_view::npos) return inner;
   auto out = std::make_unique<std::string>();
   for (size_t i = 0; i < inner.size(); ++i) {
     char c = inner[i];
-    if (c == '\\') {
-      c = inner[++i];  // the lexer checked every escape
-      if (c == 'x') {
-        c = static_cast<char>(hex_value(inner[i + 1]) * 16 + hex_value(inner[i + 2]));
-        i += 2;
-      } else {
-        c = c == 'n' ? '\n' : c == 't' ? '\t' : c;
-      }
+    if (c != '\\') {
+      *out += c;
+      continue;
     }
-    *out += c;
+    c = inner[++i];  // the lexer checked every escape
+    if (c == 'x') {
+      append_utf8(*out, static_cast<unsigned>(hex_value(inner[i + 1]) * 16 + hex_value(inner[i + 2])));
+      i += 2;
+    } else {
+      *out += c == 'n' ? '\n' : c == 't' ? '\t' : c;
+    }
   }
   decoded_.push_back(std::move(out));
   return *decoded_.back();
