@@ -106,3 +106,18 @@ def test_messages_name_what_is_wrong():
 def test_parse_rejects_non_text():
     with pytest.raises(aj.ParseError):
         aj.parse(b"@function")  # type: ignore[arg-type]
+
+
+ITEMS = '@function\ndef main(x: Tensor((3,), "float32"), z: Tensor((2,), "float32")) -> Tensor((2,), "float32"):\n    t = (x, z, z)\n    a = t[{}]\n    return z\n'
+
+
+@pytest.mark.parametrize("written,message", [
+    ("0xff", "4:10: tuple index 255 out of range for a tuple of 3 fields"),
+    ("0x40000001", "4:11: tuple index 0x40000001 is too large"),
+    ("0x10000000000000000", "4:11: tuple index 0x10000000000000000 is too large"),
+])
+def test_bad_hex_tuple_index(written, message):
+    # 0xff used to read as 0 (base 10, stopping at the 'x'): no error.
+    with pytest.raises(aj.Error) as info:
+        aj.parse(ITEMS.format(written))
+    assert str(info.value).splitlines()[0] == message

@@ -256,6 +256,16 @@ def test_hex_escapes_in_strings():
         aj.parse(text.replace("\\x41", "\\xZ1"))
 
 
+@pytest.mark.parametrize("written,index", [("0x1", 1), ("0X2", 2), ("-0x1", 2), ("0x0", 0), ("01", 1)])
+def test_tuple_index_is_the_value_of_its_int(written, index):
+    # A hex index means its value; t[0x1] used to read as t[0] (the index
+    # was read in base 10, stopping at the 'x').
+    text = '@function\ndef main(x: Tensor((3,), "float32"), z: Tensor((2,), "float32")) -> Tensor((2,), "float32"):\n    t = (x, z, z)\n    a = t[{}]\n    return z\n'
+    mod = aj.parse(text.format(written))
+    assert mod["main"].bindings[1].value.index == index
+    aj.assert_structural_equal(mod, aj.parse(text.format(index)))
+
+
 def doc_module(literal):
     return f'@function(doc={literal})\ndef main(x: Tensor((2,), "float32")) -> Tensor((2,), "float32"):\n    return x\n'
 

@@ -28,17 +28,6 @@ std::string node_text(const Node& n) {
   return "?";
 }
 
-// A decimal or 0x-prefixed hex int.
-bool parse_u64(std::string_view digits, uint64_t& out) {
-  int base = 10;
-  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
-    digits.remove_prefix(2);
-    base = 16;
-  }
-  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), out, base);
-  return r.ec == std::errc() && r.ptr == digits.data() + digits.size();
-}
-
 // The NaN of "nan(<payload>)": exponent all ones, the payload its
 // significand bits (nonzero: zero would be inf). False when out of range.
 template <typename T>
@@ -199,6 +188,16 @@ void fill(const NDArray& a, const std::vector<ConstLeaf>& leaves, F&& convert) {
 }
 
 }  // namespace
+
+bool parse_u64(std::string_view digits, uint64_t& out) {
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    digits.remove_prefix(2);
+    base = 16;
+  }
+  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), out, base);
+  return r.ec == std::errc() && r.ptr == digits.data() + digits.size();
+}
 
 AttrValue attr_value(const Source& src, const Node& n) {
   switch (n.kind) {

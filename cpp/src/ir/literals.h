@@ -9,6 +9,10 @@
 
 namespace aj::text {
 
+// The magnitude of an int token's text: decimal or 0x-prefixed hex, all of
+// it; false when it does not fit in 64 bits.
+bool parse_u64(std::string_view digits, uint64_t& out);
+
 // A literal node (int, float, inf/nan, string, bool, None, list or tuple of
 // ints and dim strings) as an attr value: lists of ints -> int lists,
 // tuples -> shapes.

@@ -4,7 +4,6 @@
 #include "syntax.h"
 
 #include <algorithm>
-#include <charconv>
 #include <optional>
 
 #include "adjoint/ir/names.h"
@@ -343,8 +342,7 @@ Node SyntaxParser::index(Node base, const Token& lb) {
     syntax_error(t, str("expected an integer tuple index, got ", describe(t)));
   std::string_view digits = src_.view(t);
   uint64_t v = 0;
-  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (r.ec != std::errc() || v > (1u << 30))
+  if (!parse_u64(digits, v) || v > (1u << 30))
     src_.fail(t.off, str("tuple index ", digits, " is too large"));
   lex_.next();
   close(Tok::kRBracket);
