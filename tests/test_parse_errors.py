@@ -121,3 +121,16 @@ def test_bad_hex_tuple_index(written, message):
     with pytest.raises(aj.Error) as info:
         aj.parse(ITEMS.format(written))
     assert str(info.value).splitlines()[0] == message
+
+
+@pytest.mark.parametrize("index", [-4, -5, -16])
+def test_negative_tuple_index_out_of_range_is_named_as_written(index):
+    # It used to be named after the size was added: t[-4] of 3 fields said
+    # "tuple index -1 out of range". The builder names it as written too.
+    with pytest.raises(aj.TypeInferenceError) as info:
+        aj.parse(ITEMS.format(index))
+    assert str(info.value).splitlines()[0] == f"4:10: tuple index {index} out of range for a tuple of 3 fields"
+    with pytest.raises(aj.TypeInferenceError, match=f"^tuple index {index} out of range for a tuple of 3 fields$"):
+        with aj.FunctionBuilder("main") as bb:
+            x = bb.param("x", (3,), "float32")
+            aj.Tuple([x, x, x])[index]

@@ -244,11 +244,14 @@ Expr FunctionLowering::lookup(const Node& n) {
   src_.fail(n.off, str("undefined var '", n.text, "'"));
 }
 
+// t[i]; a negative i in range counts from the end, one out of range is
+// left as written so the error names it.
 Expr FunctionLowering::tuple_item(const Node& n) {
   Expr tuple = operand(n.items[0]);
   int64_t index = n.index;
   const Type& t = tuple->type();
-  if (index < 0 && t->is_tuple()) index += static_cast<int64_t>(t->fields().size());
+  int64_t size = t->is_tuple() ? static_cast<int64_t>(t->fields().size()) : 0;
+  if (index < 0 && index >= -size) index += size;
   try {
     return std::make_shared<TupleGetItemNode>(tuple, index);
   } catch (const std::exception& e) {
