@@ -134,3 +134,12 @@ def test_negative_tuple_index_out_of_range_is_named_as_written(index):
         with aj.FunctionBuilder("main") as bb:
             x = bb.param("x", (3,), "float32")
             aj.Tuple([x, x, x])[index]
+
+
+@pytest.mark.parametrize("value", ["-1", "-0x1", "2", "-2", "0x2", "18446744073709551616", "1.0"])
+def test_bool_constant_refuses_what_is_not_0_or_1(value):
+    # -1 and -0x1 used to read as True (the sign was ignored) while 2 and
+    # -2 were refused.
+    with pytest.raises(aj.ParseError) as info:
+        aj.parse(body(f'c = const([True, {value}], "bool")', "return x"))
+    assert str(info.value).splitlines()[0] == f"3:22: a bool constant holds True or False, got {value}"

@@ -266,6 +266,12 @@ def test_tuple_index_is_the_value_of_its_int(written, index):
     aj.assert_structural_equal(mod, aj.parse(text.format(index)))
 
 
+@pytest.mark.parametrize("value,truth", [("0", False), ("1", True), ("-0", False), ("-0x0", False), ("0x1", True)])
+def test_bool_constant_takes_0_and_1(value, truth):
+    text = '@function\ndef main() -> Tensor((1,), "bool"):\n    c = const([{}], "bool")\n    return c\n'
+    aj.assert_structural_equal(aj.parse(text.format(value)), aj.parse(text.format(truth)))
+
+
 def doc_module(literal):
     return f'@function(doc={literal})\ndef main(x: Tensor((2,), "float32")) -> Tensor((2,), "float32"):\n    return x\n'
 

@@ -171,11 +171,12 @@ T int_leaf(const Source& src, const ConstLeaf& leaf, DType dtype) {
   return static_cast<T>(leaf.negative ? 0 - mag : mag);
 }
 
+// True, False, or the int 0 or 1 (-0 is 0; -1 is refused like 2).
 uint8_t bool_leaf(const Source& src, const ConstLeaf& leaf) {
   if (leaf.kind == NodeKind::kBool) return leaf.truth;
-  uint64_t v = 2;
-  if (leaf.kind == NodeKind::kInt) parse_u64(leaf.text, v);
-  if (v > 1)
+  uint64_t v = 0;
+  if (leaf.kind != NodeKind::kInt || !parse_u64(leaf.text, v)) v = 2;
+  if (v > 1 || (leaf.negative && v != 0))
     src.fail(leaf.off, str("a bool constant holds True or False, got ",
                            leaf.negative ? "-" : "", leaf.text));
   return static_cast<uint8_t>(v);
