@@ -272,6 +272,51 @@ def test_bool_constant_takes_0_and_1(value, truth):
     aj.assert_structural_equal(aj.parse(text.format(value)), aj.parse(text.format(truth)))
 
 
+def const_module(value, dtype):
+    return f'@function\ndef main() -> Tensor((2,), "{dtype}"):\n    c = const([{value}, 1.0], "{dtype}")\n    return c\n'
+
+
+def parse_or_message(text):
+    try:
+        return aj.parse(text)
+    except aj.ParseError as e:
+        return str(e).splitlines()[0]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("n", [0, 1, 0x10, 2**24 + 1, 2**24 + 3, 2**53 + 1, 2**64 + 2**40 + 1,
+                               (2**24 - 1) << 104, ((2**25 - 1) << 103) - 1, (2**25 - 1) << 103, 2**1024])
+def test_hex_int_in_a_float_constant_is_its_value(n, dtype):
+    # const(0x10, "float32") used to say "value 0x10 is out of range": the
+    # text was read as a decimal float. A hex int now rounds (ties to even)
+    # and overflows as the same int written in decimal does.
+    for sign in ("", "-"):
+        hex_text, dec_text = const_module(f"{sign}{n:#x}", dtype), const_module(f"{sign}{n}", dtype)
+        got, want = parse_or_message(hex_text), parse_or_message(dec_text)
+        if isinstance(want, str):
+            assert got == want.replace(f"{sign}{n}", f"{sign}{n:#x}")
+        else:
+            aj.assert_structural_equal(got, want)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**1030), st.sampled_from(["float32", "float64"]))
+def test_hex_and_decimal_ints_give_the_same_float_constant(n, dtype):
+    got, want = parse_or_message(const_module(f"{n:#x}", dtype)), parse_or_message(const_module(str(n), dtype))
+    if isinstance(want, str):
+        assert got == want.replace(str(n), f"{n:#x}")
+    else:
+        aj.assert_structural_equal(got, want)
+
+
+def test_hex_int_means_the_same_in_a_float_constant_and_a_float_attr():
+    head = '@function\ndef main() -> Tensor((2,), "float32"):\n'
+    attr = aj.parse(head + '    c = full((2,), 0x10, "float32")\n    return c\n')
+    const = aj.parse(head + '    c = const([0x10, 0X1f], "float32")\n    return c\n')
+    assert attr["main"].bindings[0].value.attrs["fill_value"] == 16.0
+    assert const["main"].bindings[0].value.data.tolist() == [16.0, 31.0]
+
+
 def doc_module(literal):
     return f'@function(doc={literal})\ndef main(x: Tensor((2,), "float32")) -> Tensor((2,), "float32"):\n    return x\n'
 

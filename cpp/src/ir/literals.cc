@@ -28,6 +28,11 @@ std::string node_text(const Node& n) {
   return "?";
 }
 
+// Whether a number's text is a hex int: 0x or 0X, then hex digits.
+bool hex_prefixed(std::string_view text) {
+  return text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+}
+
 // The NaN of "nan(<payload>)": exponent all ones, the payload its
 // significand bits (nonzero: zero would be inf). False when out of range.
 template <typename T>
@@ -71,13 +76,23 @@ bool underflows(std::string_view text) {
   return magnitude < 0;
 }
 
-// A float from a number's text (without sign), inf, nan or nan(<payload>);
-// false when out of range.
+// The nearest T to a hex int's value (ties to even, as for decimal text);
+// false when it overflows.
+template <typename T>
+bool hex_int_as_float(std::string_view text, T& out) {
+  std::string_view digits = text.substr(2);  // after "0x"
+  auto r = std::from_chars(digits.data(), digits.data() + digits.size(), out, std::chars_format::hex);
+  return r.ec == std::errc() && r.ptr == digits.data() + digits.size();
+}
+
+// A float from a number's text (without sign): decimal, a hex int, inf,
+// nan or nan(<payload>); false when out of range.
 template <typename T>
 bool parse_float(std::string_view text, T& out) {
   if (text == "inf") out = std::numeric_limits<T>::infinity();
   else if (text == "nan") out = std::numeric_limits<T>::quiet_NaN();
   else if (text.substr(0, 4) == "nan(") return nan_with_payload(text, out);
+  else if (hex_prefixed(text)) return hex_int_as_float(text, out);
   else {
     auto r = std::from_chars(text.data(), text.data() + text.size(), out);
     if (r.ec == std::errc::result_out_of_range && underflows(text)) out = 0;
@@ -192,7 +207,7 @@ void fill(const NDArray& a, const std::vector<ConstLeaf>& leaves, F&& convert) {
 
 bool parse_u64(std::string_view digits, uint64_t& out) {
   int base = 10;
-  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+  if (hex_prefixed(digits)) {
     digits.remove_prefix(2);
     base = 16;
   }
