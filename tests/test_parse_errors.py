@@ -83,6 +83,37 @@ def test_bad_text_gives_located_error(text, cls, line):
     assert len(lines) >= 3 and lines[1] == src_line and lines[2].rstrip() == " " * (err.column - 1) + "^", msg
 
 
+def error_of(text):
+    with pytest.raises(aj.Error) as info:
+        aj.parse(text)
+    e = info.value
+    return type(e), str(e), e.line, e.column, e.source_line
+
+
+END_OF_LINE = [
+    ("return_needs_value", '@function\ndef main() -> Tuple():\n    return\n', "3:11: 'return' needs a value"),
+    ("expression_at_end", body("y = ", "return x"), "3:9: expected an expression, got end of line"),
+    ("decorator_at_end", '@function(\n', "1:10: '(' was never closed"),
+    ("string_at_end", '@function(doc="a\n', "1:15: unterminated string"),
+    ("backslash_at_end", '@function(doc="a\\\n', "1:15: unterminated string"),
+]
+
+
+@pytest.mark.parametrize("text,first", [c[1:] for c in END_OF_LINE], ids=[c[0] for c in END_OF_LINE])
+def test_errors_at_the_end_of_a_line(text, first):
+    assert error_of(text)[1].splitlines()[0] == first
+
+
+@pytest.mark.parametrize("text", [b[1] for b in BAD] + [c[1] for c in END_OF_LINE],
+                         ids=[b[0] for b in BAD] + [c[0] for c in END_OF_LINE])
+def test_crlf_line_endings_give_the_same_errors(text):
+    # An error at the end of a line was one column too far right with \r\n
+    # endings ('return' needs a value at 3:12 instead of 3:11): the
+    # stripped \r was counted; and a string left open at the end of a line
+    # was a "control character '\x0d'" or an "unsupported escape".
+    assert error_of(text.replace("\n", "\r\n")) == error_of(text)
+
+
 def test_at_least_25_bad_texts():
     assert len(BAD) >= 25
 

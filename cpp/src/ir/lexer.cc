@@ -92,10 +92,9 @@ SourceLoc Source::locate(size_t off) const {
   }
   size_t end = text_.find('\n', begin);
   if (end == std::string_view::npos) end = text_.size();
-  if (end > begin && text_[end - 1] == '\r') --end;
+  if (end > begin && text_[end - 1] == '\r') --end;  // at or past it is the end of the line
   int column = 1;
   for (size_t i = begin; i < off && i < end; i = next_char(text_, i)) ++column;
-  if (off > end) column += static_cast<int>(off - end);
   SourceLoc loc;
   loc.line = line_of(off);
   loc.column = column;
@@ -147,11 +146,17 @@ void Lexer::start_line() {
     indent_ = s_.substr(begin, pos_ - begin);
     if (pos_ < s_.size() && s_[pos_] == '#')
       while (pos_ < s_.size() && s_[pos_] != '\n') ++pos_;
-    if (pos_ < s_.size() && s_[pos_] == '\r' && (pos_ + 1 == s_.size() || s_[pos_ + 1] == '\n'))
-      ++pos_;
+    if (pos_ < s_.size() && s_[pos_] == '\r' && line_ends_at(pos_)) ++pos_;
     if (pos_ >= s_.size() || s_[pos_] != '\n') return;
     ++pos_;
   }
+}
+
+// Whether the line ends at byte i: the end of the text, '\n', or the '\r' of
+// "\r\n" (or of a last line).
+bool Lexer::line_ends_at(size_t i) const {
+  if (i >= s_.size() || s_[i] == '\n') return true;
+  return s_[i] == '\r' && (i + 1 == s_.size() || s_[i + 1] == '\n');
 }
 
 // Spaces, tabs, comments, and a '\r' ending a line.
@@ -160,7 +165,7 @@ void Lexer::skip_blanks() {
     char c = s_[pos_];
     if (c == ' ' || c == '\t') {
       ++pos_;
-    } else if (c == '\r' && (pos_ + 1 == s_.size() || s_[pos_ + 1] == '\n')) {
+    } else if (c == '\r' && line_ends_at(pos_)) {
       ++pos_;
     } else if (c == '#') {
       while (pos_ < s_.size() && s_[pos_] != '\n') ++pos_;
@@ -278,7 +283,7 @@ void Lexer::scan_string() {
   size_t start = pos_;
   char q = s_[pos_++];
   for (;;) {
-    if (pos_ >= s_.size() || s_[pos_] == '\n') src_.fail(start, "unterminated string");
+    if (line_ends_at(pos_)) src_.fail(start, "unterminated string");
     char c = s_[pos_];
     unsigned char u = static_cast<unsigned char>(c);
     if (c == q) {
@@ -286,7 +291,7 @@ void Lexer::scan_string() {
       break;
     }
     if (c == '\\') {
-      if (pos_ + 1 >= s_.size() || s_[pos_ + 1] == '\n') src_.fail(start, "unterminated string");
+      if (line_ends_at(pos_ + 1)) src_.fail(start, "unterminated string");
       char e = s_[pos_ + 1];
       if (e == 'x') {  // \xNN: two hex digits
         bool ok = pos_ + 3 < s_.size() && is_hex(s_[pos_ + 2]) && is_hex(s_[pos_ + 3]);

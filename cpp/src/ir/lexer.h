@@ -75,6 +75,7 @@ class Lexer {
  private:
   void scan();
   void start_line();
+  bool line_ends_at(size_t i) const;
   void skip_blanks();
   void emit(Tok kind, size_t off, size_t len);
   void scan_name();
