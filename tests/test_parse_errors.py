@@ -114,6 +114,27 @@ def test_crlf_line_endings_give_the_same_errors(text):
     assert error_of(text.replace("\n", "\r\n")) == error_of(text)
 
 
+LINE_ONE = [
+    ("unknown_decorator", "@functio\n", "1:2: unknown decorator '@functio' (expected @function)"),
+    ("stray_character", "$\n", "1:1: unexpected character '$'"),
+    ("unclosed", "@function(doc='\u00e9', \n", "1:10: '(' was never closed"),
+]
+
+
+@pytest.mark.parametrize("text", [b[1] for b in BAD + LINE_ONE] + [c[1] for c in END_OF_LINE],
+                         ids=[b[0] for b in BAD + LINE_ONE] + [c[0] for c in END_OF_LINE])
+def test_byte_order_mark_gives_the_same_errors(text):
+    # A leading byte order mark is skipped: errors on line 1 were one
+    # column too far right and their source_line began with U+FEFF.
+    assert error_of("\ufeff" + text) == error_of(text)
+    assert error_of("\ufeff" + text.replace("\n", "\r\n")) == error_of(text)
+
+
+@pytest.mark.parametrize("text,first", [c[1:] for c in LINE_ONE], ids=[c[0] for c in LINE_ONE])
+def test_errors_on_line_one(text, first):
+    assert error_of(text)[1].splitlines()[0] == first
+
+
 def test_at_least_25_bad_texts():
     assert len(BAD) >= 25
 

@@ -10,6 +10,8 @@
 namespace aj::text {
 namespace {
 
+constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";  // UTF-8, skipped at the start
+
 bool is_digit(char c) { return c >= '0' && c <= '9'; }
 bool is_hex(char c) { return hex_value(c) >= 0; }
 
@@ -90,6 +92,8 @@ SourceLoc Source::locate(size_t off) const {
     size_t newline = text_.rfind('\n', off - 1);
     if (newline != std::string_view::npos) begin = newline + 1;
   }
+  if (begin == 0 && text_.substr(0, 3) == kByteOrderMark) begin = 3;  // not part of line 1
+  off = std::max(off, begin);
   size_t end = text_.find('\n', begin);
   if (end == std::string_view::npos) end = text_.size();
   if (end > begin && text_[end - 1] == '\r') --end;  // at or past it is the end of the line
@@ -118,7 +122,7 @@ std::string Source::message(const SourceLoc& loc, std::string_view reason) {
 // ---- Lexer ----
 
 Lexer::Lexer(const Source& src) : src_(src), s_(src.text()) {
-  if (s_.substr(0, 3) == "\xEF\xBB\xBF") pos_ = 3;  // UTF-8 byte order mark
+  if (s_.substr(0, 3) == kByteOrderMark) pos_ = 3;
   scan();
 }
 
