@@ -195,3 +195,31 @@ def test_bool_constant_refuses_what_is_not_0_or_1(value):
     with pytest.raises(aj.ParseError) as info:
         aj.parse(body(f'c = const([True, {value}], "bool")', "return x"))
     assert str(info.value).splitlines()[0] == f"3:22: a bool constant holds True or False, got {value}"
+
+
+NESTED = {  # a body whose value nests n levels deep, and the column of level n
+    "parens": lambda n: (["v = " + "(" * n + "x" + ")" * n, "return x"], 8 + n),
+    "calls": lambda n: (["v = " + "exp(" * n + "x" + ")" * n, "return x"], 5 + 4 * n),
+    "lists": lambda n: (["v = " + "[" * n + "x" + "]" * n, "return x"], 8 + n),
+    "mixed": lambda n: (["v = " + "exp([" * (n // 2) + "(" * (n % 2) + "x" + ")" * (n % 2) + "])" * (n // 2),
+                         "return x"], 9 + 5 * (n // 2) if n % 2 else 5 + 5 * (n // 2)),
+    "items": lambda n: (["t = (x,)", "v = t" + "[0]" * n, "return x"], 7 + 3 * n),
+    "const_lists": lambda n: (['c = const(' + "[" * (n - 1) + "1.0" + "]" * (n - 1) + ', "float32")', "return x"],
+                              13 + n),
+}
+
+
+@pytest.mark.parametrize("kind", NESTED)
+def test_nesting_of_256_levels_is_accepted_and_257_refused(kind):
+    # As the docs and the message say; 256 levels used to be refused too
+    # ("nesting deeper than 256 levels"): the outermost expr counted as one.
+    lines, _ = NESTED[kind](256)
+    try:
+        aj.parse(body(*lines))
+    except aj.Error as e:
+        assert "nesting" not in str(e)
+    lines, column = NESTED[kind](257)
+    with pytest.raises(aj.ParseError) as info:
+        aj.parse(body(*lines))
+    line = 3 + len(lines) - 2
+    assert str(info.value).splitlines()[0] == f"{line}:{column}: nesting deeper than 256 levels"

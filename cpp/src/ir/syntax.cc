@@ -44,21 +44,21 @@ std::string describe_indent(std::string_view s) {
 
 }  // namespace
 
-// Counts nesting (brackets, calls, chains of [i]); too deep is a ParseError.
+// One level of nesting, held while a bracket, call or constant list is
+// read: more than kMaxNesting open at once (with the chains of [i] around
+// them) is a ParseError at the one that goes too deep.
 class SyntaxParser::Nest {
  public:
-  Nest(SyntaxParser& p, size_t off, int levels = 1) : p_(p), levels_(levels) {
-    p_.depth_ += levels_;
-    if (p_.depth_ > kMaxNesting)
+  Nest(SyntaxParser& p, size_t off) : p_(p) {
+    if (++p_.depth_ > kMaxNesting)
       p_.src_.fail(off, str("nesting deeper than ", kMaxNesting, " levels"));
   }
-  ~Nest() { p_.depth_ -= levels_; }
+  ~Nest() { --p_.depth_; }
   Nest(const Nest&) = delete;
   Nest& operator=(const Nest&) = delete;
 
  private:
   SyntaxParser& p_;
-  int levels_;
 };
 
 // ---- tokens and errors ----
@@ -320,7 +320,6 @@ Node SyntaxParser::exprs() {
 }
 
 Node SyntaxParser::expr() {
-  Nest nest(*this, lex_.peek().off);
   Node n = primary();
   int chain = 0;
   while (lex_.peek().kind == Tok::kLBracket) {
@@ -390,6 +389,7 @@ Node SyntaxParser::primary() {
     case Tok::kMinus:
       return negative_number(lex_.next());
     case Tok::kLParen: {
+      Nest nest(*this, t.off);
       open(lex_.next());
       bool comma = false;
       n.kind = NodeKind::kTuple;
@@ -400,11 +400,13 @@ Node SyntaxParser::primary() {
       if (n.items.size() == 1 && !comma) return std::move(n.items[0]);
       return n;
     }
-    case Tok::kLBracket:
+    case Tok::kLBracket: {
+      Nest nest(*this, t.off);
       open(lex_.next());
       n.kind = NodeKind::kList;
       comma_list(Tok::kRBracket, [&] { n.items.push_back(expr()); });
       return n;
+    }
     default:
       syntax_error(t, str("expected an expression, got ", describe(t)));
   }
@@ -440,6 +442,7 @@ Node SyntaxParser::negative_number(const Token& minus) {
 
 // NAME '(' [arg (',' arg)*] ')' with arg := [NAME '='] expr.
 Node SyntaxParser::call(const Token& callee) {
+  Nest nest(*this, callee.off);
   Node n;
   n.kind = NodeKind::kCall;
   n.off = callee.off;
@@ -467,6 +470,7 @@ Node SyntaxParser::call(const Token& callee) {
 
 // const(value, "dtype"): the value a number or a nested list of numbers.
 Node SyntaxParser::constant(const Token& callee) {
+  Nest nest(*this, callee.off);
   open(lex_.next());
   ConstShape cs;
   const_value(0, cs);

@@ -35,7 +35,9 @@
 
 namespace aj::text {
 
-// Deeper nesting of brackets (or chains of [i]) is a ParseError.
+// Brackets, calls and chains of [i] nest up to this many levels; one more
+// is a ParseError. Not to be lowered: deep tuple types must still parse
+// as the printer writes them.
 constexpr int kMaxNesting = 256;
 // The deepest tuple type's annotation, Tuple(...Tuple(Tensor((3,), ...))),
 // nests one level per tuple, then the Tensor call, its shape and a dim.
@@ -151,7 +153,7 @@ class SyntaxParser {
   const Source& src_;
   Lexer lex_;
   std::vector<Token> open_;  // unclosed brackets, innermost last
-  int depth_ = 0;
+  int depth_ = 0;  // brackets, calls and constant lists open (see Nest)
   std::string_view body_indent_;  // of the body being read
   std::vector<std::unique_ptr<std::string>> decoded_;  // strings that had escapes
 };
