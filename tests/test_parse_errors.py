@@ -223,3 +223,13 @@ def test_nesting_of_256_levels_is_accepted_and_257_refused(kind):
         aj.parse(body(*lines))
     line = 3 + len(lines) - 2
     assert str(info.value).splitlines()[0] == f"{line}:{column}: nesting deeper than 256 levels"
+
+
+@pytest.mark.parametrize("value", ["[" * 101 + "x" + "]" * 101, "(" * 101 + "x" + ",)" * 101])
+def test_tuple_nested_deeper_than_an_expr_may_be_is_located(value):
+    # A tuple of leaves is a leaf, so nested tuples are not bound to vars;
+    # 101 levels were a TypeInferenceError with no line or column.
+    with pytest.raises(aj.TypeInferenceError) as info:
+        aj.parse(body(f"v = {value}", "return x"))
+    assert str(info.value).splitlines()[0] == "3:9: Tuple: exprs nest deeper than 100 levels; bind the inner values to vars instead"
+    assert (info.value.line, info.value.column) == (3, 9)
