@@ -158,7 +158,8 @@ void CompiledFunction::plan() {
     if (!op.kernel)
       throw ExecutionError(str("function '", name_, "', binding '", b.var->name_hint(), "': op '", op.name,
                                "' has no CPU kernel"));
-    Instr ins{&op.kernel, KernelContext{}, {}, {}, {}, {}, {}};
+    Instr ins{};
+    ins.kernel = &op.kernel;
     ins.ctx.call = call;
     ins.var = b.var.get();
     for (size_t a = 0; a < call->args().size(); ++a) {

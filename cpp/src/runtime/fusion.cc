@@ -159,7 +159,7 @@ void CompiledFunction::fuse_elementwise() {
 CompiledFunction::Instr CompiledFunction::fuse_group(const std::vector<int>& members, const std::vector<int>& producer,
                                                      const std::vector<bool>& escapes) {
   const Instr& last = instrs_[static_cast<size_t>(members.back())];
-  Instr fused{nullptr, KernelContext{}, {}, {}, {}, {}, {}};
+  Instr fused{};
   fused.ctx.call = last.ctx.call;
   fused.var = last.var;
   auto group = std::make_shared<FusedGroup>();

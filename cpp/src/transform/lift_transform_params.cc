@@ -102,7 +102,7 @@ LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
   const auto& bindings = fn.bindings();
   const size_t num_params = fn.params().size(), num_input = fn.num_input();
   std::vector<uint8_t> liftable = weight_dependent_bindings(index, computable_bindings(index));
-  LiftPlan plan{std::vector<uint8_t>(bindings.size(), 0), std::vector<uint8_t>(bindings.size(), 0), {}};
+  LiftPlan plan{std::vector<uint8_t>(bindings.size(), 0), std::vector<uint8_t>(bindings.size(), 0), {}, {}};
   std::vector<uint8_t> main_needs(index.num_defs(), 0), lifted_needs(index.num_defs(), 0);
   mark_uses(index, fn.ret(), main_needs);
   // The symbols of the bindings f keeps or takes as params, and those a
