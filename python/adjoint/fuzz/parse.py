@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import random
 import re
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 

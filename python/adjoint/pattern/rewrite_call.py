@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from .. import _core
 from ..analysis import verify
-from ..builder import _CallMaker, _stack, as_expr
+from ..builder import _CallMaker, _stack
 from ..errors import Error, VerifyError
 from ..transform import DeadCodeElimination
 from .patterns import Captures, Pattern, _P, _pattern_arg
