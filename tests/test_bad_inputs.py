@@ -96,58 +96,38 @@ def nested(depth: int, wrap: Callable[[aj.Expr], aj.Expr]) -> aj.Expr:
 MAX_TUPLE_DEPTH = 253  # the deepest tuple type: its annotation nests 256 levels, the parser's limit
 
 
-def tuple_type(depth: int) -> aj.Type:
+def tuple_type(depth: int, width: int = 1) -> aj.Type:
+    """T2 in a tuple of `width` copies, that in another, `depth` times: with
+    width 2, (T2, T2), ((T2, T2), (T2, T2)), ..., 2**(depth + 1) - 1 parts written out."""
     t = T2
     for _ in range(depth):
-        t = aj.TupleType([t])
+        t = aj.TupleType([t] * width)
     return t
 
 
-def tuple_chain(depth: int) -> aj.Module:
-    """main(x) binding (x,), ((x,),), ... depth tuples deep, through the builder."""
+def tuple_chain(depth: int, width: int = 1) -> aj.Module:
+    """main(x) binding (x,), ((x,),), ... depth tuples deep (each of `width`
+    copies of the one before), through the builder."""
     bb = aj.FunctionBuilder("main")
     try:
         t = bb.param("x", (2,), "float32")
         for _ in range(depth):
-            t = bb.emit(aj.Tuple([t]))
+            t = bb.emit(aj.Tuple([t] * width))
         return bb.finish(t)
     finally:
         bb._deactivate()
 
 
-def tuple_chain_text(bindings: int) -> str:
-    """t0 = (x,); t1 = (t0,); ...: t_i's type nests i + 1 tuples deep."""
-    lines = [f"t{i} = (t{i - 1},)" for i in range(1, bindings)]
-    return text("\n".join(["t0 = (x,)", *lines, f"return t{bindings - 1}"]))
+def tuple_chain_text(bindings: int, width: int = 1) -> str:
+    """t0 = (x,); t1 = (t0,); ...: t_i's type nests i + 1 tuples deep; with
+    width 2, t0 = (x, x); t1 = (t0, t0); ...: 2**(i + 2) - 1 parts written out."""
+    def tuple_of(v: str) -> str:
+        return f"({v},)" if width == 1 else "(" + ", ".join([v] * width) + ")"
+    lines = [f"t{i} = {tuple_of(f't{i - 1}')}" for i in range(1, bindings)]
+    return text("\n".join([f"t0 = {tuple_of('x')}", *lines, f"return t{bindings - 1}"]))
 
 
 MAX_TYPE_SIZE = 1 << 20  # the most parts of a type written out (docs/text-format.md, Types)
-
-
-def doubled_tuple_type(doublings: int) -> aj.Type:
-    """(T2, T2), then ((T2, T2), (T2, T2)), ...: 2**(doublings + 1) - 1 parts written out."""
-    t = T2
-    for _ in range(doublings):
-        t = aj.TupleType([t, t])
-    return t
-
-
-def doubled_tuple_chain(doublings: int) -> aj.Module:
-    """main(x) binding t = (x, x), then (t, t), ..., through the builder."""
-    bb = aj.FunctionBuilder("main")
-    try:
-        t = bb.param("x", (2,), "float32")
-        for _ in range(doublings):
-            t = bb.emit(aj.Tuple([t, t]))
-        return bb.finish(t)
-    finally:
-        bb._deactivate()
-
-
-def doubled_tuple_chain_text(bindings: int) -> str:
-    """t0 = (x, x); t1 = (t0, t0); ...: t_i's type has 2**(i + 2) - 1 parts written out."""
-    lines = [f"t{i} = (t{i - 1}, t{i - 1})" for i in range(1, bindings)]
-    return text("\n".join(["t0 = (x, x)", *lines, f"return t{bindings - 1}"]))
 
 
 # Malformed functions built through the Python API, as (name -> Function).
@@ -238,7 +218,7 @@ CASES = [
          aj.TypeInferenceError, "Tuple: a tuple type would nest 254 levels deep", "at most 253 levels", line=256),
     case("parse_tuple_annotation_too_deep", lambda: aj.parse(text("return x", "x: " + "Tuple(" * 253 + "Tuple()" + ")" * 253)),
          aj.TypeInferenceError, "a tuple type would nest 254 levels deep", "at most 253 levels", line=2),
-    case("parse_tuple_chain_too_large", lambda: aj.parse(doubled_tuple_chain_text(60)),
+    case("parse_tuple_chain_too_large", lambda: aj.parse(tuple_chain_text(60, width=2)),
          aj.TypeInferenceError, "Tuple: a tuple type would have 2097151 parts written out", "at most 1048576",
          line=22),
     case("parse_tuple_annotation_too_large",
@@ -284,7 +264,7 @@ CASES = [
     case("builder_no_active", lambda: in_fresh_thread(lambda: aj.op.exp(aj.Var("x", T2))), aj.Error, "aj.op.exp", "no active FunctionBuilder"),
     case("builder_tuple_nested_too_deep", lambda: tuple_chain(MAX_TUPLE_DEPTH + 1),
          aj.TypeInferenceError, "Tuple: a tuple type would nest 254 levels deep", "at most 253 levels"),
-    case("builder_tuple_too_large", lambda: doubled_tuple_chain(20),
+    case("builder_tuple_too_large", lambda: tuple_chain(20, width=2),
          aj.TypeInferenceError, "Tuple: a tuple type would have 2097151 parts written out", "at most 1048576"),
     case("builder_split_too_many_sections", lambda: build_with(lambda x: aj.op.split(x, 10**9), shape=(10**9,)),
          aj.TypeInferenceError, "op 'split'", "1000000001 parts", "at most 1048576"),
@@ -314,9 +294,9 @@ CASES = [
          aj.TypeInferenceError, "TupleType", "254 levels"),
     case("tuple_type_of_a_deepest_field", lambda: aj.TupleType([T2, tuple_type(MAX_TUPLE_DEPTH)]),
          aj.TypeInferenceError, "TupleType", "254 levels"),
-    case("tuple_type_too_large", lambda: doubled_tuple_type(20),
+    case("tuple_type_too_large", lambda: tuple_type(20, width=2),
          aj.TypeInferenceError, "TupleType: a tuple type would have 2097151 parts written out", "at most 1048576"),
-    case("tuple_type_one_part_past_the_size_cap", lambda: aj.TupleType([doubled_tuple_type(18)] * 2 + [T2, T2]),
+    case("tuple_type_one_part_past_the_size_cap", lambda: aj.TupleType([tuple_type(18, width=2)] * 2 + [T2, T2]),
          aj.TypeInferenceError, "TupleType", "1048577 parts", "at most 1048576"),
     case("tuple_type_of_too_many_fields", lambda: aj.TupleType([T2] * MAX_TYPE_SIZE),
          aj.TypeInferenceError, "TupleType", "1048577 parts", "at most 1048576"),
