@@ -5,6 +5,7 @@
 #include <functional>
 
 #include "adjoint/ir/printer.h"
+#include "adjoint/support/hash.h"
 
 namespace aj {
 
@@ -72,7 +73,7 @@ bool attr_equal(const AttrValue& a, const AttrValue& b) {
 
 size_t attr_hash(const AttrValue& v) {
   size_t h = std::hash<size_t>()(v.index());
-  auto mix = [&h](size_t x) { h ^= x + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  auto mix = [&h](size_t x) { h = hash_combine(h, x); };
   std::visit(Overloaded{
                  [](const NoneValue&) {},
                  [&](bool b) { mix(b); },

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "adjoint/support/error.h"
+#include "adjoint/support/hash.h"
 
 namespace aj {
 namespace {
@@ -170,7 +171,7 @@ bool Dim::operator==(const Dim& o) const {
 size_t Dim::hash() const {
   if (!terms_) return std::hash<int64_t>()(value_);
   size_t h = 0x9e3779b97f4a7c15ULL;
-  auto mix = [&h](size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); };
+  auto mix = [&h](size_t v) { h = hash_combine(h, v); };
   for (const auto& t : *terms_) {
     mix(std::hash<int64_t>()(t.coeff));
     for (const auto& f : t.monomial) {

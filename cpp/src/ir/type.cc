@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "adjoint/support/error.h"
+#include "adjoint/support/hash.h"
 
 namespace aj {
 
@@ -54,6 +55,14 @@ std::optional<int64_t> tensor_bytes(const std::vector<int64_t>& dims, DType t) {
 
 namespace {
 
+// type_hash of a tensor type, computed once: the intern table files the
+// type under it, and the node keeps it.
+size_t tensor_type_hash(const Shape& shape, DType dtype) {
+  size_t h = hash_combine(hash_combine(0x51ed27, static_cast<size_t>(dtype)), shape.size());
+  for (const auto& d : shape) h = hash_combine(h, d.hash());
+  return h;
+}
+
 // A tensor type's constant dims must be non-negative, and its byte size, when
 // every dim is constant, must fit in int64 (symbolic dims are checked when
 // the executor binds them).
@@ -86,7 +95,7 @@ void check_static_shape(const Shape& shape, DType dtype) {
 class TensorTypeTable {
  public:
   Type get(Shape shape, DType dtype) {
-    size_t h = hash(shape, dtype);
+    size_t h = tensor_type_hash(shape, dtype);
     std::lock_guard<std::mutex> lock(mu_);
     auto range = table_.equal_range(h);
     for (auto it = range.first; it != range.second;) {
@@ -100,18 +109,13 @@ class TensorTypeTable {
     }
     check_static_shape(shape, dtype);
     auto t = std::make_shared<TypeNode>();
-    TypeNode::init_tensor(*t, std::move(shape), dtype);
+    TypeNode::init_tensor(*t, std::move(shape), dtype, h);
     table_.emplace(h, t);
     if (table_.size() > 2 * purge_at_) purge();
     return t;
   }
 
  private:
-  static size_t hash(const Shape& shape, DType dtype) {
-    size_t h = static_cast<size_t>(dtype) * 0x9e3779b97f4a7c15ULL;
-    for (const auto& d : shape) h ^= d.hash() + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    return h;
-  }
   void purge() {
     for (auto it = table_.begin(); it != table_.end();) it = it->second.expired() ? table_.erase(it) : std::next(it);
     purge_at_ = std::max<size_t>(1024, table_.size());
@@ -122,17 +126,11 @@ class TensorTypeTable {
   size_t purge_at_ = 1024;
 };
 
-namespace {
-size_t mix_hash(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
-}  // namespace
-
-void TypeNode::init_tensor(TypeNode& t, Shape shape, DType dtype) {
+void TypeNode::init_tensor(TypeNode& t, Shape shape, DType dtype, size_t hash) {
   t.kind_ = Kind::kTensor;
   t.shape_ = std::move(shape);
   t.dtype_ = dtype;
-  size_t h = mix_hash(mix_hash(0x51ed27, static_cast<size_t>(dtype)), t.shape_.size());
-  for (const auto& d : t.shape_) h = mix_hash(h, d.hash());
-  t.hash_ = h;
+  t.hash_ = hash;
 }
 
 namespace {
@@ -160,11 +158,11 @@ void check_tuple_type_size(uint64_t size) {
 Type TypeNode::tuple(std::vector<Type> fields) {
   int deepest = 0;
   uint64_t size = 1;  // saturates, though fields within the cap cannot reach 2**64
-  size_t h = mix_hash(0x7a3b91, fields.size());
+  size_t h = hash_combine(0x7a3b91, fields.size());
   for (const auto& f : fields) {
     deepest = std::max(deepest, f->depth());
     if (__builtin_add_overflow(size, f->size(), &size)) size = std::numeric_limits<uint64_t>::max();
-    h = mix_hash(h, f->hash());
+    h = hash_combine(h, f->hash());
   }
   if (deepest >= kMaxTupleDepth)
     throw TypeInferenceError(str("a tuple type would nest ", deepest + 1, " levels deep; tuple types nest at most ",

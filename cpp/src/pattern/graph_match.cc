@@ -169,13 +169,13 @@ class GraphMatcher {
 
   size_t own_key_hash(uint32_t r, uint32_t c) const {
     size_t h = 0;
-    for (uint32_t s : plan(r).key_slots) h = cse::mix(h, value_hash(value(r, c, s)));
+    for (uint32_t s : plan(r).key_slots) h = hash_combine(h, value_hash(value(r, c, s)));
     return h;
   }
 
   size_t held_key_hash(uint32_t r) const {
     size_t h = 0;
-    for (const auto& src : plan(r).key_from) h = cse::mix(h, value_hash(held_value(src)));
+    for (const auto& src : plan(r).key_from) h = hash_combine(h, value_hash(held_value(src)));
     return h;
   }
 

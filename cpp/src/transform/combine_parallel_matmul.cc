@@ -118,9 +118,9 @@ struct GroupKey {
   }
   struct Hash {
     size_t operator()(const GroupKey& k) const {
-      size_t h = cse::mix(std::hash<const void*>()(k.shared), static_cast<size_t>(k.dtype));
-      h = cse::mix(h, k.other->ndim());
-      for (size_t d = 0; d < batch_rank(k.other); ++d) h = cse::mix(h, k.other->shape()[d].hash());
+      size_t h = hash_combine(std::hash<const void*>()(k.shared), static_cast<size_t>(k.dtype));
+      h = hash_combine(h, k.other->ndim());
+      for (size_t d = 0; d < batch_rank(k.other); ++d) h = hash_combine(h, k.other->shape()[d].hash());
       return h;
     }
   };

@@ -61,7 +61,7 @@ class TypeNode {
   std::string to_string() const;
 
  private:
-  static void init_tensor(TypeNode& t, Shape shape, DType dtype);
+  static void init_tensor(TypeNode& t, Shape shape, DType dtype, size_t hash);
   friend class TensorTypeTable;
   Kind kind_ = Kind::kTensor;
   Shape shape_;

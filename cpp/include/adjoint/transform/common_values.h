@@ -18,8 +18,6 @@
 
 namespace aj::cse {
 
-inline size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2)); }
-
 inline bool constants_equal(const ConstantNode& a, const ConstantNode& b) {
   return type_equal(a.type(), b.type()) &&
          std::memcmp(a.data().data(), b.data().data(), a.data().nbytes()) == 0;
@@ -35,17 +33,17 @@ inline size_t node_hash(const Expr& e) {
       const auto& c = static_cast<const ConstantNode&>(*e);
       size_t h = type_hash(c.type());
       const auto* bytes = static_cast<const unsigned char*>(c.data().data());
-      for (size_t i = 0; i < c.data().nbytes(); ++i) h = mix(h, bytes[i]);
+      for (size_t i = 0; i < c.data().nbytes(); ++i) h = hash_combine(h, bytes[i]);
       return h;
     }
     case ExprKind::kCall: {
       const auto& c = static_cast<const CallNode&>(*e);
       size_t h = std::hash<const void*>()(&c.op());
-      for (const auto& a : c.attrs()) h = mix(h, attr_hash(a));
+      for (const auto& a : c.attrs()) h = hash_combine(h, attr_hash(a));
       return h;
     }
     case ExprKind::kTuple:
-      return mix(0x7u, static_cast<const TupleNode&>(*e).fields().size());
+      return hash_combine(0x7u, static_cast<const TupleNode&>(*e).fields().size());
     case ExprKind::kTupleGetItem:
       return static_cast<size_t>(static_cast<const TupleGetItemNode&>(*e).index()) + 1;
   }
@@ -81,7 +79,7 @@ inline bool node_equal(const Expr& a, const Expr& b) {
 inline size_t value_hash(const Expr& v) {
   size_t h = node_hash(v);
   for_each_operand(*v, [&h](const Expr& a) {
-    h = mix(h, a->kind() == ExprKind::kVar ? std::hash<const void*>()(a.get()) : value_hash(a));
+    h = hash_combine(h, a->kind() == ExprKind::kVar ? std::hash<const void*>()(a.get()) : value_hash(a));
   });
   return h;
 }
