@@ -14,6 +14,7 @@
 #include "adjoint/analysis/verifier.h"
 #include "adjoint/pattern/rule.h"
 #include "adjoint/transform/rewrite.h"
+#include "adjoint/transform/rule_pass.h"
 #include "convert.h"
 #include "python_rule.h"
 
@@ -222,10 +223,11 @@ void bind_pattern(py::module_& core) {
     RuleSet set(std::move(list));
     RewriteOptions options;
     options.max_rounds = max_rounds;
-    return unconst(rewrite_bindings(verified_module(mod, "rewrite"), set, options));
+    return unconst(apply_rules(node_arg<ModuleNode>(mod, "rewrite", "an aj.Module"), set, options, "rewrite"));
   }, py::arg("mod"), py::arg("rules"), py::arg("max_rounds") = 8,
         "mod with each call rewritten by the first rule that matches it (rules: (name, before_after, pattern, "
-        "replacement(root, captures) -> expr or None)); dead bindings are left.");
+        "replacement(root, captures) -> expr or None)); dead bindings removed from the functions that changed; "
+        "mod itself when none did.");
   bind_pattern_graph(m);
 }
 

@@ -7,8 +7,8 @@
 
 namespace aj {
 
-Module apply_rules(const Module& mod, const RuleSet& rules, const RewriteOptions& options) {
-  verify_input(mod, "Rewriter");  // a malformed module is a VerifyError, not a failure inside a rule
+Module apply_rules(const Module& mod, const RuleSet& rules, const RewriteOptions& options, const std::string& user) {
+  verify_input(mod, user);  // a malformed module is a VerifyError, not a failure inside a rule
   return map_functions(mod, [&](const Function& fn) {
     Function out = rewrite_bindings(fn, rules, options);
     return out == fn ? fn : dead_code_elimination(std::move(out));

@@ -13,7 +13,6 @@ from .. import _core
 from ..analysis import verify
 from ..builder import _CallMaker, _stack
 from ..errors import Error, VerifyError
-from ..transform import DeadCodeElimination
 from .patterns import Captures, Pattern, _P, _pattern_arg
 
 __all__ = ["rewrite_call"]
@@ -49,9 +48,10 @@ def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod
                  max_rounds: int = 8) -> Any:
     """``mod`` with every call ``pattern`` matches replaced by
     ``rewriter(expr, captures)``: an expr built with ``aj.op`` from the
-    captures, or ``expr`` itself (or an expr written alike, or None) for no
-    rewrite. Replacements are rewritten themselves, to a fixed point; dead
-    bindings are removed; with no rewrite, ``mod`` itself is returned.
+    captures, or ``expr`` itself (or an expr written alike, seen through the
+    bindings, or None) for no rewrite. Replacements are rewritten
+    themselves, to a fixed point; the bindings left dead are removed from
+    the functions that changed; with no rewrite, ``mod`` itself is returned.
 
     A replacement of another type than the call's is an aj.TypeInferenceError
     naming the binding; one using vars the function does not bind an
@@ -66,20 +66,10 @@ def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod
     max_rounds = checked_max_rounds("rewrite_call", max_rounds)
     if not _P.can_match_call(pattern._plain):
         return mod
-    fired = False
     name = getattr(rewriter, "__name__", "rewriter")
-
-    def tracked(root: Any, captures: Captures) -> Any:
-        nonlocal fired
-        out = rewriter(root, captures)
-        fired = fired or (out is not None and not _same_value(out, root))
-        return out
-
     with _ops_make_calls():
-        out = _P.rewrite(mod, [_python_rule(pattern, tracked, name)], max_rounds)
-    if not fired:
-        return mod
-    return DeadCodeElimination()(verified_rewrite("rewrite_call", [name], out))
+        out = _P.rewrite(mod, [_python_rule(pattern, rewriter, name)], max_rounds)
+    return out if out is mod else verified_rewrite("rewrite_call", [name], out)
 
 
 def checked_max_rounds(who: str, max_rounds: Any) -> int:

@@ -11,7 +11,8 @@
 namespace aj {
 
 // Verifies mod first, at the structure level every pass checks
-// (analysis/verifier.h): VerifyError naming the function and var.
-Module apply_rules(const Module& mod, const RuleSet& rules, const RewriteOptions& options = {});
+// (analysis/verifier.h): VerifyError naming `user`, the function and var.
+Module apply_rules(const Module& mod, const RuleSet& rules, const RewriteOptions& options = {},
+                   const std::string& user = "Rewriter");
 
 }  // namespace aj
