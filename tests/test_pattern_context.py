@@ -637,6 +637,40 @@ def test_rewrites_that_never_stop_are_an_error():
         P.rewrite_bindings(ctx, lambda m, b: {m[t]: aj.op.tanh(aj.op.add(b[m[t]].args[0], 0.0))}, mod, max_rounds=3)
 
 
+def test_a_chain_that_each_walk_halves_is_rewritten_to_its_end():
+    # regression: relu(relu(w)) -> relu(w) halves a chain each walk (matches are disjoint), and 300 relus
+    # needed 9 walks, past the old default of 8: a TransformError
+    bb = aj.FunctionBuilder("main")
+    y = x = bb.param("x", (3,), "float64")
+    for _ in range(300):
+        y = aj.op.relu(y)
+    mod = bb.finish(y)
+    with P.PatternContext() as ctx:
+        w = P.wildcard()
+        outer = P.is_op("relu")(P.is_op("relu")(w))
+    out = rewrite(ctx, lambda m, b: {m[outer]: aj.op.relu(m[w])}, mod)
+    assert ops_of(out) == ["relu"]
+    same_numbers(mod, out)
+
+
+def test_a_rewriter_that_leaves_a_builder_open_leaves_only_that_builder_active():
+    # regression: rewrite_bindings popped the builder the rewriter left open in place of its own call
+    # maker, which stayed active: aj.op calls after the rewrite made bare calls instead of raising
+    ctx, patterns = qkv_context()
+    left_open = []
+
+    def opens_a_builder(m, bindings):
+        left_open.append(aj.FunctionBuilder("left_open"))
+        return {}
+
+    rewrite(ctx, opens_a_builder, aj.parse(QKV))
+    assert aj.op.current_builder() is left_open[0]
+    with left_open[0]:
+        pass
+    with pytest.raises(aj.Error, match="no active FunctionBuilder"):
+        aj.op.exp(aj.op.zeros((2,), "float32"))
+
+
 @pytest.mark.parametrize("args,message", [
     (("ctx", lambda m, b: {}, "mod"), "expected a P.PatternContext"),
     ((None, 3, "mod"), "the rewriter must be callable"),

@@ -210,7 +210,8 @@ Function rewrite_graph(const Function& fn, const std::string& name, const GraphP
     if (!out) return current;
     if (walk == max_rounds)
       throw TransformError(str(where(name), "the rewriter still gives new values after ", max_rounds,
-                               " walks (return {} for a match it has nothing to do with)"));
+                               " walks (return {} for a match it has nothing to do with; give a larger max_rounds when each walk "
+                               "does part of the work)"));
     current = dead_code_elimination(std::move(out));
   }
 }

@@ -9,11 +9,10 @@ from collections.abc import Mapping
 from typing import Any, Callable
 
 from .. import _core
-from ..builder import _stack
 from ..errors import Error
 from .context import PatternContext
 from .patterns import _P
-from .rewrite_call import _CallMaker, checked_max_rounds
+from .rewrite_call import _ops_make_calls, checked_max_rounds
 
 __all__ = ["rewrite_bindings"]
 
@@ -21,7 +20,7 @@ Mapping.register(_P.FunctionBindings)
 
 
 def rewrite_bindings(ctx: PatternContext, rewriter: Callable[[dict, Mapping], Any], mod: Any, *,
-                     max_rounds: int = 8) -> Any:
+                     max_rounds: int = 64) -> Any:
     """``mod`` (an ``aj.Module``: every function; or an ``aj.Function``) with
     ``rewriter(matchings, bindings)`` applied to each match of ``ctx``.
 
@@ -38,7 +37,9 @@ def rewrite_bindings(ctx: PatternContext, rewriter: Callable[[dict, Mapping], An
     and its binding's place, nested calls are bound to fresh vars, equal new
     values once; bindings are then re-ordered so each follows what it uses,
     and dead ones removed. Walks repeat until nothing matches or no value
-    changes (at most ``max_rounds`` that rewrite).
+    changes (at most ``max_rounds`` that rewrite: a rewrite of a chain that
+    matches every other link halves it each walk, so 64 walks end any
+    chain).
 
     A new value of another type than its var's is an aj.TypeInferenceError
     naming the var; a var the function does not bind, a value that uses an
@@ -55,9 +56,5 @@ def rewrite_bindings(ctx: PatternContext, rewriter: Callable[[dict, Mapping], An
     graph = ctx._graph()
     if graph is None:
         return mod
-    stack = _stack()
-    stack.append(_CallMaker())
-    try:
+    with _ops_make_calls():
         return _P.rewrite_graph(mod, graph, rewriter, max_rounds)
-    finally:
-        stack.pop()
