@@ -376,6 +376,11 @@ CASES = [
     case("sequential_verifies_each_pass", lambda: aj.transform.Sequential([aj.transform.DeadCodeElimination()])(
         malformed("wrong_var_type")), aj.VerifyError, "DeadCodeElimination", "'v'"),
     case("sequential_not_a_list", lambda: aj.transform.Sequential(None), aj.TransformError, "Sequential", "NoneType"),
+    # regression: a class is callable, so it was taken, then failed at run time with a bare TypeError
+    case("sequential_pass_class", lambda: aj.transform.Sequential([aj.transform.DeadCodeElimination]),
+         aj.TransformError, "Sequential", "DeadCodeElimination is a class", "DeadCodeElimination(...)"),
+    case("sequential_pass_returning_none", lambda: aj.transform.Sequential([lambda mod: None])(sum_module()),
+         aj.TransformError, "Sequential", "returned NoneType"),
     case("check_gradients_not_a_module", lambda: aj.testing.check_gradients("main", "main", []),
          aj.Error, "check_gradients", "str"),
     case("check_gradients_huge_target_index", lambda: aj.testing.check_gradients(sum_module(), "main", [np.ones(2, np.float32)],

@@ -293,12 +293,17 @@ class Sequential(Pass):
             raise TransformError(f"Sequential: expected a list of passes, got {type(passes).__name__}")
         self.passes = list(passes)
         for p in self.passes:
+            if isinstance(p, type):
+                raise TransformError(f"Sequential: {p.__name__} is a class; give a pass made from it, "
+                                     f"{p.__name__}(...)")
             if not callable(p):
                 raise TransformError(f"Sequential: {p!r} is not a pass")
 
     def transform(self, mod: Module) -> Module:
         for p in self.passes:
             mod = p(mod)
+            if not isinstance(mod, Module):
+                raise TransformError(f"Sequential: {p!r} returned {type(mod).__name__}, not an aj.Module")
         return mod
 
     def __repr__(self) -> str:
