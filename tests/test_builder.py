@@ -81,6 +81,31 @@ def test_constants_from_numpy():
     assert 'const([[1.0, 2.0], [3.0, 4.0]], "float32")' in mod.script()
 
 
+@pytest.mark.parametrize("dtype, number", [
+    ("int32", 2**32 + 5), ("int32", 2**31), ("int32", -2**31 - 1), ("int64", 2**63), ("int32", 2.5),
+    ("int32", float("nan")), ("int64", float("inf")), ("int64", np.uint64(2**64 - 1)), ("bool", 2), ("bool", 0.5),
+], ids=repr)
+def test_a_number_its_operands_dtype_cannot_hold_is_an_error_naming_the_op(dtype, number):
+    # regression: the number was cast: 2**32 + 5 became 5, 2.5 became 2, NaN INT_MIN
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (2,), dtype)
+    with pytest.raises(aj.TypeInferenceError, match=rf"op 'equal': the number .* does not fit dtype {dtype}"):
+        aj.op.equal(x, number)
+
+
+@pytest.mark.parametrize("dtype, number", [
+    ("int32", 2**31 - 1), ("int32", -2**31), ("int64", 2**63 - 1), ("int32", 7.0), ("int32", np.int64(7)),
+    ("int32", True), ("bool", 1), ("bool", 0.0), ("float32", 0.1), ("float32", 2**40), ("float64", float("nan")),
+], ids=repr)
+def test_a_number_its_operands_dtype_holds_is_a_constant_of_that_dtype(dtype, number):
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (2,), dtype)
+    mod = bb.finish(aj.op.equal(x, number))
+    const = mod["main"].bindings[0].value.args[1]
+    assert const.data.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(const.data, np.asarray(number).astype(dtype))
+
+
 TYPE_ERRORS = [
     (lambda x: x @ x, aj.TypeInferenceError, r"matmul.*\(2, 3\)"),
     (lambda x: aj.op.sum(x, axis=[7]), aj.TypeInferenceError, "sum"),

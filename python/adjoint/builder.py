@@ -21,7 +21,7 @@ from typing import Any, Callable, Sequence, TypeVar
 import numpy as np
 
 from . import _core
-from .errors import Error
+from .errors import Error, TypeInferenceError
 
 Expr = _core.Expr
 Var = _core.Var
@@ -246,12 +246,32 @@ def as_expr(value: Any, like: Expr | str | None = None) -> Expr:
     if isinstance(value, (tuple, list)):
         return _core.Tuple([as_expr(v, like) for v in value])
     if isinstance(value, (bool, int, float, np.number)) and isinstance(like, str):
-        return _core.Constant(np.asarray(value), like)
+        return _core.Constant(np.asarray(_checked_number(value, like)), like)
     if isinstance(value, (bool, int, float, np.number)) and isinstance(like, Expr) and like.type.is_tensor:
-        return _core.Constant(np.asarray(value), like.type.dtype)
+        return _core.Constant(np.asarray(_checked_number(value, like.type.dtype)), like.type.dtype)
     if isinstance(value, (bool, int, float, np.number, np.ndarray)):
         return _core.Constant(np.asarray(value), None)
     raise Error(f"cannot use a value of type {type(value).__name__} as an expr")
+
+
+def _checked_number(value: Any, dtype: str) -> Any:
+    """value, when dtype holds it exactly: an int dtype takes whole numbers in
+    its range, bool takes bools, 0 and 1 (a cast would wrap 2**32 + 5 to 5,
+    truncate 2.5 to 2 and make NaN INT_MIN); floats take any number. An
+    aj.TypeInferenceError otherwise."""
+    if dtype not in ("int32", "int64", "bool"):
+        return value
+    v = float(value) if isinstance(value, (float, np.floating)) else value
+    whole = not isinstance(v, float) or v.is_integer()
+    if dtype == "bool":
+        fits = whole and v in (0, 1)
+    else:
+        info = np.iinfo(dtype)
+        fits = whole and info.min <= int(v) <= info.max
+    if not fits:
+        raise TypeInferenceError(f"the number {value!r} does not fit dtype {dtype} (the operands' dtype): "
+                                 f"{'only True, False, 0 and 1 do' if dtype == 'bool' else 'it is not a whole number in its range'}")
+    return value
 
 
 class _CallMaker:

@@ -110,7 +110,10 @@ def _make_op(op_name: str) -> Callable[..., Any]:
         like = _first_expr(*operands)
         if like is None:
             like = _numbers_dtype(*operands)
-        return [as_expr(given[a], like) for a in arg_names]
+        try:
+            return [as_expr(given[a], like) for a in arg_names]
+        except TypeInferenceError as e:
+            raise TypeInferenceError(f"op '{op_name}': {e}") from None
 
     what = f"aj.op.{op_name}"
 

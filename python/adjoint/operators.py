@@ -13,7 +13,10 @@ Installed on ``aj.Expr`` (vars and other exprs) by ``install()``:
   of another dtype are cast with astype first (``int_x / 2`` is float64,
   ``f32_x * 2`` float32); a dtype adjoint lacks (bool // bool is int8) is
   an error;
-- ``.T``, ``.mT``, ``.sum/.mean/.max/.min(axis=None, keepdims=False)``,
+- ``.T``, ``.mT``, ``.sum/.mean/.max/.min(axis=None, keepdims=False)``
+  (in NumPy's dtype: bool and int32 sums in int64, int and bool means in
+  float64, each cast with astype first; the max and min of bools through
+  int32),
   ``.reshape(*shape)``, ``.astype(dtype)``, one method per unary op of the
   registry (``x.exp()``), and ``.shape``, ``.dtype``, ``.ndim``;
 - indexing ``x[1, ::-1, None, ...]``: one strided_slice per index, then
@@ -63,6 +66,7 @@ COMPARISONS = {
     "gt": ("greater", operator.gt, ">"),
     "ge": ("greater_equal", operator.ge, ">="),
 }
+_COMPARISON_OPS = {op for op, _, _ in COMPARISONS.values()}
 # The registry's unary family, each a method (x.exp()); astype has its own.
 UNARY_METHODS = ("negative", "exp", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "relu", "gelu",
                  "silu", "abs", "square", "erf")
@@ -128,8 +132,30 @@ def _operand(v: Any, dtype: str) -> Any:
     return _core.Constant(np.asarray(v, dtype=dtype), None)
 
 
+def _past_range(v: Any, dtype: str) -> bool:
+    """Whether v is a Python int that the int dtype cannot hold (NumPy 2
+    raises for + and the like, but compares and true-divides by it)."""
+    if not isinstance(v, int) or isinstance(v, bool) or np.dtype(dtype).kind != "i":
+        return False
+    info = np.iinfo(dtype)
+    return not info.min <= v <= info.max
+
+
+def _comparison_past_range(op: str, numpy_fn: Any, x: Expr, number: int, dtype: str) -> Any:
+    """``x < 2**40`` on int32 x: the number lies past every value of the
+    dtype, so every element has NumPy's answer for the dtype's extreme on
+    that side; a bool tensor of x's shape filled with it."""
+    info = np.iinfo(dtype)
+    edge = np.array([info.max if number > 0 else info.min], dtype)
+    return _call("full_like", x, float(numpy_fn(edge, number)[0]), dtype="bool")
+
+
 def _apply(op: str, numpy_fn: Any, symbol: str, a: Any, b: Any) -> Any:
     common, result = _promote(numpy_fn, symbol, a, b)
+    if _past_range(b, common) or _past_range(a, common):
+        if op in _COMPARISON_OPS:  # a is the expr: Python reflects comparisons as x.__gt__(n) for n < x
+            return _comparison_past_range(op, numpy_fn, a, b, common)
+        common = result  # true division: NumPy divides in float64 (what else NumPy applies raised in _promote)
     out = _call(op, _operand(a, common), _operand(b, common))
     if out.type.dtype != result:
         raise TypeInferenceError(f"operator '{symbol}' on {_describe(a)} and {_describe(b)}: op '{op}' gives "
@@ -218,12 +244,23 @@ def _reshape(self: Expr, *shape: Any) -> Any:
     return _call("reshape", self, shape)
 
 
+# The dtype NumPy 2 accumulates a method's reduction in, where it is not the
+# operand's: sums of bools and int32 in int64 (a mask's sum counts), means of
+# ints and bools in float64.
+_ACCUMULATE = {("sum", "bool"): "int64", ("sum", "int32"): "int64",
+               ("mean", "bool"): "float64", ("mean", "int32"): "float64", ("mean", "int64"): "float64"}
+
+
 def _reduction(op: str) -> Any:
     def method(self: Expr, axis: Any = None, keepdims: bool = False) -> Any:
-        return _call(op, self, axis=axis, keepdims=keepdims)
+        dtype = self.type.dtype if self.type.is_tensor else None
+        if op in ("max", "min") and dtype == "bool":  # NumPy's any / all: the max / min of 0s and 1s
+            return _call(op, _call("astype", self, "int32"), axis=axis, keepdims=keepdims).astype("bool")
+        dtype = _ACCUMULATE.get((op, dtype))
+        return _call(op, self if dtype is None else _call("astype", self, dtype), axis=axis, keepdims=keepdims)
 
     method.__name__ = op
-    method.__doc__ = f"The op '{op}' of self over axis (None: all axes)."
+    method.__doc__ = f"The op '{op}' of self over axis (None: all axes), in the dtype NumPy 2 gives."
     return method
 
 
