@@ -95,6 +95,67 @@ def test_a_wrong_vjp_is_caught(mode):
         check_numerical_grads(forward, inputs, wrong_tanh_vjp_grads(inputs), mode=mode)
 
 
+def abs_by_sqrt() -> aj.Module:
+    """sum(sqrt(x * x)): its adjoint x / sqrt(x * x) is NaN at 0, where the differences give 0."""
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (3,), "float32")
+    return bb.finish(op.sum(op.sqrt(x * x)))
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_nan_gradient_fails_naming_the_element(mode):
+    # regression: NaN compared as passing (nan > tolerance is False), in both modes
+    with pytest.raises(aj.GradientCheckError) as e:
+        check_gradients(abs_by_sqrt(), "main", [np.array([0.0, 1.0, -2.0], np.float32)], mode=mode)
+    assert "input 'x' (0), element (0,): analytic nan" in str(e.value)
+    check_gradients(abs_by_sqrt(), "main", [np.array([0.5, 1.0, -2.0], np.float32)], mode=mode)
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_all_nan_grads_fail(mode):
+    with pytest.raises(aj.GradientCheckError) as e:
+        check_numerical_grads(_square_sum, [np.array([1.0, 2.0])], [np.full(2, np.nan)], mode=mode)
+    assert "input 0, element (0,): analytic nan" in str(e.value)
+
+
+def _step(x):
+    """Infinite at x > 0, 0 elsewhere: its central difference at 0 is +inf."""
+    return float(np.inf if x[0] > 0 else 0.0)
+
+
+def test_infinities_pass_only_when_both_sides_are_the_same():
+    check_numerical_grads(_step, [np.zeros(1)], [np.array([np.inf])])
+    check_numerical_grads(_step, [np.zeros(1)], [np.array([np.inf])], mode="directional")
+    for analytic in (-np.inf, 5.0, np.nan):
+        for mode in ("full", "directional"):
+            with pytest.raises(aj.GradientCheckError, match="gradient check failed"):
+                check_numerical_grads(_step, [np.zeros(1)], [np.array([analytic])], mode=mode)
+    with pytest.raises(aj.GradientCheckError) as e:
+        check_numerical_grads(_step, [np.zeros(1)], [np.array([5.0])])
+    assert "(1 of them not finite)" in str(e.value) and "element (0,): analytic 5, numeric inf" in str(e.value)
+
+
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_a_nan_numeric_difference_fails(mode):
+    with pytest.raises(aj.GradientCheckError) as e:
+        check_numerical_grads(lambda x: float("nan"), [np.ones(2)], [np.zeros(2)], mode=mode)
+    lines = str(e.value).splitlines()
+    if mode == "full":
+        assert "element (0,): analytic 0, numeric nan" in lines[1]
+    else:
+        assert [line.split()[2:] for line in lines[2:-1]] == [["nan", "inf", "FAIL"]] * 3
+
+
+def test_a_nan_numeric_element_leaves_the_default_atol_to_the_others():
+    # the scale of atol is the largest finite |numeric|: one NaN element does not make it 1
+    def f(x):  # NaN below x[0] = 0: the difference of x[0] at 0 is NaN, of x[1] 1000
+        return float(np.sum(1000.0 * x)) + (np.nan if x[0] < 0 else 0.0)
+
+    with pytest.raises(aj.GradientCheckError) as e:
+        check_numerical_grads(f, [np.array([0.0, 1.0])], [np.array([1000.0, 1000.0])])
+    assert "1 of 2 elements exceed atol 0.01 + rtol 1e-05" in str(e.value)
+
+
 def test_directional_message_lists_each_direction():
     inputs = mlp_inputs(2)
     with pytest.raises(aj.GradientCheckError) as e:

@@ -74,7 +74,9 @@ def check_numerical_grads(f: Callable[..., Any], inputs: Sequence[np.ndarray], g
     An element passes when ``|analytic - numeric| <= atol + rtol * |numeric|``.
     By default (None) ``rtol`` is ``GRADIENT_TOLERANCE`` of the gradient's dtype
     (2e-3 for float32, 1e-5 for float64), ``atol`` that times the largest
-    ``|numeric|`` over all inputs (1 when all are zero), and ``delta`` 1e-6.
+    finite ``|numeric|`` over all inputs (1 when all are zero), and ``delta``
+    1e-6. A NaN on either side fails; an infinity passes only against the
+    same infinity.
 
     ``mode="directional"`` checks instead, for ``directions`` random normal
     directions v (drawn from ``seed``) through all inputs at once, the analytic
@@ -82,7 +84,8 @@ def check_numerical_grads(f: Callable[..., Any], inputs: Sequence[np.ndarray], g
     same rule (atol by default relative to the largest ``|analytic|``): two
     calls of f per direction, whatever the size of the inputs. A gradient off
     by a small relative amount everywhere is caught; one wrong element of many
-    may not be.
+    may not be. An analytic gradient holding a NaN fails before any direction
+    is tried.
 
     Raises ``aj.GradientCheckError`` on a mismatch, ``aj.Error`` on bad arguments."""
     __tracebackhide__ = True
@@ -229,7 +232,8 @@ def _compare(f: Callable[..., Any], xs: list[np.ndarray], which: list[int], grad
         message = _elementwise_mismatch(grads, numeric, names, rtol, atol)
     else:
         atol = tol * _scale(grads) if s.atol is None else s.atol
-        message = _directional_mismatch(f, xs, which, grads, delta, rtol, atol, s.directions, s.seed)
+        message = _nan_mismatch(grads, names) or _directional_mismatch(f, xs, which, grads, delta, rtol, atol,
+                                                                        s.directions, s.seed)
     if message:
         raise GradientCheckError(message)
 
@@ -238,16 +242,15 @@ def _elementwise_mismatch(grads: list[np.ndarray], numeric: list[np.ndarray], na
                           atol: float) -> str | None:
     """The failure message of a full check, or None when every element passes."""
     __tracebackhide__ = True
-    rows, worst, failing, total = [], None, 0, 0
+    rows, worst, failing, not_finite, total = [], None, 0, 0, 0
     floor = atol / rtol if rtol > 0 else 0.0
     for name, g, n in zip(names, grads, numeric):
         a = np.asarray(g, dtype=np.float64)
-        diff = np.abs(a - n)
-        excess = diff - (atol + rtol * np.abs(n))
+        excess, rel = _excess(a, n, rtol, atol, floor)
         bad = int(np.count_nonzero(excess > 0))
-        rel = _relative(diff, n, floor)
         rows.append((name, a.size, bad, float(rel.max(initial=0.0))))
         failing, total = failing + bad, total + a.size
+        not_finite += int(np.count_nonzero((excess > 0) & ~(np.isfinite(a) & np.isfinite(n))))
         if bad and (worst is None or excess.max() > worst[0]):
             j = int(np.argmax(excess))
             worst = (float(excess.reshape(-1)[j]), name, np.unravel_index(j, a.shape), a.reshape(-1)[j],
@@ -256,10 +259,44 @@ def _elementwise_mismatch(grads: list[np.ndarray], numeric: list[np.ndarray], na
         return None
     _, name, index, a, n = worst
     index = tuple(int(i) for i in index)
+    which = f" ({not_finite} of them not finite)" if not_finite else ""
     return (f"gradient check failed: {failing} of {total} elements exceed "
-            f"atol {atol:.3g} + rtol {rtol:.3g} * |numeric|\n"
+            f"atol {atol:.3g} + rtol {rtol:.3g} * |numeric|{which}\n"
             f"worst: input {name}, element {index}: analytic {a:.9g}, numeric {n:.9g} (|diff| {abs(a - n):.3g})\n"
             + _table(["input", "elements", "failing", "max rel err"], rows) + "\n" + _RELATIVE_NOTE)
+
+
+def _excess(analytic: np.ndarray, numeric: np.ndarray, rtol: float, atol: float,
+            floor: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per element, how far ``|analytic - numeric|`` is beyond ``atol + rtol *
+    |numeric|`` (positive where it fails), and its relative error. Where
+    either side is not finite, the same infinity on both passes (excess
+    -inf, error 0), anything else fails (excess and error +inf): a NaN on
+    either side, an infinity on one side only or of opposite signs."""
+    __tracebackhide__ = True
+    a, n = np.asarray(analytic, dtype=np.float64), np.asarray(numeric, dtype=np.float64)
+    finite = np.isfinite(a) & np.isfinite(n)
+    same_infinity = np.isinf(a) & (a == n)
+    with np.errstate(invalid="ignore", over="ignore"):
+        diff = np.abs(a - n)
+        excess = diff - (atol + rtol * np.abs(n))
+        rel = _relative(diff, n, floor)
+    excess = np.where(finite, excess, np.where(same_infinity, -np.inf, np.inf))
+    rel = np.where(finite, rel, np.where(same_infinity, 0.0, np.inf))
+    return excess, rel
+
+
+def _nan_mismatch(grads: list[np.ndarray], names: list[str]) -> str | None:
+    """The failure message when an analytic gradient holds a NaN, else None."""
+    __tracebackhide__ = True
+    nans = [np.isnan(np.asarray(g, dtype=np.float64)) for g in grads]
+    count = sum(int(np.count_nonzero(m)) for m in nans)
+    if not count:
+        return None
+    name, mask = next((name, m) for name, m in zip(names, nans) if m.any())
+    index = tuple(int(i) for i in np.unravel_index(int(np.argmax(mask)), mask.shape))
+    return (f"gradient check failed: {count} of {sum(m.size for m in nans)} analytic gradient elements are NaN\n"
+            f"first: input {name}, element {index}: analytic nan")
 
 
 def _directional_mismatch(f: Callable[..., Any], xs: list[np.ndarray], which: list[int], grads: list[np.ndarray],
@@ -274,11 +311,10 @@ def _directional_mismatch(f: Callable[..., Any], xs: list[np.ndarray], which: li
         vs = [rng.standard_normal(xs[i].shape) for i in which]
         analytic = sum(float(np.vdot(g, v)) for g, v in zip(grads64, vs))
         numeric = _directional_difference(f, xs, which, vs, delta)
-        diff = abs(analytic - numeric)
-        bad = diff > atol + rtol * abs(numeric)
+        excess, rel = _excess(np.array(analytic), np.array(numeric), rtol, atol, floor)
+        bad = bool(excess > 0)
         failing += bad
-        rows.append((k, f"{analytic:.9g}", f"{numeric:.9g}", float(_relative(np.array(diff), np.array(numeric), floor)),
-                     "FAIL" if bad else "ok"))
+        rows.append((k, f"{analytic:.9g}", f"{numeric:.9g}", float(rel), "FAIL" if bad else "ok"))
     if not failing:
         return None
     return (f"gradient check failed: {failing} of {directions} random directions (seed {seed}) exceed "
@@ -313,10 +349,11 @@ def _table(header: list[str], rows: list[tuple]) -> str:
 
 
 def _scale(arrays: list[np.ndarray]) -> float:
-    """The largest magnitude over all arrays, or 1 when they are all zero."""
+    """The largest finite magnitude over all arrays, or 1 when there is none
+    but zero (NaNs and infinities have no scale to give)."""
     __tracebackhide__ = True
-    top = max((float(np.max(np.abs(a), initial=0.0)) for a in arrays), default=0.0)
-    return top if top > 0 and np.isfinite(top) else 1.0
+    top = max((float(np.max(np.abs(a), initial=0.0, where=np.isfinite(a))) for a in arrays), default=0.0)
+    return top if top > 0 else 1.0
 
 
 def _float64_copies(inputs: Sequence[Any]) -> list[np.ndarray]:
