@@ -222,6 +222,39 @@ def test_int_inputs_pass_through_unchanged():
     assert g.dtype == np.float32
 
 
+@pytest.mark.parametrize("layout", ["fortran", "transposed", "strided"])
+def test_inputs_of_any_layout(layout):
+    # regression: differences of a non-C-contiguous input moved a copy of it, so all were 0
+    a = np.arange(12.0).reshape(3, 4) - 5.0
+    x = {"fortran": np.asfortranarray(a), "transposed": a.T.copy().T, "strided": np.repeat(a, 2, axis=1)[:, ::2]}[layout]
+    assert not x.flags.c_contiguous
+    (g,) = numerical_grads(lambda v: float(np.sum(v * v)), [x])
+    np.testing.assert_allclose(g, 2 * a, rtol=1e-8)
+    bb = aj.FunctionBuilder("main")
+    p = bb.param("x", (3, 4), "float32")
+    (g,) = check_gradients(bb.finish(op.sum(op.tanh(p) * p)), "main", [x.astype(np.float32, order="K")])
+    np.testing.assert_allclose(g, np.tanh(a) + a * (1 - np.tanh(a) ** 2), rtol=1e-5, atol=1e-6)
+
+
+def test_int_and_bool_inputs_are_differentiated_as_float64():
+    # regression: an int input was moved by delta in place, so x + 1e-6 stayed x and 0.5 / 1e-6 came out
+    seen = []
+
+    def f(x, b):
+        seen.append((x.dtype, b.dtype))
+        return float(np.sum(x * x) + np.sum(b))
+
+    gx, gb = numerical_grads(f, [np.array([1, 2, 3]), np.array([True, False])])
+    np.testing.assert_allclose(gx, [2.0, 4.0, 6.0], rtol=1e-8)
+    np.testing.assert_allclose(gb, [1.0, 1.0], rtol=1e-8)
+    assert set(seen) == {(np.dtype(np.float64), np.dtype(np.float64))}
+    check_numerical_grads(f, [np.array([1, 2, 3]), np.array([True, False])], [np.array([2.0, 4.0, 6.0]), np.ones(2)])
+    # an input left out of which keeps its dtype
+    (gx,) = numerical_grads(lambda x, k: float(np.sum(x * k)) if k.dtype == np.int32 else np.nan,
+                            [np.ones(2), np.array([3, 4], np.int32)], which=[0])
+    np.testing.assert_allclose(gx, [3.0, 4.0], rtol=1e-8)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"mode": "elementwise"}, "mode must be one of ('full', 'directional'), got 'elementwise'"),
     ({"directions": 0}, "directions must be a positive int, got 0"),
@@ -266,6 +299,9 @@ def _square_sum(a):
     (lambda x: check_numerical_grads(None, [x], [x]), "check_numerical_grads: f must be callable, got NoneType"),
     (lambda x: check_numerical_grads(_square_sum, None, [x]), "check_numerical_grads: inputs must be a list of arrays"),
     (lambda x: check_numerical_grads(_square_sum, [x], None), "check_numerical_grads: grads must be a list of arrays"),
+    (lambda x: numerical_grads(_square_sum, [x, x * 1j]), "numerical_grads: input 1 is complex128; finite differences need real numbers"),
+    (lambda x: numerical_grads(_square_sum, [x, [[1], [2, 3]]]), "numerical_grads: input 1 is not an array"),
+    (lambda x: check_numerical_grads(_square_sum, [x.astype(str)], [x]), "check_numerical_grads: input 0 is <U32; finite differences need"),
 ])
 def test_bad_arguments_of_the_finite_difference_checks_are_errors(call, message):
     with pytest.raises(aj.Error) as e:

@@ -35,7 +35,8 @@ def numerical_grads(f: Callable[..., Any], inputs: Sequence[np.ndarray], delta: 
                     which: Sequence[int] | None = None) -> list[np.ndarray]:
     """Central differences (f(x + d) - f(x - d)) / 2d of the scalar f for each
     element of each input in ``which`` (all by default), with f called on
-    float64 copies of the inputs (float32 ones upcast; ints as they are):
+    C-ordered float64 copies of the inputs, int and bool ones upcast too
+    (only an input left out of ``which`` that is not float keeps its dtype).
     f should compute in float64 for the differences to be float64's."""
     __tracebackhide__ = True
     who = "numerical_grads"
@@ -43,22 +44,26 @@ def numerical_grads(f: Callable[..., Any], inputs: Sequence[np.ndarray], delta: 
     _check_inputs(who, inputs)
     delta = _Settings(who, delta, None, None, "full", 1, 0).delta
     which = _check_which(who, which, len(inputs))
-    xs = _float64_copies(inputs)
+    xs = _float64_copies(who, inputs, which)
     delta = DEFAULT_DELTA if delta is None else delta
-    out = []
-    for i in which:
-        flat = xs[i].reshape(-1)
-        g = np.zeros(flat.size, dtype=np.float64)
-        for j in range(flat.size):
-            orig = flat[j]
-            flat[j] = orig + delta
-            hi = _scalar(f(*xs))
-            flat[j] = orig - delta
-            lo = _scalar(f(*xs))
-            flat[j] = orig
-            g[j] = (hi - lo) / (2.0 * delta)
-        out.append(g.reshape(xs[i].shape))
-    return out
+    return [_central_differences(f, xs, i, delta) for i in which]
+
+
+def _central_differences(f: Callable[..., Any], xs: list[np.ndarray], i: int, delta: float) -> np.ndarray:
+    """(f(x + d e_j) - f(x - d e_j)) / 2d for each element j of ``xs[i]``,
+    moved in place (by index, so in the array f gets whatever its layout)."""
+    __tracebackhide__ = True
+    x = xs[i]
+    g = np.zeros(x.shape, dtype=np.float64)
+    for j in np.ndindex(x.shape):
+        orig = x[j]
+        x[j] = orig + delta
+        hi = _scalar(f(*xs))
+        x[j] = orig - delta
+        lo = _scalar(f(*xs))
+        x[j] = orig
+        g[j] = (hi - lo) / (2.0 * delta)
+    return g
 
 
 def check_numerical_grads(f: Callable[..., Any], inputs: Sequence[np.ndarray], grads: Sequence[np.ndarray],
@@ -66,7 +71,8 @@ def check_numerical_grads(f: Callable[..., Any], inputs: Sequence[np.ndarray], g
                           mode: str = "full", directions: int = 3, seed: int = 0) -> None:
     """Checks ``grads`` (one per input, in the dtype they were computed in)
     against central differences of the scalar ``f(*inputs)``, which is called
-    on float64 copies of the inputs: ``f`` must accept float64 arrays and
+    on C-ordered float64 copies of the inputs (int and bool ones upcast too;
+    complex or non-numeric ones are an Error): ``f`` must accept float64 arrays and
     should compute in float64, or the differences carry its own rounding (for
     an adjoint module, ``check_gradients`` does this for you; by hand, build
     ``aj.transform.ConvertDType("float64")(mod)`` and pass its function).
@@ -94,7 +100,9 @@ def check_numerical_grads(f: Callable[..., Any], inputs: Sequence[np.ndarray], g
     _check_inputs("check_numerical_grads", inputs)
     names = [str(i) for i in range(len(inputs))]
     _check_grads("check_numerical_grads", inputs, grads, names)
-    _compare(f, _float64_copies(inputs), list(range(len(inputs))), [np.asarray(g) for g in grads], names, settings)
+    every = list(range(len(inputs)))
+    _compare(f, _float64_copies("check_numerical_grads", inputs, every), every, [np.asarray(g) for g in grads], names,
+             settings)
 
 
 def check_gradients(mod: Module, func_name: str, inputs: Sequence[Any], require_grads: Sequence[str] | None = None,
@@ -105,8 +113,8 @@ def check_gradients(mod: Module, func_name: str, inputs: Sequence[Any], require_
     ``func_name`` with respect to ``require_grads`` (param names; all float
     params by default), runs the adjoint on ``inputs`` in the module's own
     dtype (float32 stays float32), and checks it against central differences
-    of a float64 copy of the function (``aj.transform.ConvertDType``, inputs
-    upcast). Tolerances, ``delta``, ``mode``, ``directions`` and ``seed`` as in
+    of a float64 copy of the function (``aj.transform.ConvertDType``, float
+    inputs upcast, int ones as they are). Tolerances, ``delta``, ``mode``, ``directions`` and ``seed`` as in
     ``check_numerical_grads``; the defaults (None) follow the gradient's
     dtype. Returns the analytic grads."""
     __tracebackhide__ = True
@@ -128,7 +136,7 @@ def check_gradients(mod: Module, func_name: str, inputs: Sequence[Any], require_
         out = forward(*xs)
         return out[target_index] if isinstance(out, tuple) else out
 
-    _compare(target, _float64_copies(inputs), which, grads, names, settings)
+    _compare(target, _float64_copies("check_gradients", inputs, which), which, grads, names, settings)
     return grads
 
 
@@ -356,14 +364,29 @@ def _scale(arrays: list[np.ndarray]) -> float:
     return top if top > 0 else 1.0
 
 
-def _float64_copies(inputs: Sequence[Any]) -> list[np.ndarray]:
-    """Float64 copies of float inputs, copies of the others."""
+def _float64_copies(who: str, inputs: Sequence[Any], which: Sequence[int]) -> list[np.ndarray]:
+    """C-ordered copies of the inputs: float64 for float inputs and for every
+    input in ``which`` (the differences move those, so ints and bools are
+    upcast too), the others in their own dtype. An input in ``which`` that
+    is not a real number is an Error naming it."""
     __tracebackhide__ = True
+    moved = set(which)
     out = []
-    for x in inputs:
-        a = np.asarray(x)
-        out.append(a.astype(np.float64) if a.dtype.kind == "f" else a.copy())
+    for i, x in enumerate(inputs):
+        a = _as_array(who, i, x)
+        if i in moved and a.dtype.kind not in "biuf":
+            raise Error(f"{who}: input {i} is {a.dtype}; finite differences need real numbers (float, int or bool)")
+        float64 = i in moved or a.dtype.kind == "f"
+        out.append(np.array(a, dtype=np.float64 if float64 else a.dtype, order="C"))
     return out
+
+
+def _as_array(who: str, i: int, x: Any) -> np.ndarray:
+    __tracebackhide__ = True
+    try:
+        return np.asarray(x)
+    except (TypeError, ValueError) as e:
+        raise Error(f"{who}: input {i} is not an array: {e}") from e
 
 
 def _scalar(value: Any) -> float:
