@@ -284,6 +284,31 @@ def test_bad_grads_are_errors():
         check_numerical_grads(lambda x: x, [np.ones(3)], [np.ones(3)])
 
 
+@pytest.mark.parametrize("returned, message", [
+    # regression: these were a raw TypeError or ValueError from float()
+    (None, "got None (NoneType)"),
+    ("a", "got 'a' (str)"),
+    (1j, "got 1j (complex)"),
+    ([[1.0], [2.0, 3.0]], "got [[1.0], [2.0, 3.0]] (list)"),
+    (np.array(["x"]), "got array(['x'], dtype='<U1') (ndarray)"),
+])
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_what_f_returns_if_not_a_real_scalar_is_an_error_naming_it(returned, message, mode):
+    with pytest.raises(aj.Error) as e:
+        check_numerical_grads(lambda x: returned, [np.ones(2)], [np.ones(2)], mode=mode)
+    assert str(e.value) == f"gradient check: the function must return a real scalar, {message}"
+    with pytest.raises(aj.Error, match="must return a real scalar"):
+        numerical_grads(lambda x: returned, [np.ones(2)])
+
+
+def test_one_real_number_of_any_type_is_a_scalar():
+    from fractions import Fraction
+
+    for returned in (np.float32(2), np.array([[2]]), True, Fraction(2), np.array(2.0, dtype=object)):
+        (g,) = numerical_grads(lambda x: returned, [np.ones(1)])
+        assert g.tolist() == [0.0]
+
+
 def _square_sum(a):
     return float(np.sum(a ** 2))
 

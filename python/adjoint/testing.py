@@ -10,6 +10,8 @@ the largest relative error per input; pytest shows the caller's frame only
 
 from __future__ import annotations
 
+import numbers
+import reprlib
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -390,11 +392,22 @@ def _as_array(who: str, i: int, x: Any) -> np.ndarray:
 
 
 def _scalar(value: Any) -> float:
+    """What f returned, as a float: one real number (of any array shape with
+    one element); anything else is an Error saying what f returned."""
     __tracebackhide__ = True
-    a = np.asarray(value)
-    if a.size != 1:
-        raise Error(f"gradient check: the function must return a scalar, got shape {a.shape}")
-    return float(a.reshape(()))
+    try:
+        a = np.asarray(value)
+    except Exception:  # noqa: BLE001 - whatever f returned that NumPy cannot take is reported below
+        a = np.asarray(None)
+    if a.dtype.kind in "biuf":
+        if a.size != 1:
+            raise Error(f"gradient check: the function must return a scalar, got shape {a.shape}")
+        return float(a.reshape(()))
+    item = a.reshape(()).item() if a.size == 1 else None  # an object array: a Fraction passes
+    if not isinstance(item, numbers.Real):
+        raise Error(f"gradient check: the function must return a real scalar, got {reprlib.repr(value)} "
+                    f"({type(value).__name__})")
+    return float(item)
 
 
 __all__ = ["numerical_grads", "check_numerical_grads", "check_gradients", "GRADIENT_TOLERANCE", "DEFAULT_DELTA"]
