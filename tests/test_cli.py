@@ -4,17 +4,21 @@ usage) without a traceback unless --debug."""
 
 from __future__ import annotations
 
+import io
 import os
 import signal
 import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from numpy.lib import format as npy_format
 
 import adjoint as aj
+from adjoint._cli_arrays import CommandError, load_file
 from adjoint.cli import SIMPLIFIER
 
 MLP = """@function
@@ -69,7 +73,18 @@ def work(tmp_path_factory) -> Path:
     np.save(d / "w32.npy", W.astype(np.float32))
     np.savez(d / "xw.npz", x=X, w=W)
     (d / "latin1.aj").write_bytes(b"# caf\xe9\n")
+    (d / "huge.npy").write_bytes(npy_bytes((10**12,)))
+    (d / "short.npy").write_bytes(npy_bytes((17,)))
+    with zipfile.ZipFile(d / "huge.npz", "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("x.npy", npy_bytes((10**12,)))
     return d
+
+
+def npy_bytes(shape: tuple[int, ...]) -> bytes:
+    """A .npy of float32 whose header declares ``shape``, followed by 64 bytes of data whatever the shape."""
+    out = io.BytesIO()
+    npy_format.write_array_header_1_0(out, {"descr": "<f4", "fortran_order": False, "shape": shape})
+    return out.getvalue() + bytes(64)
 
 
 def adjoint(cwd: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
@@ -239,6 +254,16 @@ FAILURES = [
     (["run", "mlp.aj", "--inputs", "xw.npz", "q=w.npy"], "q=w.npy: the function has no param 'q' (params: x, w)"),
     (["print", "mlp.aj", "-o", "nowhere/mlp.aj"], "nowhere/mlp.aj: no such file or directory"),
     (["run", "mlp.aj", "--inputs", "x.npy", "w.npy", "-o", "nowhere/out.npz"], "nowhere/out.npz: no such file or directory"),
+    # regression: a header declaring more than the file holds was a MemoryError blamed on mlp.aj
+    (["run", "mlp.aj", "--inputs", "huge.npy", "w.npy"],
+     "huge.npy: cannot load a .npy or .npz array: its header declares shape (1000000000000,) of float32 "
+     "(4,000,000,000,000 bytes), but 64 bytes follow the header"),
+    (["run", "mlp.aj", "--inputs", "huge.npz"],
+     "huge.npz: cannot load a .npy or .npz array: x.npy: its header declares shape (1000000000000,) of float32 "
+     "(4,000,000,000,000 bytes), but 64 bytes follow the header"),
+    (["run", "mlp.aj", "--inputs", "short.npy", "w.npy"],
+     "short.npy: cannot load a .npy or .npz array: its header declares shape (17,) of float32 (68 bytes), "
+     "but 64 bytes follow the header"),
     (["run", "mlp.aj", "--inputs", "x.npy", "w32.npy"],
      "mlp.aj: ExecutionError: function 'main', param 'w' (#1): expected dtype float64, got float32"),
 ]
@@ -297,6 +322,17 @@ def syscall_reads_stdin(syscall: Path) -> bool:
     except OSError:
         return False
     return len(fields) > 1 and fields[0] in ("0", "63") and fields[1] == "0x0"
+
+
+def test_memory_for_an_input_that_cannot_be_had_is_blamed_on_the_input(work, monkeypatch):
+    def no_memory(*args, **kwargs):
+        raise MemoryError("Unable to allocate 3.64 TiB for an array with shape (1000000000000,)")
+
+    monkeypatch.setattr(np, "load", no_memory)
+    with pytest.raises(CommandError) as e:
+        load_file(str(work / "x.npy"))
+    assert str(e.value) == (f"{work / 'x.npy'}: cannot load a .npy or .npz array: "
+                            "Unable to allocate 3.64 TiB for an array with shape (1000000000000,)")
 
 
 def test_bench_passes_its_arguments_to_the_bench_suite(work):

@@ -5,10 +5,13 @@ CommandError, the one-line failure every command reports."""
 
 from __future__ import annotations
 
+import math
+import os
 import zipfile
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
+from numpy.lib import format as npy_format
 
 
 class CommandError(Exception):
@@ -62,15 +65,23 @@ def put(given: dict[str, np.ndarray], name: str, array: np.ndarray, params: list
 
 
 #: How .npy files and .npz (zip) archives begin.
-MAGICS = (b"\x93NUMPY", b"PK\x03\x04")
+NPY_MAGIC, ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04"
 
 
 def load_file(path: str) -> np.ndarray | dict[str, np.ndarray]:
-    """An array (``.npy``) or {name: array} (``.npz``); never unpickles."""
+    """An array (``.npy``) or {name: array} (``.npz``); never unpickles, and
+    never allocates an array larger than the bytes that hold it (a header
+    declaring more is an error before any allocation)."""
     try:
         with open(path, "rb") as f:
-            if not f.read(6).startswith(MAGICS):
+            start = f.read(6)
+            if not start.startswith((NPY_MAGIC, ZIP_MAGIC)):
                 raise CommandError(path, "not a .npy or .npz file")
+            f.seek(0)
+            if start.startswith(NPY_MAGIC):
+                check_npy_size(f, os.fstat(f.fileno()).st_size, "")
+            else:
+                check_npz_sizes(f)
         loaded = np.load(path, allow_pickle=False)
         if isinstance(loaded, np.lib.npyio.NpzFile):
             with loaded:
@@ -82,8 +93,31 @@ def load_file(path: str) -> np.ndarray | dict[str, np.ndarray]:
         if e.strerror is None:
             raise CommandError(path, f"cannot load a .npy or .npz array: {e}") from e
         raise CommandError(path, e.strerror.lower()) from e
-    except (ValueError, EOFError, zipfile.BadZipFile) as e:
+    except (ValueError, EOFError, zipfile.BadZipFile, MemoryError) as e:
         raise CommandError(path, f"cannot load a .npy or .npz array: {e}") from e
+
+
+def check_npy_size(stream: BinaryIO, size: int, where: str) -> None:
+    """A ValueError when the array the .npy header at the start of ``stream``
+    declares takes more bytes than follow the header in ``size``."""
+    version = npy_format.read_magic(stream)
+    read_header = npy_format.read_array_header_1_0 if version == (1, 0) else npy_format.read_array_header_2_0
+    shape, _, dtype = read_header(stream)
+    need, have = math.prod(shape) * dtype.itemsize, size - stream.tell()
+    if need > have:
+        raise ValueError(f"{where}its header declares shape {shape} of {dtype} ({need:,} bytes), "
+                         f"but {have:,} bytes follow the header")
+
+
+def check_npz_sizes(f: BinaryIO) -> None:
+    """check_npy_size of each .npy in the zip archive ``f``, by the size its
+    entry declares (other members are left to np.load)."""
+    with zipfile.ZipFile(f) as archive:
+        for info in archive.infolist():
+            with archive.open(info) as member:
+                if member.read(6) == NPY_MAGIC:
+                    member.seek(0)
+                    check_npy_size(member, info.file_size, f"{info.filename}: ")
 
 
 def flat_results(result: Any, name: str = "result") -> list[tuple[str, np.ndarray]]:
