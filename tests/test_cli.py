@@ -19,6 +19,7 @@ from numpy.lib import format as npy_format
 
 import adjoint as aj
 from adjoint._cli_arrays import CommandError, load_file
+from adjoint import cli
 from adjoint.cli import SIMPLIFIER
 
 MLP = """@function
@@ -125,6 +126,37 @@ def test_stdin_is_read_as_a_file_is(work, env):
     assert (out.returncode, out.stdout.decode(), out.stderr) == (0, MLP, b"")
     out = adjoint_bytes(work, "check", "mlp.aj", "-", stdin=b"\xff", env=env)
     assert (out.returncode, out.stdout.decode()) == (1, "mlp.aj: ok (1 function, 3 bindings)\n<stdin>: not UTF-8 text (byte 0)\n")
+
+
+UNICODE = MLP.replace("@function", '@function(doc="caf\u00e9 \u2192 \U0001f600")')
+
+
+@pytest.mark.parametrize("env", [{"PYTHONIOENCODING": "ascii"}, {"PYTHONIOENCODING": "latin-1"},
+                                 {"LC_ALL": "C", "PYTHONUTF8": "0"}], ids=["ascii", "latin-1", "C locale"])
+def test_stdout_is_utf_8_whatever_the_encoding_settings(work, env):
+    # regression: stdout followed PYTHONIOENCODING, so printing a valid file was a UnicodeEncodeError
+    (work / "uni.aj").write_text(UNICODE, encoding="utf-8")
+    out = adjoint_bytes(work, "print", "uni.aj", stdin=b"", env=env)
+    assert (out.returncode, out.stdout, out.stderr) == (0, UNICODE.encode(), b"")
+    # a file name goes out as the bytes it came in as (in the C locale, Python reads them as surrogates)
+    (work / "caf\u00e9.aj").write_text(MLP)
+    out = adjoint_bytes(work, "check", "caf\u00e9.aj", stdin=b"", env=env)
+    assert (out.returncode, out.stdout) == (0, "caf\u00e9.aj: ok (1 function, 3 bindings)\n".encode())
+    with open(os.path.join(os.fsencode(work), b"latin1_\xe9.aj"), "w") as f:
+        f.write(MLP)
+    out = subprocess.run([sys.executable.encode(), b"-m", b"adjoint", b"check", b"latin1_\xe9.aj"], capture_output=True,
+                         cwd=work, timeout=120, env={**os.environ, **env})
+    assert (out.returncode, out.stdout) == (0, b"latin1_\xe9.aj: ok (1 function, 3 bindings)\n")
+
+
+def test_stdout_without_a_byte_buffer_is_written_as_text(work, monkeypatch, capsys):
+    (work / "uni.aj").write_text(UNICODE, encoding="utf-8")
+    assert cli.main(["print", str(work / "uni.aj")]) == 0
+    assert capsys.readouterr().out == UNICODE
+    text = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", text)
+    assert cli.main(["print", str(work / "uni.aj")]) == 0
+    assert text.getvalue() == UNICODE
 
 
 def test_print_of_a_hex_escape_above_0x7f(work):

@@ -63,14 +63,29 @@ def read_module(path: str) -> aj.Module:
 
 
 def write_text(text: str, output: str | None) -> None:
+    """``text`` as UTF-8 to ``output``, or to stdout for None or ``-``."""
     if output is None or output == STDIN:
-        sys.stdout.write(text)
+        write_stdout(text)
         return
     try:
         with open(output, "w", encoding="utf-8") as f:
             f.write(text)
     except OSError as e:
         raise CommandError(output, os_message(e)) from e
+
+
+def write_stdout(text: str) -> None:
+    """``text`` to stdout as UTF-8 bytes, whatever the locale or
+    PYTHONIOENCODING say (a file name that came in as bytes that are not
+    UTF-8 goes out as those bytes); as text when stdout has no byte buffer
+    (a replacement such as io.StringIO, which takes str)."""
+    buffer = getattr(sys.stdout, "buffer", None)
+    if buffer is None:
+        sys.stdout.write(text)
+        return
+    sys.stdout.flush()
+    buffer.write(text.encode("utf-8", "surrogateescape"))
+    buffer.flush()
 
 
 def plural(n: int, noun: str) -> str:
