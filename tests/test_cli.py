@@ -73,6 +73,7 @@ def work(tmp_path_factory) -> Path:
     np.save(d / "w.npy", W)
     np.save(d / "w32.npy", W.astype(np.float32))
     np.savez(d / "xw.npz", x=X, w=W)
+    np.savez(d / "x_only.npz", x=X)
     (d / "latin1.aj").write_bytes(b"# caf\xe9\n")
     (d / "huge.npy").write_bytes(npy_bytes((10**12,)))
     (d / "short.npy").write_bytes(npy_bytes((17,)))
@@ -258,6 +259,15 @@ def test_run_npy_inputs_in_order_and_by_name(work):
     np.testing.assert_array_equal(saved["result"], expected)
 
 
+@pytest.mark.parametrize("inputs", [["x=x.npy", "w.npy"], ["w.npy", "x=x.npy"], ["x_only.npz", "w.npy"],
+                                    ["w.npy", "x_only.npz"], ["x.npy", "w=w.npy"]])
+def test_plain_npy_inputs_fill_the_params_left_in_order(work, inputs):
+    # regression: plain files filled params from the first, so x=x.npy w.npy said "w.npy: param 'x' is given twice"
+    out = adjoint(work, "run", "mlp.aj", "--inputs", *inputs)
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout == f"result: shape (), float64\n{np.array2string(aj.build(aj.parse(MLP))['main'](X, W))}\n"
+
+
 def test_run_npz_inputs_on_the_adjoint_from_stdin(work):
     grad = aj.transform.Gradient()(aj.parse(MLP))
     loss, (gx, gw) = aj.build(grad)["main_adjoint"](X, W)
@@ -284,6 +294,13 @@ FAILURES = [
     (["run", "mlp.aj", "--inputs", "x.npy", "nothing.npy"], "nothing.npy: no such file"),
     (["run", "mlp.aj", "--inputs", "x.npy", "mlp.aj"], "mlp.aj: not a .npy or .npz file"),
     (["run", "mlp.aj", "--inputs", "xw.npz", "q=w.npy"], "q=w.npy: the function has no param 'q' (params: x, w)"),
+    (["run", "mlp.aj", "--inputs", "x.npy", "w.npy", "x.npy"], "x.npy: more inputs than the 2 params (x, w)"),
+    (["run", "mlp.aj", "--inputs", "x=x.npy", "w.npy", "x.npy"],
+     "x.npy: more plain inputs than params left for them (w): plain files fill, in order, the params no NAME=FILE "
+     "or .npz gives"),
+    (["run", "mlp.aj", "--inputs", "x.npy", "xw.npz"],
+     "x.npy: no param is left for a plain file: NAME=FILE and .npz inputs give every param (x, w)"),
+    (["run", "mlp.aj", "--inputs", "x=x.npy", "x=w.npy"], "x=w.npy: param 'x' is given twice"),
     (["print", "mlp.aj", "-o", "nowhere/mlp.aj"], "nowhere/mlp.aj: no such file or directory"),
     (["run", "mlp.aj", "--inputs", "x.npy", "w.npy", "-o", "nowhere/out.npz"], "nowhere/out.npz: no such file or directory"),
     # regression: a header declaring more than the file holds was a MemoryError blamed on mlp.aj

@@ -1,7 +1,7 @@
-"""Arrays in and out of ``adjoint run``: the ``--inputs`` files (``.npy`` in
-param order, ``NAME=X.npy``, ``.npz`` of arrays named after params) matched to
-a function's params, and its results printed or saved as ``.npz``; and
-CommandError, the one-line failure every command reports."""
+"""Arrays in and out of ``adjoint run``: the ``--inputs`` files (``NAME=X.npy``,
+``.npz`` of arrays named after params, plain ``.npy`` for the params left,
+in order) matched to a function's params, and its results printed or saved
+as ``.npz``; and CommandError, the one-line failure every command reports."""
 
 from __future__ import annotations
 
@@ -24,11 +24,13 @@ class CommandError(Exception):
 
 
 def load_inputs(specs: list[str], params: list[str]) -> list[np.ndarray]:
-    """The arrays for ``params``, in order: each plain ``X.npy`` fills the next
-    param from the first, ``NAME=X.npy`` the param ``NAME``, and an ``.npz``
-    each param one of its arrays is named after. Every param exactly once."""
+    """The arrays for ``params``, in order: ``NAME=X.npy`` fills the param
+    ``NAME``, an ``.npz`` each param one of its arrays is named after, and
+    the plain ``X.npy`` files, in the order given, the params left (in
+    param order), wherever they stand among the others. Every param exactly
+    once."""
     given: dict[str, np.ndarray] = {}
-    positional = 0
+    plain: list[tuple[str, np.ndarray]] = []
     for spec in specs:
         name, path = split_spec(spec)
         loaded = load_file(path)
@@ -37,17 +39,30 @@ def load_inputs(specs: list[str], params: list[str]) -> list[np.ndarray]:
                 raise CommandError(spec, f"NAME=FILE takes a .npy file, {path} holds several arrays")
             for key, array in loaded.items():
                 put(given, key, array, params, f"{path}[{key}]")
-            continue
-        if name is None:
-            if positional >= len(params):
-                raise CommandError(path, f"more inputs than the {len(params)} params ({', '.join(params)})")
-            name = params[positional]
-            positional += 1
-        put(given, name, loaded, params, spec)
+        elif name is None:
+            plain.append((path, loaded))
+        else:
+            put(given, name, loaded, params, spec)
+    fill_in_order(given, plain, params)
     missing = [p for p in params if p not in given]
     if missing:
         raise CommandError("--inputs", f"no input for param{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     return [given[p] for p in params]
+
+
+def fill_in_order(given: dict[str, np.ndarray], plain: list[tuple[str, np.ndarray]], params: list[str]) -> None:
+    """Gives the plain files' arrays to the params not in ``given``, in order."""
+    left = [p for p in params if p not in given]
+    if len(plain) > len(left):
+        path = plain[len(left)][0]
+        if len(left) == len(params):
+            raise CommandError(path, f"more inputs than the {len(params)} params ({', '.join(params)})")
+        if not left:
+            raise CommandError(path, f"no param is left for a plain file: NAME=FILE and .npz inputs give every "
+                                     f"param ({', '.join(params)})")
+        raise CommandError(path, f"more plain inputs than params left for them ({', '.join(left)}): plain files "
+                                 f"fill, in order, the params no NAME=FILE or .npz gives")
+    given.update((name, array) for name, (_, array) in zip(left, plain))
 
 
 def split_spec(spec: str) -> tuple[str | None, str]:
