@@ -391,6 +391,15 @@ def test_bench_passes_its_arguments_to_the_bench_suite(work):
     assert out.returncode == 2 and "invalid choice: 'nosuch'" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("repeat", ["0", "-3", "two", "1.5"])
+def test_bench_repeat_must_be_a_positive_int(work, repeat):
+    # regression: --repeat 0 ran the suite, then failed with "StatisticsError: no median for empty data"
+    out = adjoint(work, "bench", "gradcheck", f"--repeat={repeat}")
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr.startswith("usage: python -m adjoint.bench")
+    assert out.stderr.endswith(f"error: argument --repeat: expected a positive int, got '{repeat}'\n")
+
+
 def test_console_script(work):
     script = Path(sys.executable).parent / "adjoint"
     if not script.exists():

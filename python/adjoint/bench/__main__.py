@@ -12,10 +12,22 @@ SUITES = {"ir": "adjoint.bench.ir", "exec": "adjoint.bench.exec", "passes": "adj
           "instructions": "adjoint.bench.instructions"}
 
 
+def positive_int(text: str) -> int:
+    """An int of at least 1; anything else is a usage error."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive int, got {text!r}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m adjoint.bench")
     parser.add_argument("suite", choices=sorted(SUITES), help="which benchmark to run")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (median is reported)")
+    parser.add_argument("--repeat", type=positive_int, default=3, metavar="N",
+                        help="runs per measurement, at least 1 (median is reported)")
     args = parser.parse_args(argv)
     importlib.import_module(SUITES[args.suite]).run(repeat=args.repeat)
     return 0
