@@ -6,11 +6,13 @@ wrap one param per line, and no display raises, whatever the module."""
 from __future__ import annotations
 
 import html
+import keyword
 import xml.etree.ElementTree as ET
 
 import html5lib
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import adjoint as aj
 from adjoint import display, examples
@@ -94,6 +96,48 @@ def test_repr_of_each_node_is_its_text():
     assert repr(aj.TupleGetItem(pair, 1)) == '(x, w)[1]: Tensor((784, 10), "float32")'
     assert repr(fn) == fn.script().rstrip("\n")
     assert repr(fn).splitlines()[0] == "@function(num_input=1)"
+
+
+def test_reprs_name_vars_as_the_printer_does():
+    # regression: reprs showed raw name hints (x<y) where print(mod) shows x_y
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x<y", (3,), "float32")
+    mod = bb.finish(aj.op.sum(x))
+    fn = mod["main"]
+    assert 'def main(x_y: Tensor((3,), "float32"))' in str(mod)
+    assert repr(fn.params[0]) == 'x_y: Tensor((3,), "float32")'
+    assert repr(fn.bindings[0]) == 'lv: Tensor((), "float32") = sum(x_y)' == str(mod).splitlines()[2].strip()
+    assert repr(fn.bindings[0].value) == 'sum(x_y): Tensor((), "float32")'
+    assert shown_text(fn.params[0]._repr_html_()) == repr(fn.params[0])
+    assert shown_text(fn.bindings[0]._repr_html_()) == repr(fn.bindings[0])
+    # distinct vars of one printed name are told apart, the bound var after the ones it uses, as in a function
+    a, b = aj.Var("v", aj.TensorType((3,), "float32")), aj.Var("v", aj.TensorType((3,), "float32"))
+    c = aj.Var("v", a.type)
+    fn = aj.Function([a, b], [(c, aj.Call("add", [a, b]))], c)
+    assert repr(fn.bindings[0]) == 'v_2: Tensor((3,), "float32") = add(v, v_1)' == fn.script().splitlines()[2].strip()
+
+
+NAME_HINTS = st.one_of(st.text(max_size=6), st.text(alphabet="x_1<> .\u00e9", max_size=4),
+                       st.sampled_from([*keyword.kwlist, "", "lv", "lv_1", "x_1", "1x", "x<y"]))
+
+
+@given(st.lists(NAME_HINTS, min_size=1, max_size=4), NAME_HINTS)
+@settings(max_examples=300, deadline=None)
+def test_reprs_of_random_names_agree_with_the_printed_module(hints, bound_hint):
+    ty = aj.TensorType((2,), "float32")
+    params = [aj.Var(h, ty) for h in hints]
+    value = aj.Tuple(params)
+    bound = aj.Var(bound_hint, value.type)
+    mod = aj.Module({"main": aj.Function(params, [(bound, value)], bound)})
+    line = str(mod).splitlines()[2].strip()
+    assert repr(mod["main"].bindings[0]) == line
+    assert repr(value) == f"{line.split(' = ', 1)[1]}: {value.type}"
+    alone = [repr(p).split(": ", 1)[0] for p in params]
+    for p, name in zip(params, alone):  # a var alone is named as in a function of that var alone
+        assert str(aj.Module({"main": aj.Function([p], [], p)})).splitlines()[1] == f"def main({name}: {ty}) -> {ty}:"
+        assert name.isidentifier() and not keyword.iskeyword(name)
+    if len({*alone, repr(bound).split(": ", 1)[0]}) == len(params) + 1:  # no two alike: the module's names too
+        assert str(mod).splitlines()[1] == f"def main({', '.join(f'{n}: {ty}' for n in alone)}) -> {value.type}:"
 
 
 @pytest.mark.parametrize("name", sorted(ALL_TEXTS))

@@ -121,18 +121,39 @@ def function_repr(fn: _core.Function) -> str:
     return "\n".join([*notes, _plain(function_text(fn.name, fn, REPR_LIMIT, REPR_HEAD, REPR_TAIL))])
 
 
+def _free_vars(exprs: list[_core.Expr]) -> list[_core.Var]:
+    """The vars ``exprs`` refer to, each once, in the order they first appear."""
+    found: dict[int, _core.Var] = {}  # by id: the vars are kept alive here, so no id is reused
+    stack = list(reversed(exprs))
+    while stack:
+        e = stack.pop()
+        if isinstance(e, _core.Var):
+            found.setdefault(id(e), e)
+            continue
+        children = e.args if isinstance(e, _core.Call) else e.fields if isinstance(e, _core.Tuple) else \
+            [e.tuple] if isinstance(e, _core.TupleGetItem) else []
+        stack.extend(reversed(children))
+    return list(found.values())
+
+
+def _printed(bindings: list, ret: _core.Expr, bound: _core.Var | None = None) -> list[str]:
+    """The lines of a function printing ``bindings`` and ``ret``, the vars
+    they use but ``bound`` as its params: so each var shows the name the
+    printer gives it (its hint made an identifier, as in ``print(mod)``;
+    distinct vars of one name told apart by a suffix)."""
+    params = [v for v in _free_vars([value for _, value in bindings] + [ret]) if v is not bound]
+    return _core.Function(params, bindings, ret).script().rstrip("\n").split("\n")
+
+
 def _expr_text(expr: _core.Expr) -> str:
-    """An expr as a binding's value prints (vars by their name hints)."""
-    if isinstance(expr, _core.Var):
-        return expr.name_hint
-    ret = _core.Function([], [], expr).script().rstrip("\n").rsplit("\n", 1)[1]
-    return clip_line(ret.removeprefix("    return "))
+    """An expr as a binding's value prints, its vars named as the printer names them."""
+    return clip_line(_printed([], expr)[-1].removeprefix("    return "))
 
 
 @_never_raises("aj.Var")
 def var_repr(var: _core.Var) -> str:
     """``x: Tensor(("n", 784), "float32")``"""
-    return f"{var.name_hint}: {var.type}"
+    return f"{_expr_text(var)}: {var.type}"
 
 
 @_never_raises("aj.Expr")
@@ -144,8 +165,8 @@ def expr_repr(expr: _core.Expr) -> str:
 @_never_raises("aj.Binding")
 def binding_repr(binding: _core.Binding) -> str:
     """``lv: Tensor(("n", 10), "float32") = matmul(x, w)``"""
-    fn = _core.Function([], [(binding.var, binding.value)], binding.var)
-    return clip_line(fn.script().split("\n")[2].strip())
+    var = binding.var
+    return clip_line(_printed([(var, binding.value)], var, bound=var)[2].strip())
 
 
 # ---- highlighting ----
@@ -382,7 +403,7 @@ def function_html(fn: _core.Function) -> str:
 
 @_never_raises("aj.Var")
 def var_html(var: _core.Var) -> str:
-    return _box(_pre([(var.name_hint, False), (f": {var.type}", True)]))
+    return _box(_pre([(_expr_text(var), False), (f": {var.type}", True)]))
 
 
 @_never_raises("aj.Expr")
