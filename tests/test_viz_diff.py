@@ -150,4 +150,33 @@ def test_two_10k_binding_modules_diff_row_by_row():
     a, b = chain(10_000, 0), chain(10_000, 1)
     d = aj.viz.diff(a, b)
     assert len(d.rows) == 10_002 and d.counts["changed"] == 6_667  # tanh moved one place in every three
-    assert str(d).count("\n~ ") == 6_667 and d._repr_html_().count('class="aj-changed"') == 6_667
+    shown = d.rows[:200] + d.rows[-100:]  # displays cut the rest, as module display does
+    changed = sum(r.kind == "changed" for r in shown)
+    assert str(d).count("\n~ ") == changed and d._repr_html_().count('class="aj-changed"') == changed
+
+
+def test_a_long_function_shows_its_first_200_and_last_100_rows_and_says_what_was_cut():
+    # regression: a 100k-binding module diffed with itself gave 29 MB of HTML and 5.6 MB of text
+    d = aj.viz.diff(chain(10_000, 0), chain(10_000, 1))
+    cut = d.rows[200:-100]
+    note = (f"... {len(cut):,} of 10,002 rows not shown ({sum(r.kind == 'same' for r in cut):,} same, "
+            f"{sum(r.kind == 'changed' for r in cut):,} changed) ...")
+    lines = str(d).splitlines()
+    assert len(lines) == 1 + 200 + 1 + 100 and lines[201] == f"  {note}"
+    assert lines[1].startswith("  x ") and lines[-1].startswith("  return lv_9999")
+    assert lines[200][2:].startswith(d.rows[199].before.short + " ")
+    assert lines[202][2:].startswith(d.rows[-100].before.short + " ")
+    cells = html_cells(d)
+    assert len(cells) == 3 * 300 + 2 and note in cells
+    assert len(d._repr_html_()) < 200_000 and len(str(d)) < 50_000
+    assert len(d.rows) == 10_002 and sum(d.counts.values()) == 10_002  # the data keeps every row
+    small = aj.viz.diff(chain(398, 0), chain(398, 1))  # 400 rows: not over the limit
+    assert "not shown" not in str(small) and len(html_cells(small)) == 3 * 400
+
+
+def test_a_huge_line_is_clipped_in_the_html():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (10_000,), "float64")
+    mod = bb.finish(x + aj.Constant(list(range(10_000)), "float64"))
+    html = aj.viz.diff(mod, mod)._repr_html_()
+    assert "more characters)" in html and len(html) < 20_000

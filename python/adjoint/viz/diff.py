@@ -2,13 +2,16 @@
 side by side, aligned by binding (the alignment is in _align.py), with
 removed, added and changed bindings marked. The rows are computed when the
 diff is made; showing them (text or HTML) only formats strings and never
-raises."""
+raises, and cuts a long function as module display does (its first and
+last rows, and a line saying how many of each kind were left out)."""
 
 from __future__ import annotations
 
 import html
+from collections import Counter
 from typing import NamedTuple
 
+from ..display import HTML_HEAD, HTML_LIMIT, HTML_TAIL, clip_line
 from ..errors import Error
 from ..ir import Function, Module
 from ._align import Line, Row, align, one_side, parse_function
@@ -103,6 +106,20 @@ def _function_diff(name: str, before: Function | None, after: Function | None) -
     return FunctionDiff(name, "same" if all(r.kind == "same" for r in rows) else "changed", rows)
 
 
+# ---- the rows shown ----
+
+def _shown(rows: list[Row]) -> tuple[list[Row], str | None, list[Row]]:
+    """(first rows, note, last rows): every row and no note, or over
+    HTML_LIMIT rows the first HTML_HEAD and the last HTML_TAIL with a note
+    saying how many of each kind were left out, as module display cuts."""
+    if len(rows) <= HTML_LIMIT:
+        return rows, None, []
+    cut = Counter(r.kind for r in rows[HTML_HEAD:len(rows) - HTML_TAIL])
+    kinds = ", ".join(f"{cut[kind]:,} {kind}" for kind in _MARKS if cut[kind])
+    note = f"... {cut.total():,} of {len(rows):,} rows not shown ({kinds}) ..."
+    return rows[:HTML_HEAD], note, rows[len(rows) - HTML_TAIL:]
+
+
 # ---- text ----
 
 def _cell(line: Line | None, width: int) -> str:
@@ -113,11 +130,13 @@ def _cell(line: Line | None, width: int) -> str:
 def _text(d: Diff) -> str:
     out = []
     for f in d.functions:
-        left = [_cell(r.before, _TEXT_WIDTH) for r in f.rows]
+        head, note, tail = _shown(f.rows)
+        left = [_cell(r.before, _TEXT_WIDTH) for r in head + tail]
         width = min(_TEXT_WIDTH, max([len(c) for c in left] + [len("before")]))
+        lines = [f"{_MARKS[r.kind]} {cell:<{width}} | {_cell(r.after, _TEXT_WIDTH)}".rstrip()
+                 for r, cell in zip(head + tail, left)]
         out.append(f"function {f.name} ({f.status})")
-        out += [f"{_MARKS[r.kind]} {cell:<{width}} | {_cell(r.after, _TEXT_WIDTH)}".rstrip()
-                for r, cell in zip(f.rows, left)]
+        out += lines if note is None else [*lines[:len(head)], f"  {note}", *lines[len(head):]]
     return "\n".join(out) if out else "(no functions)"
 
 
@@ -141,18 +160,24 @@ def _html_line(line: Line | None) -> str:
     if line is None:
         return ""
     if line.name == "return" or line.name == "@function":
-        return html.escape(line.text if line.name == "return" else f"@function{line.value}")
-    value = f" = {html.escape(line.value)}" if line.value else ""
-    return f'{html.escape(line.name)}<span class="aj-type">: {html.escape(line.type)}</span>{value}'
+        return html.escape(clip_line(line.text if line.name == "return" else f"@function{line.value}"))
+    value = f" = {html.escape(clip_line(line.value))}" if line.value else ""
+    return f'{html.escape(line.name)}<span class="aj-type">: {html.escape(clip_line(line.type))}</span>{value}'
+
+
+def _html_row(r: Row) -> str:
+    return (f'<tr class="aj-{r.kind}" title="{r.kind}"><td class="aj-mark">{_MARKS[r.kind].strip()}</td>'
+            f'<td class="aj-before">{_html_line(r.before)}</td><td class="aj-after">{_html_line(r.after)}</td></tr>')
 
 
 def _html(d: Diff) -> str:
     body = []
     for f in d.functions:
+        head, note, tail = _shown(f.rows)
         body.append(f'<tr><th class="aj-fn" colspan="3">function {html.escape(f.name)} ({f.status})</th></tr>')
-        for r in f.rows:
-            body.append(f'<tr class="aj-{r.kind}" title="{r.kind}"><td class="aj-mark">{_MARKS[r.kind].strip()}</td>'
-                        f'<td class="aj-before">{_html_line(r.before)}</td>'
-                        f'<td class="aj-after">{_html_line(r.after)}</td></tr>')
+        body += [_html_row(r) for r in head]
+        if note is not None:
+            body.append(f'<tr class="aj-cut"><td class="aj-mark"></td><td colspan="2">{html.escape(note)}</td></tr>')
+        body += [_html_row(r) for r in tail]
     return (f'<div class="aj-diff">{_STYLE}<table class="aj-diff"><thead><tr><th></th><th>before</th>'
             f'<th>after</th></tr></thead><tbody>{"".join(body)}</tbody></table></div>')
