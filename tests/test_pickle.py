@@ -104,12 +104,26 @@ def test_a_type_sharing_its_fields_pickles_each_once():
 def test_copies_of_immutable_nodes_are_the_nodes():
     mod = MODULES["mlp_adjoint"]
     fn = mod["main_adjoint"]
+    binding = fn.bindings[0]
+    # regression: bindings and dims were TypeError "cannot pickle 'adjoint._core.Binding' object"
     nodes = [mod, fn, fn.params[0], fn.params[0].type, fn.bindings[0].value, aj.Constant([1.0]),
-             aj.Tuple([fn.params[0]]), aj.TupleGetItem(aj.Tuple([fn.params[0]]), 0)]
+             aj.Tuple([fn.params[0]]), aj.TupleGetItem(aj.Tuple([fn.params[0]]), 0), binding, aj.Dim("n"),
+             aj.Dim("2*n + m"), aj.Dim(4)]
     for node in nodes:
         assert copy.copy(node) is node and copy.deepcopy(node) is node
-    shallow = copy.deepcopy({"mod": mod, "fns": [fn]})
+    shallow = copy.deepcopy({"mod": mod, "fns": [fn], "binding": binding, "dims": [aj.Dim("n")]})
     assert shallow["mod"] is mod and aj.structural_equal(shallow["fns"][0], fn)
+    assert shallow["binding"] is binding and shallow["dims"] == [aj.Dim("n")]
+
+
+def test_an_executable_does_not_pickle_its_module_does():
+    # as docs/jupyter.md says: pickle the module and build it again
+    exe = aj.build(MODULES["transposed_matmul"])
+    with pytest.raises(TypeError, match="cannot pickle 'adjoint._core.Executable' object"):
+        pickle.dumps(exe)
+    rebuilt = aj.build(round_trip(MODULES["transposed_matmul"]))
+    inputs = [np.ones(p.shape, p.dtype) for p in exe["main"].signature.params]
+    np.testing.assert_array_equal(rebuilt["main"](*inputs), exe["main"](*inputs))
 
 
 @pytest.mark.parametrize("make", [undefined_var_module, twice_bound_module])

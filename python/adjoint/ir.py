@@ -120,7 +120,7 @@ def _type_reduce(ty: Type) -> tuple:
 
 
 def _same(node, memo=None):
-    """Copying an immutable node gives the node itself."""
+    """Copying an immutable node (or binding, or dim) gives it itself."""
     return node
 
 
@@ -131,7 +131,7 @@ Function.__reduce__ = lambda fn: (
     _function_from_text, (fn.name, _pickle_text(Module({fn.name: fn}), f"function '{fn.name}'")))
 Var.__reduce__ = lambda var: (Var, (var.name_hint, var.type))
 Type.__reduce__ = _type_reduce
-for _cls in (Module, Function, Var, Type, Constant, Call, Tuple, TupleGetItem):
+for _cls in (Module, Function, Var, Type, Constant, Call, Tuple, TupleGetItem, Binding, _core.Dim):
     _cls.__copy__ = _cls.__deepcopy__ = _same
 
 _display.install()  # repr and _repr_html_ of the nodes
