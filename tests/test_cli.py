@@ -79,6 +79,9 @@ def work(tmp_path_factory) -> Path:
     (d / "short.npy").write_bytes(npy_bytes((17,)))
     with zipfile.ZipFile(d / "huge.npz", "w", compression=zipfile.ZIP_DEFLATED) as archive:
         archive.writestr("x.npy", npy_bytes((10**12,)))
+    with zipfile.ZipFile(d / "text.npz", "w") as archive:
+        archive.writestr("x.npy", npy_bytes((16,)))
+        archive.writestr("w", b"not an array")
     return d
 
 
@@ -313,6 +316,8 @@ FAILURES = [
     (["run", "mlp.aj", "--inputs", "short.npy", "w.npy"],
      "short.npy: cannot load a .npy or .npz array: its header declares shape (17,) of float32 (68 bytes), "
      "but 64 bytes follow the header"),
+    # regression: np.load gave the raw bytes of an entry that is not a .npy, and the executor blamed mlp.aj
+    (["run", "mlp.aj", "--inputs", "text.npz"], "text.npz: cannot load a .npy or .npz array: entry 'w' is not a .npy array"),
     (["run", "mlp.aj", "--inputs", "x.npy", "w32.npy"],
      "mlp.aj: ExecutionError: function 'main', param 'w' (#1): expected dtype float64, got float32"),
 ]

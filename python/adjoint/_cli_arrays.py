@@ -100,7 +100,7 @@ def load_file(path: str) -> np.ndarray | dict[str, np.ndarray]:
         loaded = np.load(path, allow_pickle=False)
         if isinstance(loaded, np.lib.npyio.NpzFile):
             with loaded:
-                return {key: loaded[key] for key in loaded.files}
+                return npz_arrays(loaded)
         return loaded
     except FileNotFoundError as e:
         raise CommandError(path, "no such file") from e
@@ -110,6 +110,16 @@ def load_file(path: str) -> np.ndarray | dict[str, np.ndarray]:
         raise CommandError(path, e.strerror.lower()) from e
     except (ValueError, EOFError, zipfile.BadZipFile, MemoryError) as e:
         raise CommandError(path, f"cannot load a .npy or .npz array: {e}") from e
+
+
+def npz_arrays(archive: np.lib.npyio.NpzFile) -> dict[str, np.ndarray]:
+    """{name: array} of an .npz; an entry that is not a .npy (np.load gives
+    its raw bytes) is a ValueError naming it."""
+    arrays = {key: archive[key] for key in archive.files}
+    for key, value in arrays.items():
+        if not isinstance(value, np.ndarray):
+            raise ValueError(f"entry {key!r} is not a .npy array")
+    return arrays
 
 
 def check_npy_size(stream: BinaryIO, size: int, where: str) -> None:
