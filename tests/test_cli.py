@@ -82,7 +82,17 @@ def work(tmp_path_factory) -> Path:
     with zipfile.ZipFile(d / "text.npz", "w") as archive:
         archive.writestr("x.npy", npy_bytes((16,)))
         archive.writestr("w", b"not an array")
+    (d / "encrypted.npz").write_bytes(encrypted((d / "xw.npz").read_bytes()))
     return d
+
+
+def encrypted(archive: bytes) -> bytes:
+    """The zip archive with its first entry marked encrypted (general purpose flag bit 0)."""
+    data = bytearray(archive)
+    central = data.find(b"PK\x01\x02")
+    data[6] |= 1
+    data[central + 8] |= 1
+    return bytes(data)
 
 
 def npy_bytes(shape: tuple[int, ...]) -> bytes:
@@ -318,6 +328,8 @@ FAILURES = [
      "but 64 bytes follow the header"),
     # regression: np.load gave the raw bytes of an entry that is not a .npy, and the executor blamed mlp.aj
     (["run", "mlp.aj", "--inputs", "text.npz"], "text.npz: cannot load a .npy or .npz array: entry 'w' is not a .npy array"),
+    (["run", "mlp.aj", "--inputs", "encrypted.npz"],
+     "encrypted.npz: cannot load a .npy or .npz array: File 'x.npy' is encrypted, password required for extraction"),
     (["run", "mlp.aj", "--inputs", "x.npy", "w32.npy"],
      "mlp.aj: ExecutionError: function 'main', param 'w' (#1): expected dtype float64, got float32"),
 ]

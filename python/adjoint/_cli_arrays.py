@@ -108,7 +108,8 @@ def load_file(path: str) -> np.ndarray | dict[str, np.ndarray]:
         if e.strerror is None:
             raise CommandError(path, f"cannot load a .npy or .npz array: {e}") from e
         raise CommandError(path, e.strerror.lower()) from e
-    except (ValueError, EOFError, zipfile.BadZipFile, MemoryError) as e:
+    # RuntimeError: zipfile's for an encrypted entry or an unknown compression method
+    except (ValueError, EOFError, zipfile.BadZipFile, MemoryError, RuntimeError) as e:
         raise CommandError(path, f"cannot load a .npy or .npz array: {e}") from e
 
 
@@ -136,13 +137,14 @@ def check_npy_size(stream: BinaryIO, size: int, where: str) -> None:
 
 def check_npz_sizes(f: BinaryIO) -> None:
     """check_npy_size of each .npy in the zip archive ``f``, by the size its
-    entry declares (other members are left to np.load)."""
+    entry declares (other members are left to np.load). By name, as np.load
+    reads them: of two entries of one name, the last."""
     with zipfile.ZipFile(f) as archive:
-        for info in archive.infolist():
-            with archive.open(info) as member:
+        for name in dict.fromkeys(archive.namelist()):
+            with archive.open(name) as member:
                 if member.read(6) == NPY_MAGIC:
                     member.seek(0)
-                    check_npy_size(member, info.file_size, f"{info.filename}: ")
+                    check_npy_size(member, archive.getinfo(name).file_size, f"{name}: ")
 
 
 def flat_results(result: Any, name: str = "result") -> list[tuple[str, np.ndarray]]:
