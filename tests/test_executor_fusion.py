@@ -258,6 +258,20 @@ def test_a_chain_of_a_thousand_ops_is_one_instruction():
     assert fn.num_instructions == 1 and fn.num_fused_ops == 1000
 
 
+@pytest.mark.parametrize("chain_first", [True, False], ids=["y + tanh(x)", "tanh(x) + y"])
+def test_a_group_merged_into_a_long_one_at_every_add_stays_one_group(chain_first):
+    # each add reads the chain's group and its tanh's group of one, in
+    # either order: they merge, and the chain ends as one group
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (5,), "float64")
+    y = x
+    for k in range(1000):
+        t = aj.op.tanh(x * (1.0 + k / 1000))
+        y = y + t if chain_first else t + y
+    fn, _ = both(bb.finish(y), rand(5))
+    assert (fn.num_instructions, fn.num_fused_groups, fn.num_fused_ops) == (1, 1, 3000)
+
+
 def test_fuse_must_be_a_bool():
     mod = adam_module([(2,)], "float64")
     with pytest.raises(aj.Error, match="fuse must be True or False"):

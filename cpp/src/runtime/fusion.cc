@@ -56,9 +56,11 @@ bool is_one_element(const Shape& shape) {
 }
 
 // Groups under construction; merged groups point to the one they joined.
+// A merge moves the smaller groups' members into the largest, so each
+// instruction moves O(log n) times and a chain of merges stays short.
 struct Grouping {
   struct Group {
-    std::vector<int> members;  // instruction indices
+    std::vector<int> members;  // instruction indices; sorted by sort_members
     bool open = true;
     int merged_into = -1;
   };
@@ -70,6 +72,76 @@ struct Grouping {
     return g;
   }
   int root_of(int instr) const { return group_of[static_cast<size_t>(instr)] < 0 ? -1 : find(group_of[static_cast<size_t>(instr)]); }
+
+  // Adds `instr` to the union of the open groups `joins` (roots), or to a
+  // new group when there are none.
+  void add(int instr, const std::vector<int>& joins) {
+    if (joins.empty()) {
+      groups.emplace_back();
+      place(instr, static_cast<int>(groups.size() - 1));
+      return;
+    }
+    int into = *std::max_element(joins.begin(), joins.end(), [&](int a, int b) { return size(a) < size(b); });
+    for (int g : joins) {
+      if (g == into) continue;
+      auto& other = groups[static_cast<size_t>(g)];
+      auto& members = groups[static_cast<size_t>(into)].members;
+      members.insert(members.end(), other.members.begin(), other.members.end());
+      std::vector<int>().swap(other.members);
+      other.merged_into = into;
+    }
+    place(instr, into);
+  }
+
+  // Each group's members in instruction order (a fused group runs its steps so).
+  void sort_members() {
+    for (auto& g : groups) std::sort(g.members.begin(), g.members.end());
+  }
+
+ private:
+  size_t size(int g) const { return groups[static_cast<size_t>(g)].members.size(); }
+  void place(int instr, int g) {
+    groups[static_cast<size_t>(g)].members.push_back(instr);
+    group_of[static_cast<size_t>(instr)] = g;
+  }
+};
+
+// Scratch blocks for a group's results that live only in scratch: a result
+// takes a free block, and its block is free again after the step that reads
+// it last (`last_read`, by step). Blocks freed after one step are taken
+// again in step order.
+class ScratchBlocks {
+ public:
+  explicit ScratchBlocks(std::vector<size_t> last_read)
+      : last_read_(std::move(last_read)), by_last_read_(last_read_.size()) {
+    std::iota(by_last_read_.begin(), by_last_read_.end(), size_t{0});
+    std::stable_sort(by_last_read_.begin(), by_last_read_.end(),
+                     [&](size_t a, size_t b) { return last_read_[a] < last_read_[b]; });
+  }
+
+  int take() {
+    if (free_.empty()) return count_++;
+    int b = free_.back();
+    free_.pop_back();
+    return b;
+  }
+
+  // After step k: frees the scratch blocks of the results it read last.
+  void step_done(size_t k, const std::vector<BlockRef>& result) {
+    for (; next_ < by_last_read_.size() && last_read_[by_last_read_[next_]] == k; ++next_) {
+      const BlockRef& r = result[by_last_read_[next_]];
+      if (r.where == BlockRef::kScratch) free_.push_back(r.index);
+    }
+  }
+
+  int count() const { return count_; }
+
+ private:
+  std::vector<size_t> last_read_;
+  std::vector<size_t> by_last_read_;  // step indices by last_read_, then index
+  size_t next_ = 0;                   // by_last_read_ before this are freed
+  std::vector<int> free_;
+  int count_ = 0;
 };
 
 }  // namespace
@@ -109,21 +181,9 @@ void CompiledFunction::fuse_elementwise() {
       if (joinable) joins.push_back(g);
       else group.open = false;
     }
-    if (!shape) continue;
-    if (joins.empty()) {
-      joins.push_back(static_cast<int>(grouping.groups.size()));
-      grouping.groups.emplace_back();
-    }
-    auto& into = grouping.groups[static_cast<size_t>(joins[0])];
-    for (size_t k = 1; k < joins.size(); ++k) {
-      auto& other = grouping.groups[static_cast<size_t>(joins[k])];
-      into.members.insert(into.members.end(), other.members.begin(), other.members.end());
-      other.members.clear();
-      other.merged_into = joins[0];
-    }
-    into.members.push_back(static_cast<int>(i));
-    grouping.group_of[i] = joins[0];
+    if (shape) grouping.add(static_cast<int>(i), joins);
   }
+  grouping.sort_members();
 
   // Results read outside their group or returned must be in memory.
   std::vector<bool> escapes(slots_.size(), false);
@@ -139,12 +199,12 @@ void CompiledFunction::fuse_elementwise() {
   std::vector<Instr> fused_plan;
   for (size_t i = 0; i < num; ++i) {
     int g = grouping.root_of(static_cast<int>(i));
-    std::vector<int> members = g < 0 ? std::vector<int>{} : grouping.groups[static_cast<size_t>(g)].members;
-    if (members.size() < 2) {
+    const std::vector<int>* group = g < 0 ? nullptr : &grouping.groups[static_cast<size_t>(g)].members;
+    if (!group || group->size() < 2) {
       fused_plan.push_back(std::move(instrs_[i]));
       continue;
     }
-    std::sort(members.begin(), members.end());
+    const std::vector<int>& members = *group;
     if (members.back() != static_cast<int>(i)) continue;
     fused_plan.push_back(fuse_group(members, producer, escapes));
     ++fused_groups_;
@@ -178,7 +238,7 @@ CompiledFunction::Instr CompiledFunction::fuse_group(const std::vector<int>& mem
 
   std::unordered_map<int, int> input_of;  // slot -> input index
   std::vector<BlockRef> result(members.size(), BlockRef{BlockRef::kScratch, -1});
-  std::vector<int> free_scratch;
+  ScratchBlocks scratch(std::move(last_read));
   std::string program = str(dtype_name(last.out_types[0]->dtype()), ": ");
   for (size_t k = 0; k < members.size(); ++k) {
     const Instr& ins = instrs_[static_cast<size_t>(members[k])];
@@ -217,20 +277,13 @@ CompiledFunction::Instr CompiledFunction::fuse_group(const std::vector<int>& mem
       fused.out_shapes.push_back(ins.out_shapes[0]);
       group->output_bytes.push_back(dtype_size(ins.out_types[0]->dtype()));
     } else {
-      int b = group->num_scratch;
-      if (!free_scratch.empty()) {
-        b = free_scratch.back();
-        free_scratch.pop_back();
-      } else {
-        ++group->num_scratch;
-      }
-      step.out = BlockRef{BlockRef::kScratch, b};
+      step.out = BlockRef{BlockRef::kScratch, scratch.take()};
     }
     result[k] = step.out;
     group->steps.push_back(std::move(step));
-    for (size_t j = 0; j <= k; ++j)
-      if (last_read[j] == k && result[j].where == BlockRef::kScratch) free_scratch.push_back(result[j].index);
+    scratch.step_done(k, result);
   }
+  group->num_scratch = scratch.count();
   for (int& b : group->gather_block)
     if (b == -2) b = group->num_scratch++;
   group->program = std::move(program);
