@@ -1,6 +1,7 @@
 """The compile-time benchmark at small sizes: its generated functions give
 the results it checks, its checks catch a call that did nothing or the
-wrong thing, and the whole suite runs (fresh processes, table, goal line)."""
+wrong thing (or a build that did not fuse), and the whole suite runs (fresh
+processes, tables, goal lines)."""
 
 from __future__ import annotations
 
@@ -67,3 +68,19 @@ def test_the_suite_runs_at_small_sizes(capsys):
         assert any(row in line for line in lines), row
     for function in ("matmul chain", "low-rank updates"):
         assert sum(line.split()[:2] == function.split() for line in lines) == 2, function
+    for chain in bench.CHAINS:
+        for how in ("fused", "unfused"):
+            rows = [line for line in lines if line.strip().startswith(f"{chain}  ")]
+            assert sum(row.split()[len(chain.split())] == how for row in rows) == 1, (chain, how)
+    assert any(line.startswith("goal: the fused build's time growth at most 1.1x the unfused build's: ")
+               for line in lines)
+
+
+@pytest.mark.parametrize("chain", sorted(bench.CHAINS))
+def test_build_chains_plan_as_checked(chain):
+    mod = bench.CHAINS[chain](40)
+    assert len(mod["main"].bindings) == 40
+    bench.check_plan(chain, 40, aj.build(mod)["main"], aj.build(mod, fuse=False)["main"])
+    with pytest.raises(AssertionError, match=re.escape(f"aj.build of the {chain} of 40 bindings planned "
+                                                       "(instructions, fused groups, fused ops) (40, 0, 0) fused")):
+        bench.check_plan(chain, 40, aj.build(mod, fuse=False)["main"], aj.build(mod, fuse=False)["main"])
