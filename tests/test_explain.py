@@ -63,6 +63,7 @@ def test_gradient_reports_each_stage():
         "Gradient: adjoint bindings x25",
         "SimplifyGradient: fold_permutes x3, matmul_of_broadcast_scalar_lhs x1, matmul_of_broadcast_scalar_rhs x1, "
         "transpose_of_broadcast x1, transpose_of_matmul x1",
+        "EliminateCommonSubexpr: no changes",
         "DeadCodeElimination: bindings removed x5",
     ]
 
@@ -77,8 +78,21 @@ def main(x: Tensor((3,), "float64")) -> Tensor((), "float64"):
     return s
 ''')
     report = T.Gradient().explain(mod)
-    assert report.counts["SimplifyGradient"] == {"binary_of_broadcast_lhs": 1, "multiply_by_ones_lhs": 1,
-                                                 "bindings merged": 1}
+    assert report.counts["SimplifyGradient"] == {"binary_of_broadcast_lhs": 1, "multiply_by_ones_lhs": 1}
+    assert report.counts["EliminateCommonSubexpr"] == {"bindings merged": 1}
+
+
+def test_gradient_reports_merged_bindings_on_an_eliminate_common_subexpr_line():
+    # the two halves of sum(tanh(x*w)) + sum(tanh(x*w)) and their adjoints are one value each
+    bb = aj.FunctionBuilder("main")
+    x, w = bb.param("x", (3,), "float32"), bb.param("w", (3,), "float32")
+    mod = bb.finish(op.sum(op.tanh(x * w)) + op.sum(op.tanh(x * w)))
+    assert explained(T.Gradient(), mod).splitlines() == [
+        "Gradient: adjoint bindings x22",
+        "SimplifyGradient: binary_of_broadcast_lhs x2, multiply_by_ones_lhs x2",
+        "EliminateCommonSubexpr: bindings merged x8",
+        "DeadCodeElimination: bindings removed x2",
+    ]
 
 
 def test_sequential_reports_each_pass_and_numbers_repeats():

@@ -296,8 +296,11 @@ Module gradient(const Module& mod, const GradientOptions& options) {
   count_pass_stat("adjoint bindings", static_cast<int64_t>(adjoint->bindings().size()));
   if (options.simplify) {  // dead forward bindings were left out, so the rewrites see only what the adjoint needs
     {
-      PassStatsScope stage("SimplifyGradient");  // its rules, and the values it binds once (CSE)
+      // One walk applies SimplifyGradient's rules and binds equal values once
+      // (EliminateCommonSubexpr's work, reported on its own line).
+      PassStatsScope stage("SimplifyGradient");
       adjoint = rewrite_simplify_gradient(adjoint, /*share_values=*/true);
+      split_pass_stat("bindings merged", "EliminateCommonSubexpr");
     }
     PassStatsScope stage("DeadCodeElimination");
     adjoint = dead_code_elimination(std::move(adjoint));

@@ -26,4 +26,18 @@ void PassStats::add(std::string_view what, int64_t n) {
   else it->second += n;
 }
 
+void PassStats::split_off(std::string_view what, std::string pass) {
+  int64_t n = 0;
+  if (!open_.empty()) {
+    auto& counts = sections_[open_.back()].counts;
+    auto it = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == what; });
+    if (it != counts.end()) {
+      n = it->second;
+      counts.erase(it);
+    }
+  }
+  sections_.push_back({std::move(pass), {}});
+  if (n) sections_.back().counts.emplace_back(std::string(what), n);
+}
+
 }  // namespace aj

@@ -4,7 +4,8 @@
 // installs a sink on the thread that runs the passes; outside one, a count
 // is one thread-local load and a branch. A PassStatsScope opens a section
 // named after a pass (the bindings open one per pass they run; Gradient
-// opens one per stage); counts go to the innermost open section.
+// opens one per stage); counts go to the innermost open section, and
+// split_pass_stat moves one of them to a section of its own.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,10 @@ class PassStats {
   void close();
   // Adds n to `what` in the innermost open section (nothing when none is open).
   void add(std::string_view what, int64_t n);
+  // Appends a section `pass` and moves the count of `what` from the
+  // innermost open section into it (a section with no counts when there is
+  // none): for a stage doing the work of two passes in one walk.
+  void split_off(std::string_view what, std::string pass);
   // The sections in the order they were opened.
   const std::vector<PassStatsSection>& sections() const { return sections_; }
 
@@ -44,6 +49,12 @@ inline PassStats* pass_stats() { return detail::pass_stats_sink; }
 // Counts n of `what` (a rule's name, "bindings removed") when collecting.
 inline void count_pass_stat(std::string_view what, int64_t n = 1) {
   if (PassStats* s = detail::pass_stats_sink; s && n) s->add(what, n);
+}
+
+// Reports the `what` counted so far in the innermost section as the work of
+// a pass of its own, `pass`, on the next line (when collecting).
+inline void split_pass_stat(std::string_view what, const char* pass) {
+  if (PassStats* s = detail::pass_stats_sink) s->split_off(what, pass);
 }
 
 // Installs `stats` as this thread's sink for the scope (the previous one,
