@@ -4,8 +4,9 @@ programs() draws a Program: a module with one function, `main`, built through
 aj.FunctionBuilder and aj.op from the whole op set (elementwise ops with
 broadcasting, matmuls (parallel ones and low-rank updates too), shape ops, reductions, tuples, nn
 ops, creation ops, constants, symbolic dims, weights by num_input, int and
-bool values through the ops that take them, ops repeated), the inputs to run
-it on (float64, and int64 indices) and the values of its symbolic dims.
+bool values through the ops that take them, items of tuples written inline or
+bound to vars, ops repeated), the inputs to run it on (float64, and int64
+indices) and the values of its symbolic dims.
 `main` returns a float64 scalar (the target Gradient differentiates), alone
 or first in a tuple.
 
@@ -632,6 +633,21 @@ def split(g: Gen) -> None:
         g.add(Value(parts[i], x.lo, x.hi))
 
 
+def tuple_item(g: Gen) -> None:
+    """A field of a tuple of two or three earlier values (inputs and weights
+    mixed): the tuple written inline ((a, b)[0]), nested inline in another
+    (((a, b), c)[0][1]), or bound to a var first (t = (a, b); t[1])."""
+    values = [g.operand(dtypes=ANY) for _ in range(g.draw(st.integers(2, 3)))]
+    i = g.draw(st.integers(0, len(values) - 1))
+    tup = aj.Tuple([v.expr for v in values])
+    how = g.draw(st.sampled_from(["inline", "nested", "var"]))
+    if how == "nested":
+        tup = aj.Tuple([tup, g.operand(dtypes=ANY).expr])[0]
+    elif how == "var":
+        tup = g.emit(tup)
+    g.add(Value(tup[i], values[i].lo, values[i].hi))
+
+
 def strided_slice(g: Gen) -> None:
     """Python slices along some axes: bounds negative or past the end,
     strides negative too, never empty; a symbolic axis whole (forwards or
@@ -864,6 +880,7 @@ OPS: dict[str, Callable[[Gen], None]] = {
     "squeeze": squeeze,
     "concat": concat,
     "split": split,
+    "tuple_item": tuple_item,
     "take": take,
     "strided_slice": strided_slice,
     **family(compare, ["less", "greater", "equal", "not_equal", "less_equal", "greater_equal"]),
@@ -885,10 +902,11 @@ OPS: dict[str, Callable[[Gen], None]] = {
 # How often a step draws each op, relative to the others' 2: more often the
 # ones the passes rewrite (SimplifyGradient works on matmuls and transposes,
 # CombineParallelMatmul on parallel matmuls, ReassociateMatmul on low-rank
-# updates and matmul chains, CSE on repeats), less often the
-# creation ops (their results hold no gradient).
+# updates and matmul chains, CSE on repeats, LiftTransformParams reads through
+# tuple items), less often the creation ops (their results hold no gradient).
 WEIGHTS = {"matmul": 24, "parallel_matmuls": 6, "low_rank_update": 4, "permute_dims": 12, "broadcast_to": 4, "reshape": 4, "sum": 4,
-           "mean": 4, "ones": 1, "zeros": 1, "full": 1, "ones_like": 1, "zeros_like": 1, "full_like": 1, "repeat": 6}
+           "mean": 4, "ones": 1, "zeros": 1, "full": 1, "ones_like": 1, "zeros_like": 1, "full_like": 1, "repeat": 6,
+           "tuple_item": 6}
 STEPS = [op for op in OPS for _ in range(WEIGHTS.get(op, 2))]
 
 

@@ -1,8 +1,8 @@
 """aj.analysis.computable_at_compile_time: the weights, then the bindings that
 depend only on weights and constants and whose shapes the weights fix, in
 binding order; constant-only values without num_input; bad num_input; and
-(Hypothesis) that the set is exactly the bindings whose uses are in it and
-whose symbols the weights bind."""
+(Hypothesis) that the set is exactly the bindings whose uses (for an item of
+a tuple literal, its field's) are in it and whose symbols the weights bind."""
 
 from __future__ import annotations
 
@@ -98,13 +98,15 @@ def test_the_compile_time_set_is_closed(program):
     weight_symbols = {d for p in params[num_input:] for d in p.type.shape if isinstance(d, str) and d.isidentifier()}
     assert [id(v) for v in computable[:weights]] == [id(p) for p in params[num_input:]]
     assert [id(v) for v in computable[weights:]] == [id(b.var) for b in bindings if id(b.var) in ids]
+    held = [b.var for b in bindings]  # alive, so an item's tuple var is the same object
+    values = {id(v): b.value for v, b in zip(held, bindings)}
     for b in bindings:
         if id(b.var) in ids:
-            assert all(id(u) in ids for u in uses(b.value)), b.var.name_hint
+            assert all(id(u) in ids for u in uses(b.value, values)), b.var.name_hint
             assert symbols(b.var.type) <= weight_symbols, b.var.name_hint
         else:
             fixed = symbols(b.var.type) <= weight_symbols
-            assert not fixed or not all(id(u) in ids for u in uses(b.value)), b.var.name_hint
+            assert not fixed or not all(id(u) in ids for u in uses(b.value, values)), b.var.name_hint
 
 
 def symbols(t: aj.Type) -> set[str]:
@@ -113,14 +115,33 @@ def symbols(t: aj.Type) -> set[str]:
     return {s for d in t.shape if isinstance(d, str) for s in aj.Dim(d).symbols}
 
 
-def uses(e: aj.Expr) -> list[aj.Var]:
-    """The vars an expr uses, through tuples and calls."""
+def uses(e: aj.Expr, values: dict) -> list[aj.Var]:
+    """The vars an expr uses, through tuples and calls; an item of a tuple
+    literal (written inline, or bound to a var: `values` maps id(var) to its
+    value) uses what the field it reads uses."""
     if isinstance(e, aj.Var):
         return [e]
     if isinstance(e, aj.Call):
-        return [u for a in e.args for u in uses(a)]
+        return [u for a in e.args for u in uses(a, values)]
     if isinstance(e, aj.Tuple):
-        return [u for a in e.fields for u in uses(a)]
+        return [u for a in e.fields for u in uses(a, values)]
     if isinstance(e, aj.TupleGetItem):
-        return uses(e.tuple)
+        read = field(e, values)
+        return uses(e.tuple if read is None else read, values)
     return []
+
+
+def field(item: aj.TupleGetItem, values: dict) -> aj.Expr | None:
+    """The field of the tuple literal an item reads, seen through vars bound
+    to tuples, to items and to other vars; None when the tuple is another value."""
+    e = item.tuple
+    while not isinstance(e, aj.Tuple):
+        if isinstance(e, aj.TupleGetItem):
+            e = field(e, values)
+        elif isinstance(e, aj.Var) and id(e) in values:
+            e = values[id(e)]
+        else:
+            return None
+        if e is None:
+            return None
+    return e.fields[item.index]

@@ -1,12 +1,14 @@
 """LiftTransformParams: golden printed modules for what is lifted and what
 stays (weights transposed and concatenated, a binding mixing an input and a
 weight, zeros used by one side or both, weights used directly, a tuple value,
-dead code), numerical equality of f_transform_params then f with f (also for
-an adjoint after Gradient), functions without num_input, name clashes, bad
-num_input, and a linear-time check."""
+items of tuples holding an input, written inline or not, dead code),
+numerical equality of f_transform_params then f with f (also for an adjoint
+after Gradient), functions without num_input, name clashes, bad num_input,
+and a linear-time check."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import numpy as np
@@ -227,6 +229,61 @@ def test_an_item_of_a_tuple_holding_an_input_is_lifted_as_the_weight_it_reads():
     assert "exp" in str(LIFT(nested)["main_transform_params"])
     assert_lifting_computes_the_same(nested)
 
+
+
+INLINE_TUPLE = """
+@function(num_input=1)
+def main(x: Tensor((2,), "float64"), w: Tensor((2,), "float64"), v: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
+    a: Tensor((2,), "float64") = (w, x)[0]
+    y: Tensor((2,), "float64") = add(x, a)
+    return y
+"""
+
+
+def test_an_item_of_an_inline_tuple_holding_an_input_is_lifted_as_the_weight_it_reads():
+    # regression: a = (w, x)[0] went to main_transform_params as it was, x free there
+    assert_script(lifted(INLINE_TUPLE), """
+        @function(num_input=1)
+        def main(x: Tensor((2,), "float64"), a: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
+            y: Tensor((2,), "float64") = add(x, a)
+            return y
+
+        @function
+        def main_transform_params(w: Tensor((2,), "float64"), v: Tensor((2,), "float64")) -> Tuple(Tensor((2,), "float64")):
+            a: Tensor((2,), "float64") = w
+            return (a,)
+    """)
+    assert_lifting_computes_the_same(aj.parse(INLINE_TUPLE))
+
+
+@pytest.mark.parametrize("bindings, transform", [
+    # an item of a tuple nested inline; one of tuple type, then its item
+    ("a = ((w, x), x)[0][0]", ["a = w"]),
+    ("t = ((w, v), x)[0]\n    a = t[1]", ["t = (w, v)", "a = t[1]"]),
+    # an inline item inside a tuple var f keeps, and one of weights only
+    ("t = ((w, x)[0], x)\n    a = t[0]", ["lv = w", "a = lv"]),
+    ("a = (w, v)[1]", ["a = v"]),
+])
+def test_items_of_inline_tuples_read_only_their_field(bindings, transform):
+    mod = aj.parse(INLINE_TUPLE.replace('a: Tensor((2,), "float64") = (w, x)[0]', bindings))
+    aj.analysis.verify(LIFT(mod))
+    script = aj.Module({"f": LIFT(mod)["main_transform_params"]}).script()
+    assert re.findall(r"^    (\w+): [^=]+ = (.*)$", script, re.M) == [tuple(t.split(" = ")) for t in transform]
+    assert_lifting_computes_the_same(mod)
+
+
+def test_f_keeps_an_item_of_an_inline_tuple_as_the_field_it_reads():
+    # c reads x alone: neither w nor exp(w) is passed to main for it
+    mod = aj.parse(INLINE_TUPLE.replace('a: Tensor((2,), "float64") = (w, x)[0]',
+                                        'e: Tensor((2,), "float64") = exp(w)\n    a: Tensor((2,), "float64") = (e, x)[1]'))
+    assert_script(aj.Module({"main": LIFT(mod)["main"]}), """
+        @function(num_input=1)
+        def main(x: Tensor((2,), "float64")) -> Tensor((2,), "float64"):
+            a: Tensor((2,), "float64") = x
+            y: Tensor((2,), "float64") = add(x, a)
+            return y
+    """)
+    assert_lifting_computes_the_same(mod)
 
 SYMBOLS = '''
 @function(num_input=1)

@@ -237,8 +237,9 @@ def test_every_random_program_and_its_adjoint_draw(program):
 
 
 def picture_aliases(fn) -> list[str]:
-    """Vars bound to a tuple item or another var: drawn as arrows, not boxes."""
-    names = re.findall(r"(?m)^    (\w+): [^=]* = (\w+(?:\[\d+\])+|\w+)$", fn.script())
+    """Vars bound to a tuple item (of a var or of a tuple written inline) or
+    another var: drawn as arrows, not boxes."""
+    names = re.findall(r"(?m)^    (\w+): [^=]* = ((?:\w+|\(.*\))(?:\[\d+\])+|\w+)$", fn.script())
     return [name for name, _ in names]
 
 

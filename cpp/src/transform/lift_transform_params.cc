@@ -13,8 +13,10 @@
 //   3. One backward sweep from the boundary decides what f_transform_params
 //      holds: the bindings the boundary values need (liftable ones and the
 //      constant-only ones they use, which may so appear in both functions).
-//      A lifted item of a tuple that f keeps (t = (x, w); a = t[1]) is bound
-//      there to the field it reads (a = w).
+//   In both sweeps an item of a tuple written inline (a = (w, x)[0]) is
+//   bound to the field it reads (a = w), so each function needs only what
+//   the item reads; in f_transform_params so is an item of a tuple that f
+//   keeps (t = (x, w); a = t[1] lifted as a = w).
 //   A symbolic dim f still needs that no param of f binds (the executor
 //   binds a symbol from a param dim k or a*k + b) makes a weight that binds
 //   it pass through as well.
@@ -37,24 +39,36 @@
 namespace aj {
 namespace {
 
-// Where each definition of f goes.
-struct LiftPlan {
-  std::vector<uint8_t> in_main;       // per binding: stays in f
-  std::vector<uint8_t> in_transform;  // per binding: computed by f_transform_params
-  std::vector<Var> boundary;          // f's new params: needed weights, then lifted binding vars
-  // Lifted tuple items bound in f_transform_params to the field they read,
-  // as (binding, field), by descending binding.
+// The bindings one function of the split holds (per binding), and the tuple
+// items among them bound there to the field they read instead of their
+// value, as (binding, field), by descending binding.
+struct PlanPart {
+  std::vector<uint8_t> holds;
   std::vector<std::pair<size_t, Expr>> retargeted;
 };
 
-// The field a lifted binding's value reads when it is an item of a tuple
-// that is not lifted (so f_transform_params has no such tuple), else nullptr.
-const Expr* field_of_kept_tuple(const DataflowIndex& index, const Expr& value, const std::vector<uint8_t>& liftable) {
-  const auto* item = as<TupleGetItemNode>(value);
-  const auto* tuple = item ? as<VarNode>(item->tuple()) : nullptr;
-  if (!tuple) return nullptr;
-  int64_t b = index.binding_index(tuple);
-  return b >= 0 && !liftable[static_cast<size_t>(b)] ? tuple_item_source(index, *item) : nullptr;
+// Where each definition of f goes.
+struct LiftPlan {
+  PlanPart main;              // what stays in f
+  PlanPart transform;         // what f_transform_params computes
+  std::vector<Var> boundary;  // f's new params: needed weights, then lifted binding vars
+};
+
+// The field binding b's value reads when it is a tuple item the function it
+// goes to binds to that field: one of a tuple written inline (a = (w, x)[0]
+// reads w alone, and the function may not have x), or of a tuple var whose
+// binding that function does not hold (`holds_tuple` false). Else nullptr:
+// the binding is copied as it is. Reads the value node of tuple items only.
+template <class HoldsTuple>
+const Expr* field_to_read(const DataflowIndex& index, size_t b, HoldsTuple&& holds_tuple) {
+  if (index.binding_kind(b) != DefKind::kTupleGetItem) return nullptr;
+  const auto& item = static_cast<const TupleGetItemNode&>(*index.function().bindings()[b].value);
+  if (item.tuple()->kind() != ExprKind::kTuple) {
+    const auto* tuple = as<VarNode>(item.tuple());
+    int64_t t = tuple ? index.binding_index(tuple) : -1;
+    if (t < 0 || holds_tuple(static_cast<size_t>(t))) return nullptr;
+  }
+  return tuple_item_source(index, item);
 }
 
 // The symbols f keeps using that none of its params binds: `used` and
@@ -98,16 +112,30 @@ void mark_operands(const DataflowIndex& index, size_t b, std::vector<uint8_t>& m
     if (d >= 0) marked[static_cast<size_t>(d)] = 1;
 }
 
+// Puts binding b in `part`, bound to `field` when there is one, and marks in
+// `needs` the vars it then uses.
+void hold(PlanPart& part, const DataflowIndex& index, size_t b, const Expr* field, std::vector<uint8_t>& needs) {
+  part.holds[b] = 1;
+  if (field) {
+    part.retargeted.emplace_back(b, *field);
+    mark_uses(index, *field, needs);
+  } else {
+    mark_operands(index, b, needs);
+  }
+}
+
 LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
   const auto& bindings = fn.bindings();
   const size_t num_params = fn.params().size(), num_input = fn.num_input();
   std::vector<uint8_t> liftable = weight_dependent_bindings(index, computable_bindings(index));
-  LiftPlan plan{std::vector<uint8_t>(bindings.size(), 0), std::vector<uint8_t>(bindings.size(), 0), {}, {}};
+  LiftPlan plan{{std::vector<uint8_t>(bindings.size(), 0), {}}, {std::vector<uint8_t>(bindings.size(), 0), {}}, {}};
   std::vector<uint8_t> main_needs(index.num_defs(), 0), lifted_needs(index.num_defs(), 0);
   mark_uses(index, fn.ret(), main_needs);
   // The symbols of the bindings f keeps or takes as params, and those a
   // lifted var binds as f's param. Both sweeps read the index's flat
-  // arrays, not the nodes (but for an item of a tuple).
+  // arrays, not the nodes (but for an item of a tuple). Every tuple var
+  // binding f needs stays in f.
+  auto in_main = [](size_t) { return true; };
   std::set<std::string> used, bound;
   for (size_t b = bindings.size(); b-- > 0;) {
     if (!main_needs[num_params + b]) continue;
@@ -116,8 +144,7 @@ LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
       lifted_needs[num_params + b] = 1;
       add_param_bound_symbols(type, bound);
     } else {
-      plan.in_main[b] = 1;
-      mark_operands(index, b, main_needs);
+      hold(plan.main, index, b, field_to_read(index, b, in_main), main_needs);
     }
     add_type_symbols(type, false, used);
   }
@@ -126,19 +153,20 @@ LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
     if (main_needs[p]) plan.boundary.push_back(fn.params()[p]);
   for (size_t b = 0; b < bindings.size(); ++b)
     if (lifted_needs[num_params + b]) plan.boundary.push_back(bindings[b].var);
-  for (size_t b = bindings.size(); b-- > 0;) {
-    if (!lifted_needs[num_params + b]) continue;
-    plan.in_transform[b] = 1;
-    const Expr* field = index.binding_kind(b) == DefKind::kTupleGetItem
-                            ? field_of_kept_tuple(index, bindings[b].value, liftable) : nullptr;
-    if (field) {
-      plan.retargeted.emplace_back(b, *field);
-      mark_uses(index, *field, lifted_needs);
-    } else {
-      mark_operands(index, b, lifted_needs);
-    }
-  }
+  auto lifted = [&liftable](size_t t) { return liftable[t] != 0; };
+  for (size_t b = bindings.size(); b-- > 0;)
+    if (lifted_needs[num_params + b]) hold(plan.transform, index, b, field_to_read(index, b, lifted), lifted_needs);
   return plan;
+}
+
+// Appends binding b as `part` holds it: bound to its field when it is the
+// next of the part's retargets (`left` of them not yet used, taken from the
+// back), else as it is.
+void append(const PlanPart& part, size_t b, const Binding& binding, size_t& left, std::vector<Binding>& out) {
+  if (left > 0 && part.retargeted[left - 1].first == b)
+    out.push_back(Binding{binding.var, part.retargeted[--left].second});
+  else
+    out.push_back(binding);
 }
 
 // The bindings f keeps and those f_transform_params computes, copied in one
@@ -154,20 +182,16 @@ std::pair<std::vector<Binding>, std::vector<Binding>> split_bindings(const Funct
     return k;
   };
   std::vector<Binding> main, transform;
-  main.reserve(count(plan.in_main));
-  transform.reserve(count(plan.in_transform));
-  size_t retargets_left = plan.retargeted.size();
+  main.reserve(count(plan.main.holds));
+  transform.reserve(count(plan.transform.holds));
+  size_t main_left = plan.main.retargeted.size(), transform_left = plan.transform.retargeted.size();
   for (size_t b = 0; b < n; ++b) {
-    if (b + kAhead < n && (plan.in_main[b + kAhead] || plan.in_transform[b + kAhead])) {
+    if (b + kAhead < n && (plan.main.holds[b + kAhead] || plan.transform.holds[b + kAhead])) {
       __builtin_prefetch(bindings[b + kAhead].var.get(), 1);
       __builtin_prefetch(bindings[b + kAhead].value.get(), 1);
     }
-    if (plan.in_main[b]) main.push_back(bindings[b]);
-    if (!plan.in_transform[b]) continue;
-    if (retargets_left > 0 && plan.retargeted[retargets_left - 1].first == b)
-      transform.push_back(Binding{bindings[b].var, plan.retargeted[--retargets_left].second});
-    else
-      transform.push_back(bindings[b]);
+    if (plan.main.holds[b]) append(plan.main, b, bindings[b], main_left, main);
+    if (plan.transform.holds[b]) append(plan.transform, b, bindings[b], transform_left, transform);
   }
   return {std::move(main), std::move(transform)};
 }
@@ -177,7 +201,7 @@ std::pair<std::vector<Binding>, std::vector<Binding>> split_bindings(const Funct
 void count_lift(const FunctionNode& fn, const LiftPlan& plan) {
   if (!pass_stats()) return;
   int64_t lifted = 0, passed = 0;
-  for (uint8_t t : plan.in_transform) lifted += t;
+  for (uint8_t t : plan.transform.holds) lifted += t;
   std::unordered_set<const VarNode*> weights;
   for (size_t p = fn.num_input(); p < fn.params().size(); ++p) weights.insert(fn.params()[p].get());
   for (const Var& v : plan.boundary) passed += static_cast<int64_t>(weights.count(v.get()));
