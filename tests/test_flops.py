@@ -1,7 +1,8 @@
 """aj.analysis.estimate_flops and flops_by_op: the LoRA numbers of issue 13,
 each op family's FLOP convention, ints for static shapes and canonical
-polynomial text for symbolic ones, compile_time_free, dims substitution, bad
-arguments, and (Hypothesis) that the total is the sum of the per-op counts."""
+polynomial text for symbolic ones, compile_time_free, dims substitution, counts
+past int64 or past what a polynomial dim holds, bad arguments, and
+(Hypothesis) that the total is the sum of the per-op counts."""
 
 from __future__ import annotations
 
@@ -147,6 +148,46 @@ def test_overflowing_counts_are_errors():
     with pytest.raises(aj.TypeInferenceError, match=r"the FLOP count n\*\*2 overflows int64 with the given dims"):
         aj.analysis.estimate_flops(big, dims={"n": 2**40})
 
+
+
+def many_exps(n: int) -> aj.Function:
+    """exp of n params x_i of shape (a_i, 4): a count of n terms 4*a_i."""
+    params = ", ".join(f'x{i}: Tensor(("a{i}", 4), "float32")' for i in range(n))
+    body = "\n".join(f"    v{i} = exp(x{i})" for i in range(n))
+    return aj.parse(f"@function\ndef main({params}):\n{body}\n    return v0\n")["main"]
+
+
+def test_a_count_of_more_terms_than_a_dim_holds_says_so_and_dims_count_it():
+    # regression: "overflows int64", and dims= could not help: the symbolic sum was made first
+    f = many_exps(257)
+    assert aj.Dim(aj.analysis.estimate_flops(many_exps(256))) == aj.Dim(" + ".join(f"4*a{i}" for i in range(256)))
+    for call in (aj.analysis.estimate_flops, aj.analysis.flops_by_op):
+        with pytest.raises(aj.TypeInferenceError, match=r"the FLOP count summed up to binding 256 'v256' \(exp\) "
+                           r"is a polynomial too large to represent \(symbolic dim has 257 terms, more than 256\); "
+                           r"give dims= values for its symbols"):
+            call(f)
+    dims = {f"a{i}": 2 for i in range(257)}
+    assert aj.analysis.estimate_flops(f, dims=dims) == 257 * 8
+    assert aj.analysis.flops_by_op(f, dims=dims) == {"exp": 257 * 8}
+    assert aj.analysis.estimate_flops(f, dims={f"a{i}": 2 for i in range(1, 257)}) == "4*a0 + 2048"
+
+
+def test_a_count_of_degree_above_64_says_so_and_dims_count_it():
+    # regression: an exp of a rank-65 tensor of symbolic dims has degree 65
+    shape = tuple(f"s{i}" for i in range(65))
+    f = one_call(aj.op.exp, shape)
+    with pytest.raises(aj.TypeInferenceError, match=r"the FLOP count at binding 0 'lv' \(exp\) is a polynomial too "
+                       r"large to represent \(symbolic dim product has degree 65, above 64\); give dims="):
+        aj.analysis.estimate_flops(f)
+    assert aj.analysis.estimate_flops(f, dims={s: 2 if s == "s0" else 1 for s in shape}) == 2
+    assert aj.analysis.flops_by_op(f, dims={s: 3 for s in shape[1:9]} | {s: 1 for s in shape[9:]}) == \
+        {"exp": f"{3**8}*s0"}
+    wider = one_call(aj.op.exp, shape + ("s65",))
+    with pytest.raises(aj.TypeInferenceError, match=r"at binding 0 'lv' \(exp\) with the given dims is a polynomial "
+                       r"too large to represent \(symbolic dim product has degree 65"):
+        aj.analysis.estimate_flops(wider, dims={"s0": 1})
+    with pytest.raises(aj.TypeInferenceError, match=r"overflows int64 with the given dims at binding 0 'lv' \(exp\)"):
+        aj.analysis.estimate_flops(f, dims={s: 2 for s in shape})
 
 def test_bad_arguments_are_errors():
     with pytest.raises(aj.Error, match="estimate_flops: expected an aj.Function, got Module"):

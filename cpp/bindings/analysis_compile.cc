@@ -72,22 +72,14 @@ py::object flops_out(const Dim& d) {
   return py::str(d.to_string());
 }
 
-struct Counted {
-  Dim total;
-  std::vector<std::pair<std::string, Dim>> by_op;
-};
-
-Counted counted(const py::handle& fn_arg, const py::handle& compile_time_free, const py::handle& dims,
+FlopCount counted(const py::handle& fn_arg, const py::handle& compile_time_free, const py::handle& dims,
                 const std::string& user) {
   bool free = bool_arg(compile_time_free, user + ": compile_time_free");
   Function fn = verified_function(fn_arg, user);
   std::map<std::string, int64_t> values = symbol_values(dims, *fn, user);
   py::gil_scoped_release nogil;
   check_dims_stay_non_negative(*fn, values, user);
-  FlopCount count = count_flops(*fn, free);
-  Counted out{substitute_symbols(count.total, values), {}};
-  for (auto& [op, flops] : count.by_op) out.by_op.emplace_back(op, substitute_symbols(flops, values));
-  return out;
+  return count_flops(*fn, free, values);
 }
 
 // The weights, then the vars of the computable bindings, as Python objects

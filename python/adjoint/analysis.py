@@ -50,8 +50,11 @@ def estimate_flops(fn: Function, compile_time_free: bool = False, dims: dict[str
     permutes, concats and creation none). An ``int`` when every shape is
     static, else the canonical polynomial text (``"2*m*n*r + 3*m*n"``).
     ``compile_time_free`` makes the bindings ``computable_at_compile_time``
-    lists free; ``dims`` ({symbol: int}) substitutes symbol values first (an
-    ``aj.Error`` names a symbol the function's shapes do not use)."""
+    lists free; ``dims`` ({symbol: int}) substitutes symbol values into each
+    binding's count before the sum (an ``aj.Error`` names a symbol the
+    function's shapes do not use). A count beyond int64, or a polynomial past
+    a dim's limits (256 terms, degree 64) that ``dims`` does not resolve, is
+    an ``aj.TypeInferenceError`` naming the binding."""
     return _core.estimate_flops(fn, compile_time_free, dims)
 
 

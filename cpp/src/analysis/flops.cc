@@ -1,5 +1,6 @@
 // FLOP estimates (see analysis/flops.h): one walk over the bindings summing
-// op FLOP rules per op, and the substitution of symbol values into the sums.
+// op FLOP rules per op, each call's count with the given symbol values put in
+// before it joins the sums; and the substitution of symbol values into dims.
 #include "adjoint/analysis/flops.h"
 
 #include <unordered_map>
@@ -18,23 +19,100 @@ Dim power(const Dim& value, int power) {
   return out;
 }
 
-// d with the given symbols replaced, term by term.
-Dim substitute_terms(const Dim& d, const std::map<std::string, int64_t>& values) {
-  Dim out(0);
-  for (const DimTerm& term : d.terms()) {
-    Dim product(term.coeff);
-    for (const auto& [symbol, exponent] : term.monomial) {
-      auto it = values.find(symbol);
-      product = product * power(it == values.end() ? Dim::symbol(symbol) : Dim(it->second), exponent);
-    }
-    out = out + product;
+// t with the given symbols replaced in its shapes.
+Type substituted_type(const Type& t, const SymbolValues& values) {
+  if (t->is_tuple()) {
+    std::vector<Type> fields;
+    for (const Type& f : t->fields()) fields.push_back(substituted_type(f, values));
+    return TypeNode::tuple(std::move(fields));
   }
-  return out;
+  Shape shape;
+  for (const Dim& d : t->shape()) shape.push_back(substitute_symbols(d, values));
+  return TypeNode::tensor(std::move(shape), t->dtype());
+}
+
+// A call operand with the given symbols replaced in its type: a var of the
+// substituted type, a tuple of substituted fields; constants have no symbols.
+Expr substituted_operand(const Expr& e, const SymbolValues& values) {
+  if (const auto* v = as<VarNode>(e))
+    return std::make_shared<VarNode>(v->name_hint(), substituted_type(v->type(), values));
+  if (const auto* t = as<TupleNode>(e)) {
+    std::vector<Expr> fields;
+    for (const Expr& f : t->fields()) fields.push_back(substituted_operand(f, values));
+    return std::make_shared<TupleNode>(std::move(fields));
+  }
+  return e;
+}
+
+// The call's FLOP rule applied to a copy of it whose types have the given
+// symbols replaced: its count when the polynomial over the symbols is past
+// Dim's limits (a rank-65 exp has degree 65) but the values bring it within.
+Dim substituted_call_flops(const CallNode& call, const SymbolValues& values) {
+  std::vector<Expr> args;
+  for (const Expr& a : call.args()) args.push_back(substituted_operand(a, values));
+  CallNode copy(&call.op(), std::move(args), call.attrs(), substituted_type(call.type(), values));
+  return call.op().flops(copy);
+}
+
+// Where in fn a count is: "binding b 'var' (op)".
+std::string binding_place(const FunctionNode& fn, size_t b, const CallNode& call) {
+  return str("binding ", b, " '", fn.bindings()[b].var->name_hint(), "' (", call.op().name, ")");
+}
+
+// The error for a count past Dim's limits, `what` saying which count.
+TypeInferenceError too_large(const std::string& what, const DimLimitError& e) {
+  return TypeInferenceError(str("the FLOP count ", what, " is a polynomial too large to represent (", e.what(),
+                                "); give dims= values for its symbols to count it as a number"));
+}
+
+// The rule's count of the call: its polynomial, or, when that is past Dim's
+// limits and values are given, the count of the substituted call (so
+// already with the values put in).
+Dim rule_flops(const FunctionNode& fn, size_t b, const CallNode& call, const SymbolValues& values) {
+  try {
+    return call.op().flops(call);
+  } catch (const DimLimitError& e) {
+    if (values.empty()) throw too_large("at " + binding_place(fn, b, call), e);
+  } catch (const SizeOverflowError& e) {
+    throw SizeOverflowError(str("the FLOP count overflows int64 at ", binding_place(fn, b, call), ": ", e.what()));
+  }
+  try {
+    return substituted_call_flops(call, values);
+  } catch (const DimLimitError& e) {
+    throw too_large("at " + binding_place(fn, b, call) + " with the given dims", e);
+  } catch (const SizeOverflowError& e) {
+    throw SizeOverflowError(str("the FLOP count overflows int64 with the given dims at ", binding_place(fn, b, call),
+                                ": ", e.what()));
+  }
+}
+
+// One call's count with the given symbols replaced, before it joins any sum.
+Dim call_flops(const FunctionNode& fn, size_t b, const CallNode& call, const SymbolValues& values) {
+  Dim flops = rule_flops(fn, b, call, values);
+  try {
+    return substitute_symbols(flops, values);
+  } catch (const SizeOverflowError& e) {
+    throw SizeOverflowError(str("the FLOP count ", flops.to_string(), " overflows int64 with the given dims at ",
+                                binding_place(fn, b, call), ": ", e.what()));
+  }
+}
+
+// Adds binding b's count to its op's and to the total.
+void add_count(FlopCount& out, size_t op_slot, const Dim& flops, const FunctionNode& fn, size_t b,
+               const CallNode& call) {
+  try {
+    out.by_op[op_slot].second = out.by_op[op_slot].second + flops;
+    out.total = out.total + flops;
+  } catch (const DimLimitError& e) {
+    throw too_large("summed up to " + binding_place(fn, b, call), e);
+  } catch (const SizeOverflowError& e) {
+    throw SizeOverflowError(str("the FLOP count overflows int64 at ", binding_place(fn, b, call), ": ", e.what()));
+  }
 }
 
 }  // namespace
 
-FlopCount count_flops(const FunctionNode& fn, bool compile_time_free) {
+FlopCount count_flops(const FunctionNode& fn, bool compile_time_free, const SymbolValues& values) {
   std::vector<uint8_t> free_binding(fn.bindings().size(), 0);
   if (compile_time_free) free_binding = computable_bindings(DataflowIndex(fn));
   FlopCount out;
@@ -46,14 +124,7 @@ FlopCount count_flops(const FunctionNode& fn, bool compile_time_free) {
     auto [it, first] = slot.emplace(&call.op(), out.by_op.size());
     if (first) out.by_op.emplace_back(call.op().name, Dim(0));
     if (free_binding[b] || !call.op().flops) continue;
-    try {
-      Dim flops = call.op().flops(call);
-      out.by_op[it->second].second = out.by_op[it->second].second + flops;
-      out.total = out.total + flops;
-    } catch (const SizeOverflowError& e) {
-      throw SizeOverflowError(str("the FLOP count overflows int64 at binding ", b, " '",
-                                  fn.bindings()[b].var->name_hint(), "' (", call.op().name, "): ", e.what()));
-    }
+    add_count(out, it->second, call_flops(fn, b, call, values), fn, b, call);
   }
   return out;
 }
@@ -65,13 +136,18 @@ std::set<std::string> function_symbols(const FunctionNode& fn) {
   return out;
 }
 
-Dim substitute_symbols(const Dim& d, const std::map<std::string, int64_t>& values) {
-  if (d.is_const()) return d;
-  try {
-    return substitute_terms(d, values);
-  } catch (const SizeOverflowError& e) {
-    throw SizeOverflowError(str("the FLOP count ", d.to_string(), " overflows int64 with the given dims: ", e.what()));
+Dim substitute_symbols(const Dim& d, const SymbolValues& values) {
+  if (d.is_const() || values.empty()) return d;
+  Dim out(0);
+  for (const DimTerm& term : d.terms()) {
+    Dim product(term.coeff);
+    for (const auto& [symbol, exponent] : term.monomial) {
+      auto it = values.find(symbol);
+      product = product * power(it == values.end() ? Dim::symbol(symbol) : Dim(it->second), exponent);
+    }
+    out = out + product;
   }
+  return out;
 }
 
 }  // namespace aj

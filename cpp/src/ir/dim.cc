@@ -65,7 +65,7 @@ Dim Dim::from_terms(std::vector<DimTerm> terms) {
                               [](const DimTerm& t) { return t.coeff == 0; }),
                merged.end());
   if (merged.size() > kMaxTerms)
-    throw SizeOverflowError(str("symbolic dim has more than ", kMaxTerms, " terms"));
+    throw DimLimitError(str("symbolic dim has ", merged.size(), " terms, more than ", kMaxTerms));
   if (merged.empty()) return Dim(0);
   if (merged.size() == 1 && merged[0].monomial.empty()) return Dim(merged[0].coeff);
   for (const auto& t : merged)  // keeps -coeff defined, so the text of every term parses back
@@ -144,11 +144,11 @@ Dim Dim::operator-(const Dim& o) const {
 Dim Dim::operator*(const Dim& o) const {
   if (is_const() && o.is_const()) return Dim(checked_mul(value_, o.value_));
   if (degree() + o.degree() > kMaxDegree)
-    throw SizeOverflowError(str("symbolic dim product has degree ", degree() + o.degree(),
-                                ", above ", kMaxDegree));
+    throw DimLimitError(str("symbolic dim product has degree ", degree() + o.degree(), ", above ", kMaxDegree));
   auto ta = as_terms(*this), tb = as_terms(o);
   if (ta.size() * tb.size() > kMaxTerms * 4)
-    throw SizeOverflowError(str("symbolic dim product has ", ta.size() * tb.size(), " terms before merging"));
+    throw DimLimitError(str("symbolic dim product has ", ta.size() * tb.size(), " terms before merging, more than ",
+                            kMaxTerms * 4));
   std::vector<DimTerm> out;
   for (const auto& a : ta)
     for (const auto& b : tb)

@@ -3,8 +3,9 @@
 // coefficients), so equal polynomials compare equal and hash equal, and
 // n + n == 2*n. Constant dims take no allocation. A symbolic dim has at most
 // kMaxTerms terms, total degree at most kMaxDegree and coefficients in
-// (INT64_MIN, INT64_MAX]: arithmetic beyond these throws SizeOverflowError, so
-// every symbolic dim's text parses back (dim_parse.cc holds the grammar).
+// (INT64_MIN, INT64_MAX]: arithmetic beyond these throws SizeOverflowError
+// (DimLimitError past the terms or the degree), so every symbolic dim's text
+// parses back (dim_parse.cc holds the grammar).
 #pragma once
 
 #include <cstdint>

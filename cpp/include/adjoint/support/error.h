@@ -63,6 +63,14 @@ class SizeOverflowError : public TypeInferenceError {
   using TypeInferenceError::TypeInferenceError;
 };
 
+// A symbolic dim past the size a polynomial may have (Dim::kMaxTerms terms,
+// degree Dim::kMaxDegree), though its value at given symbols may fit: the
+// FLOP estimates catch this class to say so.
+class DimLimitError : public SizeOverflowError {
+ public:
+  using SizeOverflowError::SizeOverflowError;
+};
+
 // A dim string that is not an integer polynomial ("n / 2", "n**-1"). Python
 // sees a TypeInferenceError; offset() is the byte of the string where reading
 // stopped, so the text parser can point at it inside its string literal.
