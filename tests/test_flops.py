@@ -140,6 +140,20 @@ def main(x: Tensor(("n - 1",), "float32"), y: Tensor(("n - 5",), "float32")) -> 
             call(f, dims={"n": 0})
 
 
+
+def test_dims_that_overflow_a_dim_are_errors_naming_it():
+    # regression: it said "the FLOP count n**2 overflows int64", of a function with no call
+    f = aj.parse("""
+@function
+def main(x: Tensor(("n*n", "m"), "float32")) -> Tensor(("n*n", "m"), "float32"):
+    return x
+""")["main"]
+    for call in (aj.analysis.estimate_flops, aj.analysis.flops_by_op):
+        with pytest.raises(aj.TypeInferenceError, match=r"^" + call.__name__ + r": with the given dims, the dim n\*\*2 "
+                           r"of 'x' overflows int64: dim arithmetic overflows"):
+            call(f, dims={"n": 2**40})
+    assert aj.analysis.estimate_flops(f, dims={"n": 2**31}) == 0
+
 def test_overflowing_counts_are_errors():
     huge = one_call(aj.op.matmul, (2**21, 2**21), (2**21, 2**21))
     with pytest.raises(aj.TypeInferenceError, match=r"overflows int64 at binding 0 'lv' \(matmul\)"):

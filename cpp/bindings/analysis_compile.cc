@@ -30,8 +30,8 @@ Function verified_function(const py::handle& obj, const std::string& user) {
 
 // {symbol: value} from a dict of str -> non-negative int; every symbol must
 // be one of the function's.
-std::map<std::string, int64_t> symbol_values(const py::handle& dims, const FunctionNode& fn, const std::string& user) {
-  std::map<std::string, int64_t> out;
+SymbolValues symbol_values(const py::handle& dims, const FunctionNode& fn, const std::string& user) {
+  SymbolValues out;
   if (dims.is_none()) return out;
   if (!py::isinstance<py::dict>(dims)) throw Error(str(user, ": dims must be a dict {symbol: int}, got ", py_type_name(dims)));
   std::set<std::string> known = function_symbols(fn);
@@ -45,10 +45,21 @@ std::map<std::string, int64_t> symbol_values(const py::handle& dims, const Funct
   return out;
 }
 
+// d at the given values; throws naming d and its var's name when that
+// overflows int64.
+Dim dim_at(const Dim& d, const SymbolValues& values, const std::string& var, const std::string& user) {
+  try {
+    return substitute_symbols(d, values);
+  } catch (const SizeOverflowError& e) {
+    throw SizeOverflowError(str(user, ": with the given dims, the dim ", d.to_string(), " of '", var,
+                                "' overflows int64: ", e.what()));
+  }
+}
+
 // Throws when `values` make a dim of a param or binding of fn negative
-// (n - 1 at n = 0): the counts would describe shapes no run can have.
-void check_dims_stay_non_negative(const FunctionNode& fn, const std::map<std::string, int64_t>& values,
-                                  const std::string& user) {
+// (n - 1 at n = 0) or past int64 (n*n at n = 2**40): the counts would
+// describe shapes no run can have.
+void check_dims_stay_in_range(const FunctionNode& fn, const SymbolValues& values, const std::string& user) {
   if (values.empty()) return;
   std::function<void(const Type&, const std::string&)> check = [&](const Type& t, const std::string& var) {
     if (t->is_tuple()) {
@@ -57,7 +68,7 @@ void check_dims_stay_non_negative(const FunctionNode& fn, const std::map<std::st
     }
     for (const Dim& d : t->shape()) {
       if (d.is_const()) continue;
-      Dim at = substitute_symbols(d, values);
+      Dim at = dim_at(d, values, var, user);
       if (at.is_const() && at.value() < 0)
         throw Error(str(user, ": with the given dims, the dim ", d.to_string(), " of '", var, "' is ", at.value(),
                         "; a dim is never negative"));
@@ -76,9 +87,9 @@ FlopCount counted(const py::handle& fn_arg, const py::handle& compile_time_free,
                 const std::string& user) {
   bool free = bool_arg(compile_time_free, user + ": compile_time_free");
   Function fn = verified_function(fn_arg, user);
-  std::map<std::string, int64_t> values = symbol_values(dims, *fn, user);
+  SymbolValues values = symbol_values(dims, *fn, user);
   py::gil_scoped_release nogil;
-  check_dims_stay_non_negative(*fn, values, user);
+  check_dims_stay_in_range(*fn, values, user);
   return count_flops(*fn, free, values);
 }
 
