@@ -53,7 +53,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 
@@ -179,25 +179,35 @@ def measure(shape: str, n: int, repeat: int, min_total: float) -> dict[str, floa
     return seconds
 
 
-def measure_in_fresh_process(shape: str, n: int, settings: Settings) -> dict[str, float]:
-    code = ("import json, sys; from adjoint.bench.compile import measure; "
-            "json.dump(measure(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])), sys.stdout)")
-    args = [shape, str(n), str(settings.repeat), str(settings.min_total)]
+def in_fresh_process(measurer: str, what: str, n: int, settings: Settings) -> dict[str, float]:
+    """``measurer(what, n, repeat, min_total)`` of this module (measure or
+    measure_build) run in a process of its own: its seconds by name."""
+    code = (f"import json, sys; from adjoint.bench.compile import {measurer}; "
+            f"json.dump({measurer}(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])), sys.stdout)")
+    args = [what, str(n), str(settings.repeat), str(settings.min_total)]
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(f"measuring the {shape} function of {n} bindings failed:\n{done.stderr}")
+        raise RuntimeError(f"{measurer} of the {what} of {n} bindings failed:\n{done.stderr}")
     return json.loads(done.stdout)
+
+
+def scaling_runs(measurer: str, names: Sequence[str], sizes: Sequence[int], settings: Settings) -> tuple[dict, dict]:
+    """``measurer`` (in_fresh_process) on each name at each size, rounds of
+    fresh processes taken in turn: the medians, ``seconds[name, n][what]``,
+    and their growth from each size to the next, ``growth[name, what, a, b]``."""
+    runs = interleaved(lambda key: in_fresh_process(measurer, *key, settings),
+                       [(name, n) for name in names for n in sizes], settings.rounds)
+    seconds = {key: {what: statistics.median(r[what] for r in results) for what in results[0]}
+               for key, results in runs.items()}
+    growth = {(name, what, a, b): seconds[name, b][what] / seconds[name, a][what]
+              for name in names for what in seconds[name, sizes[0]] for a, b in zip(sizes, sizes[1:])}
+    return seconds, growth
 
 
 def compile_time_scaling(settings: Settings) -> None:
     sizes = settings.sizes
-    runs = interleaved(lambda key: measure_in_fresh_process(*key, settings),
-                       [(shape, n) for shape in SHAPES for n in sizes], settings.rounds)
-    seconds = {key: {what: statistics.median(r[what] for r in results) for what in results[0]}
-               for key, results in runs.items()}
+    seconds, growth = scaling_runs("measure", SHAPES, sizes, settings)
     steps = list(zip(sizes, sizes[1:]))
-    growth = {(shape, what, a, b): seconds[shape, b][what] / seconds[shape, a][what]
-              for shape in SHAPES for what in (BUILD, *MEASURED, FLOOR) for a, b in steps}
     rows = []
     for shape in SHAPES:
         for what in (BUILD, *MEASURED, FLOOR):
@@ -393,25 +403,10 @@ def measure_build(chain: str, n: int, repeat: int, min_total: float) -> dict[str
             "unfused": median_seconds(lambda: aj.build(mod, fuse=False), repeat, warmup=1, min_total=min_total)}
 
 
-def measure_build_in_fresh_process(chain: str, n: int, settings: Settings) -> dict[str, float]:
-    code = ("import json, sys; from adjoint.bench.compile import measure_build; "
-            "json.dump(measure_build(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])), sys.stdout)")
-    args = [chain, str(n), str(settings.repeat), str(settings.min_total)]
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
-    if done.returncode != 0:
-        raise RuntimeError(f"building the {chain} of {n} bindings failed:\n{done.stderr}")
-    return json.loads(done.stdout)
-
-
 def build_scaling(settings: Settings) -> None:
     sizes = [n for n in settings.sizes if n <= BUILD_SIZE_CAP]
-    runs = interleaved(lambda key: measure_build_in_fresh_process(*key, settings),
-                       [(chain, n) for chain in CHAINS for n in sizes], settings.rounds)
-    seconds = {key: {how: statistics.median(r[how] for r in results) for how in results[0]}
-               for key, results in runs.items()}
+    seconds, growth = scaling_runs("measure_build", CHAINS, sizes, settings)
     steps = list(zip(sizes, sizes[1:]))
-    growth = {(chain, how, a, b): seconds[chain, b][how] / seconds[chain, a][how]
-              for chain in CHAINS for how in ("fused", "unfused") for a, b in steps}
     rows = [[chain, how, *(seconds[chain, n][how] for n in sizes), *(growth[chain, how, a, b] for a, b in steps)]
             for chain in CHAINS for how in ("fused", "unfused")]
     print(f"aj.build on chains of elementwise ops on (3,) values: seconds, "
