@@ -538,6 +538,65 @@ def test_a_pattern_object_nested_in_itself_many_times_is_matched_once_per_value(
     assert P.rewrite_call(pattern, lambda e, c: None, mod) is mod
 
 
+def add_chain(n: int) -> aj.Module:
+    """main(x, b) = x + b + b + ... + b, n adds."""
+    bb = aj.FunctionBuilder("main")
+    x, b = bb.param("x", (3,), "float32"), bb.param("b", (3,), "float32")
+    y = x
+    for _k in range(n):
+        y = aj.op.add(y, b)
+    return bb.finish(y)
+
+
+def or_of_two_uses(h):
+    return P.is_op("add")(h, P.is_const()) | P.is_op("add")(h, P.is_var())
+
+
+def not_then_use(h):
+    return ~(h & P.is_const()) & h
+
+
+def use_after_a_capture(h):
+    return (h & P.is_const()) | (_() & h)
+
+
+@pytest.mark.parametrize("grow", [or_of_two_uses, not_then_use, use_after_a_capture])
+def test_a_pattern_object_both_sides_of_or_and_not_use_is_matched_once_per_value(grow):
+    # regression: `|` and `~` dropped what the side they cut back matched,
+    # h here, and the pattern after them matched h again: 2**n matches of
+    # the innermost h (nested 22 deep: 2 s, doubling per level; 60 deep it
+    # would never end)
+    mod = add_chain(60)
+    fn = mod["main"]
+    inner = _()
+    h = inner if grow is or_of_two_uses else P.is_op("add")(inner, _())
+    for _k in range(60):
+        h = grow(h)
+    got = h.match(fn.ret, fn)
+    want_inner = fn.params[0] if grow is or_of_two_uses else value(fn, fn.ret.name_hint).args[0]
+    assert got[h] is fn.ret and got[inner] is want_inner
+    assert P.rewrite_call(h, lambda e, c: None, mod) is mod
+    assert P.Rewriter.from_pattern(h, lambda e, c: None)(mod) is mod
+
+
+@pytest.mark.parametrize("shared_inside", [False, True], ids=["private", "shared inside"])
+def test_a_pattern_object_matched_once_across_or_captures_what_it_matched_on_the_side_kept(shared_inside):
+    # the object x: matched on the left side of |, dropped with it, and
+    # taken again from the memo on the right; its sub-patterns with it
+    fn = add_chain(3)["main"]
+    w1, w2 = _(), _()
+    x = P.is_op("add")(w1, w2)
+    left, right = P.is_op("add")(x, P.is_const()), P.is_op("add")(x, w2 if shared_inside else P.is_var())
+    either = left | right
+    got = either.match(fn.ret, fn)
+    y1, y2 = (b.var for b in fn.bindings[:2])
+    want = {either: fn.ret, right: fn.ret, x: y2, w1: y1, w2: fn.params[1]}
+    if not shared_inside:
+        want[right._children[1]] = fn.params[1]
+    assert {k: v for k, v in got.items() if isinstance(k, P.Pattern)}.keys() == want.keys()
+    assert all(got[k] is v for k, v in want.items())
+
+
 MAX_DEPTH = aj._core._pattern.MAX_DEPTH
 
 

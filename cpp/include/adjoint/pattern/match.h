@@ -10,11 +10,15 @@
 // is bound to), so a replacement that uses it refers to the existing value.
 // Time is linear in the size of the pattern and of the runs it matches (a
 // named pattern used in several places is matched once per scope, not once
-// per path to it);
-// `|` tries its left side, then its right (the first that matches is kept).
+// per path to it). `|` tries its left side, then its right (the first that
+// matches is kept, and nothing later goes back on that choice); where `|`
+// or `~` drops what a side matched, a sub-pattern that side matched is not
+// matched again on the same expr with the same captures made so far: its
+// result is remembered.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -25,6 +29,13 @@
 namespace aj {
 
 class DataflowIndex;
+
+namespace match_detail {
+class MemoTable;
+class RememberedNodes;
+struct MemoKey;
+struct MemoResult;
+}  // namespace match_detail
 
 // What a matcher reads of a function.
 class Bindings {
@@ -91,44 +102,116 @@ class Match {
 // Matches patterns in one function, reusing its buffers from match to match.
 class Matcher {
  public:
-  explicit Matcher(const Bindings& bindings) : bindings_(bindings) { match_.bindings_ = &bindings; }
+  explicit Matcher(const Bindings& bindings);
+  ~Matcher();
+  Matcher(const Matcher&) = delete;
+  Matcher& operator=(const Matcher&) = delete;
   // Whether p matches e; when it does, result() holds the captures until the
   // next call. p must not be a repeated run (aj::Error).
   bool match(const Pattern& p, const Expr& e);
   const Match& result() const { return match_; }
 
  private:
-  // A count name's length, or a run name's captures, within a scope.
+  static constexpr uint32_t kNone = UINT32_MAX;
+  // A capture pushed on the trail, kept (in pushed_) for the whole match:
+  // the trail is a stack of these, so the index of its top entry names all
+  // of it, and a cut back trail is grown again by pointing at entries kept.
+  struct Pushed {
+    Capture capture;
+    uint32_t below;      // the entry under it on the trail (kNone: none)
+    uint32_t position;   // its place on the trail
+    uint32_t same_name;  // the capture of its name in its scope under it (kNone: none)
+    uint32_t restores;   // restores_ when it was pushed
+  };
+  // A count name's length, or a run name's captures, within a scope; a
+  // stack of these as well (runs_ keeps them all).
   struct Run {
     const std::string* name;
     uint32_t scope;
-    size_t begin;  // first capture of a named run
+    size_t begin;  // first capture of a named run; SIZE_MAX for a count name
     size_t size;
+    uint32_t below;
   };
+  // What `|` and `~` put back when they drop a side (and, once the memo is
+  // off, how much of pushed_, segments_ and runs_ to keep).
+  struct Saved {
+    uint32_t size, run_top, next_scope;
+    size_t pushed, segments, runs;
+  };
+  // What a private node pushed below its own capture (see match_memo.h),
+  // on the trail as one entry: its capture's pattern is null and its
+  // element the segment's index in segments_.
+  struct Segment {
+    uint32_t top, below;  // the entries from top down to, not including, below
+    uint32_t scope;       // where they were made, with new scopes first_scope to end_scope
+    uint32_t first_scope, end_scope;
+  };
+  using MemoKey = match_detail::MemoKey;
+  using MemoResult = match_detail::MemoResult;
 
+  void reset(const Pattern& p, const Expr& e);
   bool node(const PatternNode& p, const Expr& e);
+  bool node_here(const PatternNode& p, const Expr& e);
+  int settled_by_name(const PatternNode& p, const Expr& e);
   bool matches_here(const PatternNode& p, const Expr& e);
   bool sequence(const std::vector<Pattern>& patterns, const std::vector<Expr>& exprs);
   bool run(const PatternNode& r, const std::vector<Expr>& exprs, size_t begin, size_t n);
   bool run_agrees(const std::string* name, const std::vector<Expr>& exprs, size_t begin, size_t n);
   bool count_agrees(const std::string* name, size_t n);
   bool record(const PatternNode& p, const Expr& e);
-  // The capture of `name` in the current scope, or nullptr. Valid until
-  // the next capture is pushed.
-  const Capture* captured(const std::string& name);
   bool either(const PatternNode& a, const PatternNode& b, const Expr& e);
   bool negation(const PatternNode& a, const Expr& e);
 
+  // ---- the trail ----
+  uint32_t top() const { return size_ ? trail_[size_ - 1] : kNone; }
+  const Capture& at(size_t position) const { return pushed_[trail_[position]].capture; }
+  uint32_t push(const Capture& c, uint32_t same_name);
+  void push_run(const Run& r);
+  Saved save() const { return {size_, run_top_, next_scope_, pushed_.size(), segments_.size(), runs_.size()}; }
+  void cut(const Saved& s);
+  bool on_trail(uint32_t entry) const;
+  // The last capture of `name` in the current scope (an index into
+  // pushed_), or kNone.
+  uint32_t captured(const std::string& name);
+  bool captures(uint32_t entry, const std::string& name) const;
+  uint32_t scan(const std::string& name) const;
+  void index_names();
+  void gather();
+  void gather_segment(const Segment& s, uint32_t scope, uint32_t& fresh);
+
+  // ---- the memo ----
+  bool remembered_node(const PatternNode& p, const Expr& e);
+  bool private_node(const PatternNode& p, const Expr& e);
+  bool state_node(const PatternNode& p, const Expr& e);
+  void remember(const MemoKey& key, const MemoResult& r);
+  MemoKey state_key(const PatternNode& p, const Expr& e) const;
+  MemoResult outcome(bool matched) const;
+  bool replay(const MemoResult& r);
+  void push_segment(const MemoResult& r);
+
   const Bindings& bindings_;
   Match match_;
+  std::vector<Pushed> pushed_;
+  std::vector<uint32_t> trail_;  // indices into pushed_; past size_, what was cut (kept until overwritten)
+  uint32_t size_ = 0;
   std::vector<Run> runs_;
-  uint32_t scope_ = 0;      // the scope captures are made in now
+  uint32_t run_top_ = kNone;
+  uint32_t scope_ = 0;  // the scope captures are made in now
   uint32_t next_scope_ = 1;
-  size_t scope_begin_ = 0;  // the first capture of the current scope
-  // (name, scope) -> the position of a capture of that name in that scope,
-  // once a match has many captures: a hint for captured(), which checks it
-  // (backtracking drops captures without telling it) and scans the scope
-  // when it is stale.
+  uint32_t scope_begin_ = 0;  // the first position of the current scope
+  uint32_t cuttable_ = 0;     // how many sides that `|` or `~` may drop are being matched
+  uint32_t restores_ = 0;     // how many times the trail was grown from the memo
+  std::unique_ptr<match_detail::MemoTable> memo_;
+  bool memo_off_ = false;  // for the rest of this match: it grew past its budget
+  std::unique_ptr<match_detail::RememberedNodes> remembered_nodes_;  // of the roots matched
+  const Pattern* root_ = nullptr;                                    // being matched
+  // Of root_, once asked for: node -> whether it is private (match_memo.h).
+  const std::unordered_map<const PatternNode*, bool>* remembered_ = nullptr;
+  std::vector<Segment> segments_;
+  std::vector<uint32_t> relaid_;  // a buffer of replay()
+  // (name, scope) -> a capture of that name in that scope and when it was
+  // set, once a match has many captures: captured() reads the last capture
+  // of the name from it (see there) instead of scanning the scope.
   struct NameScope {
     std::string_view name;
     uint32_t scope;
@@ -137,8 +220,12 @@ class Matcher {
   struct NameScopeHash {
     size_t operator()(const NameScope& k) const { return std::hash<std::string_view>()(k.name) * 31 + k.scope; }
   };
-  std::unordered_map<NameScope, size_t, NameScopeHash> named_;
-  bool indexed_ = false;  // named_ holds every named capture's (name, scope)
+  struct Hint {
+    uint32_t entry;
+    uint32_t restores;
+  };
+  std::unordered_map<NameScope, Hint, NameScopeHash> named_;
+  bool indexed_ = false;  // named_ holds every name pushed in this match
 };
 
 // The captures of p matched against e, or nullopt.
