@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import operator
 import re
+import signal
 import sys
 import textwrap
 import threading
@@ -595,6 +596,58 @@ def test_a_pattern_object_matched_once_across_or_captures_what_it_matched_on_the
         want[right._children[1]] = fn.params[1]
     assert {k: v for k, v in got.items() if isinstance(k, P.Pattern)}.keys() == want.keys()
     assert all(got[k] is v for k, v in want.items())
+
+
+class _Stop(Exception):
+    pass
+
+
+def stopped_by_a_signal(work) -> bool:
+    """Whether work() ended with the exception that a timer signal's handler
+    raises 0.2 s in."""
+    def stop(signum, frame):
+        raise _Stop
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.2)
+        work()
+    except _Stop:
+        return True
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    return False
+
+
+def a_match_without_end(depth: int = 60) -> P.Pattern:
+    """h = (h & s.has_dtype("float64")) | (_() & h), depth times, with one s:
+    on a float32 value both sides match h, and the right one after a
+    capture of its own, and s is used at every level, so neither way of the
+    memo applies: 2**depth matches of the innermost h."""
+    s = _()
+    h = s
+    for _k in range(depth):
+        h = (h & s.has_dtype("float64")) | (_() & h)
+    return h
+
+
+@pytest.mark.parametrize("use", ["match", "rewrite_call", "Rewriter.from_pattern", "rewrite_bindings"])
+def test_a_long_match_stops_at_a_signal(use):
+    # regression: matching one expr did not look at Python's signals, so
+    # Ctrl-C could not stop a match that takes long; this one would never end
+    mod = add_chain(1)
+    fn = mod["main"]
+    h = a_match_without_end()
+    with P.PatternContext() as ctx:
+        a_match_without_end()
+    works = {"match": lambda: h.match(fn.ret, fn),
+             "rewrite_call": lambda: P.rewrite_call(h, lambda e, c: None, mod),
+             "Rewriter.from_pattern": lambda: P.Rewriter.from_pattern(h, lambda e, c: None)(mod),
+             "rewrite_bindings": lambda: P.rewrite_bindings(ctx, lambda m, b: {}, mod)}
+    before = mod.script()
+    assert stopped_by_a_signal(works[use])
+    assert mod.script() == before
 
 
 MAX_DEPTH = aj._core._pattern.MAX_DEPTH

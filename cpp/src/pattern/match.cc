@@ -158,6 +158,7 @@ void Matcher::reset(const Pattern& p, const Expr& e) {
 // the nodes worth remembering (match_memo.h) are looked up before they are
 // matched.
 bool Matcher::node(const PatternNode& p, const Expr& e) {
+  interrupt_.tick();
   if (p.operands().empty() || memo_off_ || (cuttable_ == 0 && memo_->empty())) return node_here(p, e);
   return remembered_node(p, e);
 }

@@ -14,7 +14,8 @@
 // matches is kept, and nothing later goes back on that choice); where `|`
 // or `~` drops what a side matched, a sub-pattern that side matched is not
 // matched again on the same expr with the same captures made so far: its
-// result is remembered.
+// result is remembered. A long match looks at interrupts
+// (support/interrupt.h) as it goes.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "adjoint/pattern/pattern.h"
+#include "adjoint/support/interrupt.h"
 
 namespace aj {
 
@@ -226,6 +228,7 @@ class Matcher {
   };
   std::unordered_map<NameScope, Hint, NameScopeHash> named_;
   bool indexed_ = false;  // named_ holds every name pushed in this match
+  InterruptPoll interrupt_;  // asked at each node matched
 };
 
 // The captures of p matched against e, or nullopt.

@@ -1,5 +1,6 @@
 // Interrupts: work of the core that may run long (the graph matcher's
-// search, exponential in the worst case) asks now and then whether to stop,
+// search and the matching of one expr, each exponential in the worst case:
+// pattern/graph.h, pattern/match.h) asks now and then whether to stop,
 // so Ctrl-C and a Jupyter kernel interrupt reach it. The core knows nothing
 // of Python: the bindings install the question (Python's pending signals),
 // which throws whatever ends the work; with none installed, nothing stops.
