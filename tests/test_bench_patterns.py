@@ -26,3 +26,13 @@ def test_the_qkv_section_runs_at_small_sizes(capsys):
         assert [row[len(how.split())] for row in rows] == ["4", "40"]
         assert float(rows[1][-2]) > 0 and float(rows[1][-1]) > 0
     assert "goal" not in out
+
+
+def test_the_edge_section_runs_at_small_sizes(capsys):
+    bench.edge_scaling(repeat=1, sizes=(50, 100))
+    out = capsys.readouterr().out
+    for order in bench.EDGE_ORDERS:
+        rows = [line.split() for line in out.splitlines() if line.strip().startswith(order)]
+        assert [row[len(order.split())] for row in rows] == ["50", "100"]
+        assert float(rows[1][-2]) > 0 and float(rows[1][-1]) > 0
+    assert "goal" not in out

@@ -353,6 +353,44 @@ def test_captures_of_a_repeated_root_are_lists_but_shared_ones_are_single():
     assert [v.name_hint for v in got["mm"]] == [v.name_hint for v in got["branches"]] == ["m0", "m1", "m2"]
 
 
+def exp_pairs(n):
+    """n blocks of e_i = exp(p), f_i = exp(p), c_i = concat((e_i, f_i)),
+    s_i = sum(c_i), p_{i+1} = broadcast_to(s_i): one concat for two exps."""
+    lines = ['@function', 'def main(a: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):']
+    p = "a"
+    for i in range(n):
+        lines += [f"    e{i} = exp({p})", f"    f{i} = exp({p})", f"    c{i} = concat((e{i}, f{i}), axis=0)",
+                  f"    s{i} = sum(c{i}, axis=[0])", f"    p{i} = broadcast_to(s{i}, (2, 3))"]
+        p = f"p{i}"
+    return aj.parse("\n".join(lines + [f"    return {p}"]))
+
+
+@pytest.mark.parametrize("concat_first", [True, False], ids=["concat first", "exp first"])
+@pytest.mark.parametrize("repeated", [False, True], ids=["one exp", "repeated exp"])
+def test_an_edge_finds_its_other_end_from_either_root(concat_first, repeated):
+    # the exps a concat made first uses are found among its args (they were
+    # found by trying every free exp, and the f_i no match takes stayed
+    # free: time quadratic in the function, 14 s at 100k bindings);
+    # python -m adjoint.bench patterns times the four orders
+    with P.PatternContext() as ctx:
+        if concat_first:
+            cat = P.is_op("concat")(P.wildcard())
+        e = P.is_op("exp")(P.wildcard())
+        root = P.repeated(e) if repeated else e
+        if not concat_first:
+            cat = P.is_op("concat")(P.wildcard())
+        e.used_by(cat)
+    seen = []
+
+    def look(m, bindings):
+        exps = m[root] if repeated else [m[root]]
+        seen.append(([v.name_hint for v in exps], m[cat].name_hint))
+        return {}
+
+    rewrite(ctx, look, exp_pairs(3))
+    assert seen == [(([f"e{i}", f"f{i}"] if repeated else [f"e{i}"]), f"c{i}") for i in range(3)]
+
+
 # ---- edges ----
 
 MM_ADD = '''\

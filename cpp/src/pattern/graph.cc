@@ -11,17 +11,19 @@
 #include "adjoint/support/error.h"
 
 namespace aj {
+
+// A root's capture names: those with one value per match of its pattern, and
+// those inside runs (one per element); each sorted, unique.
+struct GraphRootNames {
+  std::vector<std::string> single, in_runs;
+};
+
 namespace {
 
 using Names = std::vector<std::string>;  // sorted, unique (sort_unique)
+using RootNames = GraphRootNames;
 
 bool contains(const Names& names, const std::string& n) { return std::binary_search(names.begin(), names.end(), n); }
-
-// A root's capture names: those with one value per match of its pattern, and
-// those inside runs (one per element).
-struct RootNames {
-  Names single, in_runs;
-};
 
 void sort_unique(Names& names) {
   std::sort(names.begin(), names.end());
@@ -86,28 +88,39 @@ GraphPattern::NameSource GraphPattern::source(const std::string& name) const {
   throw Error(str("graph pattern: no root keeps the value of '", name, "'"));
 }
 
-// Shared names first (they decide what candidates keep), then per root its
-// kept names, key and edges, in root order.
-void GraphPattern::plan() {
-  std::vector<RootNames> names;
-  for (const GraphRoot& r : roots_) names.push_back(root_names(r.pattern));
-  auto owner = [&](const std::string& n) -> int {
-    for (size_t r = 0; r < names.size(); ++r)
-      if (contains(names[r].single, n)) return static_cast<int>(r);
-    return -1;
-  };
-  Names edge_names;
+namespace {
+
+// The first root that captures n once per match, or -1.
+int owner(const std::vector<RootNames>& names, const std::string& n) {
+  for (size_t r = 0; r < names.size(); ++r)
+    if (contains(names[r].single, n)) return static_cast<int>(r);
+  return -1;
+}
+
+}  // namespace
+
+// The names edges use, checked: each captured once per match by some root.
+std::vector<std::string> GraphPattern::edge_names(const std::vector<RootNames>& names) const {
+  Names out;
   for (const GraphEdge& e : edges_) {
     for (const std::string* n : {&e.from, &e.to}) {
-      if (owner(*n) < 0)
+      bool owned = false;
+      for (const RootNames& r : names) owned = owned || contains(r.single, *n);
+      if (!owned)
         throw Error(str("graph pattern: the edge ", edge_text(e), " names '", *n,
                         "', which no root captures once per match"));
-      edge_names.push_back(*n);
+      out.push_back(*n);
     }
     if (e.from == e.to) throw Error(str("graph pattern: the edge ", edge_text(e), " joins a pattern to itself"));
     if (e.index < -1) throw Error(str("graph pattern: the edge ", edge_text(e), " has a negative arg index"));
   }
-  sort_unique(edge_names);
+  sort_unique(out);
+  return out;
+}
+
+// A name is shared when two roots capture it once per match, or an edge
+// names it inside a repeated root (other than the root's own name).
+void GraphPattern::find_shared(const std::vector<RootNames>& names, const Names& edge_names) {
   for (size_t r = 0; r < roots_.size(); ++r) {
     for (const std::string& n : names[r].single) {
       bool in_other = false;
@@ -122,39 +135,53 @@ void GraphPattern::plan() {
       if (contains(shared_, n))
         throw Error(str("graph pattern: '", n, "' is shared by roots but inside a run of ", root_text(roots_[r]),
                         ", where it takes one value per element"));
+}
 
+// Shared names first (they decide what candidates keep), then per root its
+// kept names, key and edges, in root order.
+void GraphPattern::plan() {
+  std::vector<RootNames> names;
+  for (const GraphRoot& r : roots_) names.push_back(root_names(r.pattern));
+  Names edge_ends = edge_names(names);
+  find_shared(names, edge_ends);
   plans_.resize(roots_.size());
-  for (uint32_t r = 0; r < roots_.size(); ++r) {
-    RootPlan& p = plans_[r];
-    p.ops = root_ops(roots_[r].pattern);
-    for (const std::string& n : names[r].single)
-      if (contains(shared_, n) || contains(edge_names, n)) p.kept.push_back(n);  // in order: names[r].single is sorted
-    auto named = nodes_by_name(roots_[r].pattern);
-    for (const std::string& n : p.kept) p.kept_nodes.push_back(std::move(named[n]));
-    for (uint32_t s = 0; s < p.kept.size(); ++s) {
-      const std::string& n = p.kept[s];
-      if (!contains(shared_, n)) continue;
-      int o = owner(n);
-      if (o < static_cast<int>(r) || roots_[r].repeated) p.key_slots.push_back(s);
+  for (uint32_t r = 0; r < roots_.size(); ++r) plan_kept(r, names, edge_ends);
+  for (uint32_t r = 0; r < roots_.size(); ++r) plan_key_and_edges(r, names);
+}
+
+void GraphPattern::plan_kept(uint32_t r, const std::vector<RootNames>& names, const Names& edge_ends) {
+  RootPlan& p = plans_[r];
+  const GraphRoot& root = roots_[r];
+  p.ops = root_ops(root.pattern);
+  for (const std::string& n : names[r].single)
+    if (contains(shared_, n) || contains(edge_ends, n)) p.kept.push_back(n);  // in order: names[r].single is sorted
+  auto named = nodes_by_name(root.pattern);
+  for (const std::string& n : p.kept) p.kept_nodes.push_back(std::move(named[n]));
+  for (uint32_t s = 0; s < p.kept.size(); ++s) {
+    const std::string& n = p.kept[s];
+    if (contains(shared_, n) && (owner(names, n) < static_cast<int>(r) || root.repeated)) p.key_slots.push_back(s);
+  }
+}
+
+void GraphPattern::plan_key_and_edges(uint32_t r, const std::vector<RootNames>& names) {
+  RootPlan& p = plans_[r];
+  for (uint32_t s : p.key_slots) {
+    if (owner(names, p.kept[s]) < static_cast<int>(r)) {
+      p.key_from.push_back(source(p.kept[s]));
+    } else {
+      p.key_from.push_back({r, s});
+      p.key_fixed = false;
     }
   }
-  for (uint32_t r = 0; r < roots_.size(); ++r) {
-    RootPlan& p = plans_[r];
-    for (uint32_t s : p.key_slots) {
-      int o = owner(p.kept[s]);
-      if (o < static_cast<int>(r)) p.key_from.push_back(source(p.kept[s]));
-      else {
-        p.key_from.push_back({r, s});
-        p.key_fixed = false;
-      }
-    }
-    for (uint32_t e = 0; e < edges_.size(); ++e) {
-      int from = owner(edges_[e].from), to = owner(edges_[e].to);
-      if (std::max(from, to) != static_cast<int>(r)) continue;
-      p.edges.push_back(e);
-      if (p.users_edge < 0 && to == static_cast<int>(r) && from < to && edges_[e].to == roots_[r].pattern->name())
-        p.users_edge = static_cast<int>(e);
-    }
+  const std::string& own = roots_[r].pattern->name();
+  for (uint32_t e = 0; e < edges_.size(); ++e) {
+    int from = owner(names, edges_[e].from), to = owner(names, edges_[e].to);
+    if (std::max(from, to) != static_cast<int>(r)) continue;
+    p.edges.push_back(e);
+    if (from == to) continue;
+    if (p.users_edge < 0 && to == static_cast<int>(r) && edges_[e].to == own) p.users_edge = static_cast<int>(e);
+    if (p.operands_edge < 0 && from == static_cast<int>(r) && edges_[e].from == own)
+      p.operands_edge = static_cast<int>(e);
   }
 }
 

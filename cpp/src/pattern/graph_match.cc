@@ -127,7 +127,7 @@ class GraphMatcher {
     std::vector<Candidate> candidates;  // in binding order
     uint32_t first_free = 0;            // candidates before it are taken
     Buckets buckets;                    // by key, for a root with key names
-    std::vector<uint32_t> candidate_at;  // by binding; for a root with a users edge
+    std::vector<uint32_t> candidate_at;  // by binding; for a root with a users or operands edge
     std::vector<uint32_t> held;          // its candidates in the partial match
   };
 
@@ -141,7 +141,7 @@ class GraphMatcher {
 
   void collect() {
     for (uint32_t r = 0; r < roots_.size(); ++r)
-      if (plan(r).users_edge >= 0) roots_[r].candidate_at.assign(held_.size(), kNone);
+      if (plan(r).users_edge >= 0 || plan(r).operands_edge >= 0) roots_[r].candidate_at.assign(held_.size(), kNone);
     const auto& bindings = fn_.bindings();
     for (uint32_t b = 0; b < bindings.size(); ++b)
       for (uint32_t r = 0; r < roots_.size(); ++r)
@@ -271,7 +271,7 @@ class GraphMatcher {
   }
 
   // A repeated root: `first` and every other free candidate that fits with
-  // it (its bucket, or all of the root's candidates when it has no key).
+  // it (from where its options come: see for_each_option).
   bool try_branches(uint32_t r, uint32_t first) {
     if (!uses_hold(r, first)) return false;
     hold(r, first);
@@ -279,8 +279,9 @@ class GraphMatcher {
       if (c != first && fits(r, c) && same_key(r, c, first) && uses_hold(r, c)) hold(r, c);
       return false;
     };
-    if (plan(r).key_slots.empty()) scan_all(r, take);
-    else scan_bucket(r, roots_[r].buckets.find(own_key_hash(r, first)), take);
+    if (has_edge_options(r)) for_each(edge_options(r), take);
+    else if (!plan(r).key_slots.empty()) scan_bucket(r, roots_[r].buckets.find(own_key_hash(r, first)), take);
+    else scan_all(r, take);
     auto& held = roots_[r].held;
     std::sort(held.begin(), held.end(), [&](uint32_t a, uint32_t b) { return cand(r, a).binding < cand(r, b).binding; });
     if (onlys_hold(r) && extend(r + 1)) return true;
@@ -309,25 +310,58 @@ class GraphMatcher {
       uint32_t bucket = rs.buckets.find(held_key_hash(r));
       return bucket != kNone && scan_bucket(r, bucket, f);
     }
-    if (p.users_edge >= 0) {
-      // The users of the edge's source: of each branch, when it is a repeated root's.
-      std::vector<uint32_t> options;
-      all_values(gp_.source(gp_.edges()[static_cast<size_t>(p.users_edge)].from), UINT32_MAX, UINT32_MAX,
-                 [&](const Expr* from) {
-                   const VarNode* v = from ? as<VarNode>(*from) : nullptr;
-                   if (v)
-                     for (int64_t b : index_.users(v))
-                       if (rs.candidate_at[static_cast<size_t>(b)] != kNone)
-                         options.push_back(rs.candidate_at[static_cast<size_t>(b)]);
-                   return true;
-                 });
-      std::sort(options.begin(), options.end());
-      options.erase(std::unique(options.begin(), options.end()), options.end());
-      for (uint32_t c : options)
-        if (f(c)) return true;
-      return false;
-    }
+    if (has_edge_options(r)) return for_each(edge_options(r), f);
     return scan_all(r, f);
+  }
+
+  bool has_edge_options(uint32_t r) const { return plan(r).users_edge >= 0 || plan(r).operands_edge >= 0; }
+
+  // The candidates of root r that an edge into it or out of it gives: the
+  // users of the edge's source (each branch of it, for a repeated root's),
+  // or those among the operands of its target (in a tuple written in the
+  // call as well), in candidate order.
+  std::vector<uint32_t> edge_options(uint32_t r) const {
+    const auto& p = plan(r);
+    std::vector<uint32_t> options;
+    if (p.users_edge >= 0) {
+      const GraphEdge& edge = gp_.edges()[static_cast<size_t>(p.users_edge)];
+      all_values(gp_.source(edge.from), UINT32_MAX, UINT32_MAX, [&](const Expr* from) {
+        const VarNode* v = from ? as<VarNode>(*from) : nullptr;
+        if (v)
+          for (int64_t b : index_.users(v)) add_option(r, b, options);
+        return true;
+      });
+    } else {
+      const GraphEdge& edge = gp_.edges()[static_cast<size_t>(p.operands_edge)];
+      all_values(gp_.source(edge.to), UINT32_MAX, UINT32_MAX, [&](const Expr* to) {
+        if (!to) return true;
+        Operands ops = operands(resolve(*to, bindings_));
+        for (size_t i = 0; i < ops.size(); ++i)
+          if (edge.index < 0 || static_cast<size_t>(edge.index) == i) add_operand_options(r, ops[i], options);
+        return true;
+      });
+    }
+    std::sort(options.begin(), options.end());
+    options.erase(std::unique(options.begin(), options.end()), options.end());
+    return options;
+  }
+
+  void add_option(uint32_t r, int64_t binding, std::vector<uint32_t>& options) const {
+    uint32_t c = binding < 0 ? kNone : roots_[r].candidate_at[static_cast<size_t>(binding)];
+    if (c != kNone) options.push_back(c);
+  }
+
+  void add_operand_options(uint32_t r, const Expr& operand, std::vector<uint32_t>& options) const {
+    if (auto* v = as<VarNode>(operand)) add_option(r, index_.binding_index(v), options);
+    if (auto* t = as<TupleNode>(operand))
+      for (const Expr& f : t->fields()) add_operand_options(r, f, options);
+  }
+
+  template <typename F>
+  static bool for_each(const std::vector<uint32_t>& options, F&& f) {
+    for (uint32_t c : options)
+      if (f(c)) return true;
+    return false;
   }
 
   bool taken(uint32_t r, uint32_t c) const { return held_[cand(r, c).binding] == Held::kTaken; }

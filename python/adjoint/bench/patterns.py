@@ -21,6 +21,16 @@
    nothing to remove, one walk over the same function, whose growth from
    1k to 10k groups shows what the caches alone cost (1k groups fit in
    them, 10k do not).
+3. ``rewrite_bindings`` of a concat root and an exp root tied by an edge
+   (``exp.used_by(concat)``, a rewriter returning ``{}``) over blocks of
+   e = exp(p), f = exp(p), c = concat((e, f)), s = sum(c), p' =
+   broadcast_to(s), 25k and 100k bindings, the roots made in four orders:
+   the concat first (the exps are found among its args), the exp first
+   (the concat among the exp's users), and each with a repeated exp root.
+   Goal: linear (4x the bindings at most 8x the time; quadratic is 16x;
+   beside it, as in 2, the floor's growth shows what caches alone cost);
+   the first order took 14 s at 100k when the exps were found by trying
+   every free one.
 """
 
 from __future__ import annotations
@@ -168,6 +178,74 @@ def qkv_scaling(repeat: int, rounds: int = QKV_ROUNDS, groups: tuple[int, ...] =
     print()
 
 
+EDGE_BINDINGS = (25_000, 100_000)
+EDGE_ORDERS = ("concat, exp", "exp, concat", "concat, repeated exp", "repeated exp, concat")
+
+
+def exp_pairs(blocks: int) -> aj.Module:
+    """main(a) of `blocks` blocks of five bindings: two exps of the last
+    result, their concat, its sum, broadcast back."""
+    lines = ["@function", f"def main(a: {_T}) -> {_T}:"]
+    p = "a"
+    for i in range(blocks):
+        lines += [f"    e{i} = exp({p})", f"    f{i} = exp({p})", f"    c{i} = concat((e{i}, f{i}), axis=0)",
+                  f"    s{i} = sum(c{i}, axis=[0])", f"    p{i} = broadcast_to(s{i}, (4,))"]
+        p = f"p{i}"
+    return aj.parse("\n".join(lines + [f"    return {p}"]))
+
+
+def edge_context(order: str) -> P.PatternContext:
+    """The concat and exp roots tied by exp.used_by(concat), made in `order`."""
+    with P.PatternContext() as ctx:
+        for made in order.split(", "):
+            if made == "concat":
+                cat = P.is_op("concat")(P.wildcard())
+            else:
+                e = P.is_op("exp")(P.wildcard())
+                if made.startswith("repeated"):
+                    P.repeated(e)
+        e.used_by(cat)
+    return ctx
+
+
+def edge_scaling(repeat: int, sizes: tuple[int, ...] = EDGE_BINDINGS) -> None:
+    """The table of the edge section and, at the goal's sizes, its goal line."""
+    mods = {n: exp_pairs(n // 5) for n in sizes}
+    dce = aj.transform.DeadCodeElimination()
+    floor = [median_seconds(lambda: dce(mods[n]), repeat, warmup=1, min_total=0.3) for n in sizes]
+    rows, growths = [], []
+    for order in EDGE_ORDERS:
+        ctx = edge_context(order)
+        seconds = [edge_seconds(ctx, mods[n], n // 5, repeat, order) for n in sizes]
+        for k, n in enumerate(sizes):
+            growth = [seconds[k] / seconds[k - 1], floor[k] / floor[k - 1]] if k else ["", ""]
+            growths += growth[:1] if k else []
+            rows.append([order, n, seconds[k], *growth])
+    print("rewrite_bindings: a concat and an exp tied by an edge, the roots made in four orders; growth over the "
+          "row before, and the floor's (a DCE that removes nothing) over the same step")
+    print_table(["roots made", "bindings", "seconds", "growth", "floor growth"], rows)
+    if sizes == EDGE_BINDINGS:
+        ok = all(g <= 8 for g in growths)
+        print(f"goal: 4x the bindings at most 8x the time (16x: quadratic): {'met' if ok else 'NOT met'} "
+              f"({', '.join(f'{g:.1f}x' for g in growths)})")
+    print()
+
+
+def edge_seconds(ctx: P.PatternContext, mod: aj.Module, matches: int, repeat: int, order: str) -> float:
+    """Median seconds of a rewrite_bindings that finds `matches` matches."""
+    found: list[int] = []
+
+    def walk() -> aj.Module:
+        found.clear()
+        return P.rewrite_bindings(ctx, lambda m, b: found.append(1) or {}, mod)
+
+    seconds = median_seconds(walk, repeat, warmup=1)
+    if len(found) != matches:
+        raise AssertionError(f"{order}: {len(found)} matches, not {matches}")
+    return seconds
+
+
 def run(repeat: int = 3) -> None:
     rewrite_call_scaling(repeat)
     qkv_scaling(repeat)
+    edge_scaling(repeat)

@@ -26,19 +26,22 @@
 //   2. The candidates of root i are filed in hash buckets keyed by the values
 //      of its shared names that earlier roots capture (for a repeated root:
 //      all its shared names).
-//   3. For each free candidate of root 0, in binding order, a depth-first
-//      search picks for each next root a free candidate from the bucket the
-//      earlier roots' values select (or, when no shared name ties it to them,
-//      from the users of the source var of an edge into it), checking the
-//      edges whose later end it is; a repeated root takes every candidate
-//      that fits, and a later root tied to it by an edge narrows it to the
-//      branches that edge holds for. A complete assignment is a match, and
-//      its bindings are taken for the rest of the walk (a binding is in at
-//      most one match).
-// Each bucket steps over its taken candidates once, so when the shared
-// names select few candidates (the QKV case: the matmuls of one LHS) a walk
-// is linear in the size of the function. Roots tied by nothing may try many
-// candidates of later roots per candidate of the first.
+//   3. For each free candidate of root 0, in binding order,
+//      a depth-first search picks for each next root a free candidate from
+//      the bucket the earlier roots' values select, or, when no shared name
+//      ties it to them, from the users of the source of an edge into it, or
+//      the operands of the target of an edge out of it (the edge's end
+//      being the root itself), checking the edges whose later end it is; a
+//      repeated root takes every candidate from there that fits, and a later
+//      root tied to it by an edge narrows it to the branches that edge holds
+//      for. A complete assignment is a match, and its bindings are taken for
+//      the rest of the walk (a binding is in at most one match).
+// Each bucket steps over its taken candidates once, and an edge gives the
+// few candidates its other end's bindings use or are used by, so when
+// shared names or edges tie each root to those before it (the QKV case:
+// the matmuls of one LHS) a walk is linear in the size of the function.
+// Roots tied by nothing may try many candidates of later roots per
+// candidate of the first.
 #pragma once
 
 #include <cstdint>
@@ -64,6 +67,8 @@ struct GraphEdge {
   int index = -1;        // to's operand; -1: any
   bool only = false;     // every use of from's value is by to's bindings
 };
+
+struct GraphRootNames;  // the names a root captures (graph.cc)
 
 // The checked roots and edges, and the plan matching follows (which names
 // each root keeps, its bucket key, its edges).
@@ -95,6 +100,7 @@ class GraphPattern {
     bool key_fixed = true;              // every key name is fixed by earlier roots
     std::vector<uint32_t> edges;        // the edges checked when this root is assigned
     int users_edge = -1;                // an edge into this root whose source's users give candidates
+    int operands_edge = -1;             // an edge out of this root whose target's operands give candidates
   };
   const std::vector<RootPlan>& plans() const { return plans_; }
   // The source of the value of an edge's end.
@@ -102,6 +108,10 @@ class GraphPattern {
 
  private:
   void plan();
+  std::vector<std::string> edge_names(const std::vector<GraphRootNames>& names) const;
+  void find_shared(const std::vector<GraphRootNames>& names, const std::vector<std::string>& edge_names);
+  void plan_kept(uint32_t r, const std::vector<GraphRootNames>& names, const std::vector<std::string>& edge_ends);
+  void plan_key_and_edges(uint32_t r, const std::vector<GraphRootNames>& names);
 
   std::vector<GraphRoot> roots_;
   std::vector<GraphEdge> edges_;
