@@ -370,8 +370,10 @@ def exp_pairs(n):
 def test_an_edge_finds_its_other_end_from_either_root(concat_first, repeated):
     # the exps a concat made first uses are found among its args (they were
     # found by trying every free exp, and the f_i no match takes stayed
-    # free: time quadratic in the function, 14 s at 100k bindings);
-    # python -m adjoint.bench patterns times the four orders
+    # free: time quadratic in the function, 14 s at 100k bindings), and a
+    # repeated exp root made first is matched after the concat (it took
+    # every free exp per try: 6 s at 40k); python -m adjoint.bench patterns
+    # times the four orders
     with P.PatternContext() as ctx:
         if concat_first:
             cat = P.is_op("concat")(P.wildcard())
@@ -389,6 +391,30 @@ def test_an_edge_finds_its_other_end_from_either_root(concat_first, repeated):
 
     rewrite(ctx, look, exp_pairs(3))
     assert seen == [(([f"e{i}", f"f{i}"] if repeated else [f"e{i}"]), f"c{i}") for i in range(3)]
+
+
+def test_a_repeated_root_made_first_leaves_a_later_root_the_binding_it_needs():
+    # regression: made before the other add root, the repeated root took
+    # every free add, g as well, which the other root then could not take:
+    # no match. A repeated root no earlier root ties to is matched after the
+    # later root an edge ties it to, and takes the adds that edge holds for
+    mod = aj.parse('''
+@function
+def main(a: Tensor((3,), "float64"),
+         b: Tensor((3,), "float64")) -> Tuple(Tensor((3,), "float64"), Tensor((3,), "float64")):
+    g: Tensor((3,), "float64") = add(a, b)
+    u: Tensor((3,), "float64") = add(g, a)
+    v: Tensor((3,), "float64") = add(g, b)
+    return (u, v)
+''')
+    with P.PatternContext() as ctx:
+        branch = P.is_op("add")(P.wildcard(), P.wildcard())
+        branches = P.repeated(branch)
+        used = P.is_op("add")(P.wildcard(), P.wildcard())
+        used.used_by(branch, 0)
+    seen = []
+    rewrite(ctx, lambda m, b: seen.append(([v.name_hint for v in m[branches]], m[used].name_hint)) or {}, mod)
+    assert seen == [(["u", "v"], "g")]
 
 
 # ---- edges ----

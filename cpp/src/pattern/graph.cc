@@ -90,12 +90,79 @@ GraphPattern::NameSource GraphPattern::source(const std::string& name) const {
 
 namespace {
 
-// The first root that captures n once per match, or -1.
+// The first place whose root captures n once per match, or -1.
 int owner(const std::vector<RootNames>& names, const std::string& n) {
   for (size_t r = 0; r < names.size(); ++r)
     if (contains(names[r].single, n)) return static_cast<int>(r);
   return -1;
 }
+
+bool shares_name(const RootNames& a, const RootNames& b) {
+  for (const std::string& n : a.single)
+    if (contains(b.single, n)) return true;
+  return false;
+}
+
+bool edge_joins(const GraphEdge& e, const RootNames& a, const RootNames& b) {
+  return (contains(a.single, e.from) && contains(b.single, e.to)) ||
+         (contains(a.single, e.to) && contains(b.single, e.from));
+}
+
+// The search order (graph.h, step 0): made indices by place. A repeated
+// root waits only for a plain root: the branches of two repeated roots tied
+// by an edge narrow each other in the order they were made.
+class SearchOrder {
+ public:
+  SearchOrder(const std::vector<GraphRoot>& roots, const std::vector<RootNames>& names,
+              const std::vector<GraphEdge>& edges)
+      : roots_(roots), names_(names), edges_(edges) {
+    for (uint32_t r = 0; r < roots.size(); ++r) {
+      int target = roots[r].repeated && !tied_to_placed(r) ? first_edge_after(r) : -1;
+      if (target >= 0) waiting_.push_back({static_cast<uint32_t>(target), r});
+      else place(r);
+    }
+  }
+  std::vector<uint32_t> order() && { return std::move(order_); }
+
+ private:
+  bool tied(uint32_t a, uint32_t b) const {
+    if (shares_name(names_[a], names_[b])) return true;
+    for (const GraphEdge& e : edges_)
+      if (edge_joins(e, names_[a], names_[b])) return true;
+    return false;
+  }
+  bool tied_to_placed(uint32_t r) const {
+    for (uint32_t p : order_)
+      if (tied(r, p)) return true;
+    return false;
+  }
+  // The first later plain root an edge ties r to, or -1.
+  int first_edge_after(uint32_t r) const {
+    for (uint32_t later = r + 1; later < roots_.size(); ++later) {
+      if (roots_[later].repeated) continue;
+      for (const GraphEdge& e : edges_)
+        if (edge_joins(e, names_[r], names_[later])) return static_cast<int>(later);
+    }
+    return -1;
+  }
+  // r, then the roots that waited for it (and those that waited for them).
+  void place(uint32_t r) {
+    order_.push_back(r);
+    for (size_t w = 0; w < waiting_.size(); ++w) {
+      if (waiting_[w].first != r) continue;
+      uint32_t next = waiting_[w].second;
+      waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(w));
+      place(next);
+      w = static_cast<size_t>(-1);  // waiting_ changed: look again from its start
+    }
+  }
+
+  const std::vector<GraphRoot>& roots_;
+  const std::vector<RootNames>& names_;
+  const std::vector<GraphEdge>& edges_;
+  std::vector<uint32_t> order_;
+  std::vector<std::pair<uint32_t, uint32_t>> waiting_;  // (the root waited for, the root waiting)
+};
 
 }  // namespace
 
@@ -137,13 +204,16 @@ void GraphPattern::find_shared(const std::vector<RootNames>& names, const Names&
                         ", where it takes one value per element"));
 }
 
-// Shared names first (they decide what candidates keep), then per root its
-// kept names, key and edges, in root order.
+// Shared names first (they decide what candidates keep), then the search
+// order, then per root (by place) its kept names, key and edges.
 void GraphPattern::plan() {
+  std::vector<RootNames> made;
+  for (const GraphRoot& r : roots_) made.push_back(root_names(r.pattern));
+  Names edge_ends = edge_names(made);
+  find_shared(made, edge_ends);
+  order_ = SearchOrder(roots_, made, edges_).order();
   std::vector<RootNames> names;
-  for (const GraphRoot& r : roots_) names.push_back(root_names(r.pattern));
-  Names edge_ends = edge_names(names);
-  find_shared(names, edge_ends);
+  for (uint32_t r : order_) names.push_back(made[r]);
   plans_.resize(roots_.size());
   for (uint32_t r = 0; r < roots_.size(); ++r) plan_kept(r, names, edge_ends);
   for (uint32_t r = 0; r < roots_.size(); ++r) plan_key_and_edges(r, names);
@@ -151,7 +221,7 @@ void GraphPattern::plan() {
 
 void GraphPattern::plan_kept(uint32_t r, const std::vector<RootNames>& names, const Names& edge_ends) {
   RootPlan& p = plans_[r];
-  const GraphRoot& root = roots_[r];
+  const GraphRoot& root = searched(r);
   p.ops = root_ops(root.pattern);
   for (const std::string& n : names[r].single)
     if (contains(shared_, n) || contains(edge_ends, n)) p.kept.push_back(n);  // in order: names[r].single is sorted
@@ -173,7 +243,7 @@ void GraphPattern::plan_key_and_edges(uint32_t r, const std::vector<RootNames>& 
       p.key_fixed = false;
     }
   }
-  const std::string& own = roots_[r].pattern->name();
+  const std::string& own = searched(r).pattern->name();
   for (uint32_t e = 0; e < edges_.size(); ++e) {
     int from = owner(names, edges_[e].from), to = owner(names, edges_[e].to);
     if (std::max(from, to) != static_cast<int>(r)) continue;

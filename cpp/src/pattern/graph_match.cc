@@ -112,9 +112,9 @@ class GraphMatcher {
     // search over the other roots' candidates (which may be long) finds it.
     for (const RootState& rs : roots_)
       if (rs.candidates.empty()) return {};
-    RootState& first = roots_[0];
-    for (uint32_t c = 0; c < first.candidates.size(); ++c)
+    for (uint32_t c = 0; c < roots_[0].candidates.size(); ++c)
       if (try_candidate(0, c)) accept();
+    sort_matches();
     return std::move(matches_);
   }
 
@@ -145,7 +145,7 @@ class GraphMatcher {
     const auto& bindings = fn_.bindings();
     for (uint32_t b = 0; b < bindings.size(); ++b)
       for (uint32_t r = 0; r < roots_.size(); ++r)
-        if (has_op(plan(r).ops, bindings[b].value) && matcher_.match(gp_.roots()[r].pattern, bindings[b].value))
+        if (has_op(plan(r).ops, bindings[b].value) && matcher_.match(gp_.searched(r).pattern, bindings[b].value))
           add_candidate(r, b);
   }
 
@@ -195,7 +195,7 @@ class GraphMatcher {
   bool try_candidate(uint32_t r, uint32_t c) {
     interrupt_.tick();
     if (!fits(r, c)) return false;
-    if (gp_.roots()[r].repeated) return try_branches(r, c);
+    if (gp_.searched(r).repeated) return try_branches(r, c);
     hold(r, c);
     Narrowed narrowed;
     if (narrow_runs(r, narrowed) && uses_hold(r, UINT32_MAX) && onlys_hold_up_to(r, !narrowed.empty()) &&
@@ -217,7 +217,7 @@ class GraphMatcher {
   // left with no branch.
   bool narrow_runs(uint32_t r, Narrowed& narrowed) {
     for (uint32_t q = 0; q < r; ++q) {
-      if (!gp_.roots()[q].repeated || !has_edge_with(r, q)) continue;
+      if (!gp_.searched(q).repeated || !has_edge_with(r, q)) continue;
       std::vector<uint32_t>& held = roots_[q].held;
       std::vector<uint32_t> kept;
       for (uint32_t branch : held)
@@ -470,23 +470,29 @@ class GraphMatcher {
 
   // ---- a match found ----
 
+  // The held candidates as a match, each root at its made index.
   void accept() {
     GraphMatch m;
+    m.bindings.resize(roots_.size());
+    m.captures.resize(roots_.size());
     for (uint32_t r = 0; r < roots_.size(); ++r) {
-      std::vector<uint32_t> bindings;
-      std::vector<Match> captures;
+      uint32_t made = gp_.order()[r];
       for (uint32_t c : roots_[r].held) {
         uint32_t b = cand(r, c).binding;
         held_[b] = Held::kTaken;
-        bindings.push_back(b);
-        matcher_.match(gp_.roots()[r].pattern, fn_.bindings()[b].value);
-        captures.push_back(matcher_.result());
+        m.bindings[made].push_back(b);
+        matcher_.match(gp_.searched(r).pattern, fn_.bindings()[b].value);
+        m.captures[made].push_back(matcher_.result());
       }
       roots_[r].held.clear();
-      m.bindings.push_back(std::move(bindings));
-      m.captures.push_back(std::move(captures));
     }
     matches_.push_back(std::move(m));
+  }
+
+  // In the binding order of the first root made's first branch.
+  void sort_matches() {
+    std::stable_sort(matches_.begin(), matches_.end(),
+                     [](const GraphMatch& a, const GraphMatch& b) { return a.bindings[0][0] < b.bindings[0][0]; });
   }
 
   const GraphPattern& gp_;

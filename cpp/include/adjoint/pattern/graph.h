@@ -20,13 +20,17 @@
 //     function refers to that value.
 //
 // Matching, one walk (match_graph):
+//   0. The roots are searched in the order they were made, except that a
+//      repeated root no earlier root ties to (by a shared name or an edge)
+//      waits for the first later plain root an edge ties it to, and comes
+//      right after it: its branches are then found through that root.
 //   1. Each root is tried on each binding's value (only calls of its root's
 //      ops, when it has some); each match is a candidate, which keeps the
 //      values of the root's shared and edge names.
 //   2. The candidates of root i are filed in hash buckets keyed by the values
-//      of its shared names that earlier roots capture (for a repeated root:
-//      all its shared names).
-//   3. For each free candidate of root 0, in binding order,
+//      of its shared names that roots searched before it capture (for a
+//      repeated root: all its shared names).
+//   3. For each free candidate of the first root searched, in binding order,
 //      a depth-first search picks for each next root a free candidate from
 //      the bucket the earlier roots' values select, or, when no shared name
 //      ties it to them, from the users of the source of an edge into it, or
@@ -78,15 +82,20 @@ class GraphPattern {
   // a capture no root makes, a shared name sits in a run.
   GraphPattern(std::vector<GraphRoot> roots, std::vector<GraphEdge> edges);
 
+  // In the order they were made, as GraphMatch reports them.
   const std::vector<GraphRoot>& roots() const { return roots_; }
   const std::vector<GraphEdge>& edges() const { return edges_; }
+  // The roots in the order they are searched (step 0): made index by place.
+  const std::vector<uint32_t>& order() const { return order_; }
+  const GraphRoot& searched(uint32_t place) const { return roots_[order_[place]]; }
   // Whether `name` stands for one value in a match (see the file comment).
   bool is_shared(const std::string& name) const;
   // "roots: [matmul(x, _), ...]; edges: [a -> b (arg 0)]".
   std::string to_string() const;
 
-  // Where a name's value is found: the root that captures it first, and
-  // its slot among the values that root's candidates keep.
+  // Where a name's value is found: the root that captures it first (its
+  // place in the search order), and its slot among the values that root's
+  // candidates keep.
   struct NameSource {
     uint32_t root;
     uint32_t slot;
@@ -102,6 +111,7 @@ class GraphPattern {
     int users_edge = -1;                // an edge into this root whose source's users give candidates
     int operands_edge = -1;             // an edge out of this root whose target's operands give candidates
   };
+  // By place in the search order.
   const std::vector<RootPlan>& plans() const { return plans_; }
   // The source of the value of an edge's end.
   NameSource source(const std::string& name) const;
@@ -115,6 +125,7 @@ class GraphPattern {
 
   std::vector<GraphRoot> roots_;
   std::vector<GraphEdge> edges_;
+  std::vector<uint32_t> order_;
   std::vector<std::string> shared_;  // sorted
   std::vector<RootPlan> plans_;
 };
@@ -138,7 +149,7 @@ std::unordered_map<std::string, std::vector<const PatternNode*>> nodes_by_name(c
 Expr reported_capture(const Expr& captured, const Binding& binding);
 
 // The disjoint matches of gp among the bindings of index's function, in the
-// binding order of their first root's first branch. The matches refer into
+// binding order of their first root's first branch (the first root made). The matches refer into
 // the function, gp and `bindings` (the matcher's view, which must read
 // index): valid while those live.
 std::vector<GraphMatch> match_graph(const GraphPattern& gp, const DataflowIndex& index, const Bindings& bindings);
