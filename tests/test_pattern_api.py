@@ -219,6 +219,40 @@ def test_or_keeps_the_first_side_that_matches_and_only_its_captures():
     assert second[x] is var(KINDS, "a") and "y" not in second
 
 
+ADD_THEN_EXP = module('''
+    @function
+    def main(a: Tensor((2, 3), "float32"), b: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
+        g: Tensor((2, 3), "float32") = add(a, b)
+        e: Tensor((2, 3), "float32") = exp(b)
+        m: Tensor((2, 3), "float32") = multiply(g, e)
+        return m
+''')
+
+
+def test_or_is_an_ordered_choice_that_later_patterns_do_not_go_back_on():
+    # add(x, w) matches g with x = a, so the | keeps it, and exp(x) then
+    # fails on exp(b): the match add(w, x) would give is not looked for, by
+    # match, rewrite_call and Rewriter.from_pattern alike. Both orders are
+    # tried when the choice is made over the whole
+    fn = ADD_THEN_EXP["main"]
+    x, w = _(), _()
+    late = P.is_op("multiply")(P.is_op("add")(x, w) | P.is_op("add")(w, x), P.is_op("exp")(x))
+    whole = (P.is_op("multiply")(P.is_op("add")(x, w), P.is_op("exp")(x))
+             | P.is_op("multiply")(P.is_op("add")(w, x), P.is_op("exp")(x)))
+    assert late.match(var(fn, "m"), fn) is None
+    got = whole.match(var(fn, "m"), fn)
+    assert got[x] is var(fn, "b") and got[w] is var(fn, "a")
+
+    def zeros(expr, captures):
+        return aj.op.zeros((2, 3), "float32")
+
+    rewrites = [lambda p: P.rewrite_call(p, zeros, ADD_THEN_EXP),
+                lambda p: P.Rewriter.from_pattern(p, zeros)(ADD_THEN_EXP)]
+    for rewrite in rewrites:
+        assert rewrite(late) is ADD_THEN_EXP
+        assert [b.value.op for b in rewrite(whole)["main"].bindings] == ["zeros"]
+
+
 def test_and_captures_both_sides():
     x, z = _(name="x"), _(name="z")
     got = (P.is_op("exp")(x) & z).match(var(KINDS, "e"), KINDS)

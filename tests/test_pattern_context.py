@@ -5,6 +5,8 @@ walks repeat until nothing changes). Golden text for structure, float64
 runs for meaning, the bad inputs of the issue, and a property over random
 programs of parallel matmuls."""
 
+import functools
+import operator
 import signal
 import traceback
 from collections.abc import Mapping
@@ -415,6 +417,46 @@ def main(a: Tensor((3,), "float64"),
     seen = []
     rewrite(ctx, lambda m, b: seen.append(([v.name_hint for v in m[branches]], m[used].name_hint)) or {}, mod)
     assert seen == [(["u", "v"], "g")]
+
+
+ADD_AND_EXP = aj.parse('''
+@function
+def main(a: Tensor((2, 3), "float32"),
+         b: Tensor((2, 3), "float32")) -> Tuple(Tensor((2, 3), "float32"), Tensor((2, 3), "float32")):
+    e: Tensor((2, 3), "float32") = exp(b)
+    g: Tensor((2, 3), "float32") = add(a, b)
+    return (e, g)
+''')
+
+
+def exp_and_adds(adds, exp_first):
+    """A context of the roots exp(x) and add(...) | add(...) | ..., one add
+    of (x, w) per function in adds, made in that order or the other; x."""
+    with P.PatternContext() as ctx:
+        x, w = P.wildcard(), P.wildcard()
+        made = [P.is_op("exp")(x)] if exp_first else []
+        made.append(functools.reduce(operator.or_, [add(x, w) for add in adds]))
+        if not exp_first:
+            made.append(P.is_op("exp")(x))
+    assert repr(ctx) == f"PatternContext(roots=[{', '.join(map(repr, made))}])"
+    return ctx, x
+
+
+@pytest.mark.parametrize("exp_first", [True, False])
+def test_a_root_makes_its_choices_on_its_own_binding(exp_first):
+    # each root is matched on a binding as pattern.match matches it, on its
+    # own: add(x, w) | add(w, x) keeps its first side on g (x = a), which
+    # exp(x) on e (x = b) does not agree with, whichever root comes first.
+    # One context per order of the add's args finds it
+    def x_of_matches(ctx, x):
+        seen = []
+        rewrite(ctx, lambda m, b: seen.append(m[x].name_hint) or {}, ADD_AND_EXP)
+        return seen
+
+    x_first, x_second = (lambda x, w: P.is_op("add")(x, w)), (lambda x, w: P.is_op("add")(w, x))
+    assert x_of_matches(*exp_and_adds([x_first, x_second], exp_first)) == []
+    assert x_of_matches(*exp_and_adds([x_first], exp_first)) == []
+    assert x_of_matches(*exp_and_adds([x_second], exp_first)) == ["b"]
 
 
 # ---- edges ----
