@@ -5,7 +5,7 @@
 // analysis/dataflow.h). SeenValues
 // files the bindings kept so far under those keys. Shared by
 // EliminateCommonSubexpr and by the rewriter, which can share values as it
-// binds them.
+// binds them (and files the values its rules rewrote, in a ValueIndex).
 #pragma once
 
 #include <cstdint>
@@ -99,23 +99,25 @@ inline bool value_equal(const Expr& a, const Expr& b) {
 // table takes its slot from the low bits and its tag from the high ones.
 inline size_t value_key(const Expr& v) { return static_cast<size_t>(mix64(value_hash(v))); }
 
-// Values seen so far, in an open-addressing table of 8-byte slots (32 bits
-// of the hash, the index of the kept binding): one flat array, as small as
-// it can be, since every lookup lands in it at random.
-class SeenValues {
+// Entries (each with a `value`) filed by value, in an open-addressing
+// table of 8-byte slots (32 bits of the hash, the index of the entry): one
+// flat array, as small as it can be, since every lookup lands in it at
+// random.
+template <class Entry>
+class ValueIndex {
  public:
-  SeenValues(size_t n, const std::vector<Binding>& kept) : kept_(kept) { resize(n); }
-  // The var bound to a value equal to `value`, or nullptr.
-  Var find(size_t hash, const Expr& value) const {
+  ValueIndex(size_t n, const std::vector<Entry>& entries) : entries_(entries) { resize(n); }
+  // The entry whose value equals `value`, or nullptr.
+  const Entry* find(size_t hash, const Expr& value) const {
     uint32_t tag = static_cast<uint32_t>(hash >> 32);
     for (size_t s = hash & mask();; s = (s + 1) & mask()) {
       const Slot& slot = slots_[s];
       if (!slot.index) return nullptr;
-      const Binding& b = kept_[slot.index - 1];
-      if (slot.tag == tag && value_equal(b.value, value)) return b.var;
+      const Entry& e = entries_[slot.index - 1];
+      if (slot.tag == tag && value_equal(e.value, value)) return &e;
     }
   }
-  // Records kept binding i, whose value has `hash`.
+  // Records entry i, whose value has `hash`.
   void insert(size_t hash, size_t i) {
     if (4 * ++size_ > 3 * slots_.size()) resize(2 * size_);  // rehashes what it holds
     put(hash, i);
@@ -124,7 +126,7 @@ class SeenValues {
  private:
   struct Slot {
     uint32_t tag;    // high bits of the hash (the low ones pick the slot)
-    uint32_t index;  // 1 + index into kept_, 0 when empty
+    uint32_t index;  // 1 + index into entries_, 0 when empty
   };
   size_t mask() const { return slots_.size() - 1; }
   void put(size_t hash, size_t i) {
@@ -139,11 +141,22 @@ class SeenValues {
     std::vector<Slot> old(size, Slot{0, 0});
     old.swap(slots_);
     for (const Slot& s : old)
-      if (s.index) put(value_key(kept_[s.index - 1].value), s.index - 1);
+      if (s.index) put(value_key(entries_[s.index - 1].value), s.index - 1);
   }
-  const std::vector<Binding>& kept_;
+  const std::vector<Entry>& entries_;
   std::vector<Slot> slots_;
   size_t size_ = 0;
+};
+
+// The bindings kept so far, by value: find gives the var of one bound to an
+// equal value, or nullptr.
+class SeenValues : public ValueIndex<Binding> {
+ public:
+  using ValueIndex::ValueIndex;
+  Var find(size_t hash, const Expr& value) const {
+    const Binding* b = ValueIndex::find(hash, value);
+    return b ? b->var : nullptr;
+  }
 };
 
 }  // namespace aj::cse
