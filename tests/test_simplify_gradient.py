@@ -2,6 +2,8 @@
 and transposes come out in the simple forms of DESIGN.md §6, and simplifying
 never changes a result."""
 
+import collections
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -185,6 +187,97 @@ def test_property_simplified_adjoints_are_simple_and_equal(steps, batched, n):
     aj.assert_structural_equal(again["main_adjoint"], simple["main_adjoint"])
     once = aj.transform.SimplifyGradient()(mod)
     aj.assert_structural_equal(aj.transform.SimplifyGradient()(once), once)  # idempotent on any module
+
+
+# ---- deep chains: one walk, linear in their depth ----
+
+def matmul_chain(layers, n=8):
+    """sum(x @ w0 @ w1 @ ...): the adjoint's grad of each w_k is matmul(T(h),
+    g) for h = x @ w0 @ ... @ w_k-1, and transpose_of_matmul pushes that T
+    down to T(x)."""
+    bb = aj.FunctionBuilder("main")
+    h = bb.param("x", (4, n), "float64")
+    for k in range(layers):
+        h = h @ bb.param(f"w{k}", (n, n), "float64")
+    return bb.finish(aj.op.sum(h))
+
+
+def transposed_chain(layers, n=4):
+    """v = (v @ w).T, again and again: each layer transposes a matmul of the
+    transpose before it."""
+    bb = aj.FunctionBuilder("main")
+    v, w = bb.param("x", (n, n), "float64"), bb.param("w", (n, n), "float64")
+    for _ in range(layers):
+        v = (v @ w).T
+    return bb.finish(aj.op.sum(v))
+
+
+def check_deep_form(fn):
+    """check_simple_form, and every permute_dims is of a param."""
+    check_simple_form(fn)
+    params = set(fn.params)
+    assert all(b.value.args[0] in params for b in calls(fn, "permute_dims")), fn.script()
+
+
+def op_counts(fn):
+    return collections.Counter(b.value.op for b in calls(fn))
+
+
+@pytest.mark.parametrize("layers", [3, 128, 129, 1000, 10_000])
+def test_gradient_of_a_deep_matmul_chain(layers):
+    # Up to 128 layers this was the result, with each layer's transpose
+    # pushed down the whole chain again ((layers - 1) * layers / 2
+    # rewrites); from 129 on a TransformError ("replacements nest too deep").
+    report = aj.transform.Gradient().explain(matmul_chain(layers))
+    assert report.counts["SimplifyGradient"]["transpose_of_matmul"] == layers - 1
+    adj = report.module["main_adjoint"]
+    # the forward chain, its transposed copy from T(x), and two grads a layer
+    assert op_counts(adj) == {"matmul": 4 * layers - 1, "permute_dims": layers + 1,
+                              "sum": 1, "ones": 1, "broadcast_to": 1}
+    check_deep_form(adj)
+
+
+@pytest.mark.parametrize("layers", [3, 1000])
+def test_simplify_gradient_on_a_deep_raw_adjoint(layers):
+    # without Gradient's sharing: still one rewrite a layer, and no copy of
+    # the transposed chain per layer (there were (layers - 1) * layers / 2 matmuls more)
+    raw = aj.transform.Gradient(simplify=False)(matmul_chain(layers))
+    report = aj.transform.SimplifyGradient().explain(raw)
+    assert report.counts["SimplifyGradient"]["transpose_of_matmul"] == layers - 1
+    assert op_counts(report.module["main_adjoint"])["matmul"] == 4 * layers - 1
+    check_deep_form(report.module["main_adjoint"])
+
+
+@pytest.mark.parametrize("layers", [3, 128, 1000])
+def test_a_deep_chain_of_transposed_matmuls(layers):
+    # T(t) for a t = T(m) already rewritten into a matmul folds into m: one
+    # transpose_of_matmul and one fold a layer, where each layer transposed
+    # the chain below it back to its start (and 128 layers nested too deep)
+    mod = transposed_chain(layers)
+    report = aj.transform.SimplifyGradient().explain(mod)
+    assert {k: report.counts["SimplifyGradient"][k] for k in ("transpose_of_matmul", "fold_permutes")} == \
+        {"transpose_of_matmul": layers, "fold_permutes": layers - 1}
+    assert op_counts(report.module["main"])["matmul"] == layers
+    check_deep_form(report.module["main"])
+    report = aj.transform.Gradient().explain(mod)
+    assert report.counts["SimplifyGradient"]["transpose_of_matmul"] == 2 * layers - 1
+    check_simple_form(report.module["main_adjoint"])
+
+
+@pytest.mark.parametrize("chain, layers", [(matmul_chain, 6), (transposed_chain, 7)])
+def test_deep_chains_simplified_compute_what_they_did(chain, layers):
+    mod = chain(layers)
+    inputs = [RNG.standard_normal(p.type.shape) for p in mod["main"].params]
+    for simple, raw in [(aj.transform.Gradient()(mod), aj.transform.Gradient(simplify=False)(mod)),
+                        (aj.transform.SimplifyGradient()(mod), mod)]:
+        for name in raw.functions:
+            got, want = aj.build(simple)[name](*inputs), aj.build(raw)[name](*inputs)
+            for g, w in zip(flat(got), flat(want)):
+                np.testing.assert_allclose(g, w, rtol=1e-12, atol=1e-12 * max(1.0, float(np.abs(w).max())))
+
+
+def flat(out):
+    return [a for o in out for a in flat(o)] if isinstance(out, tuple) else [np.asarray(out)]
 
 
 # ---- matmul against a broadcast scalar (the seed of a sum or mean loss) ----

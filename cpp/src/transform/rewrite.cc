@@ -1,13 +1,16 @@
 // The binding rewriter (transform/rewrite.h). A round is one walk over the
 // bindings that keeps a table of what each var is bound to in the function
-// being built (the matcher's view of it, through the Bindings interface)
-// and what stands for each var rewritten away.
+// being built (the matcher's view of it, through the Bindings interface),
+// what it was first written as when a rule rewrote it, and what stands for
+// each var rewritten away. Replacements are bound from an explicit stack,
+// so the depth of their cascades is bounded by memory, not the C++ stack.
 #include "adjoint/transform/rewrite.h"
 
 #include <algorithm>
 #include <memory>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/ir/fresh_names.h"
@@ -22,10 +25,28 @@ namespace aj {
 namespace {
 
 // What a round knows of each var: the leaf that now stands for it (when it
-// was rewritten away) and the value it is bound to in the function built.
+// was rewritten away), the value it is bound to in the function built, and
+// the value a rule rewrote into that one (as first written), if any.
 struct RewriteVar {
   Expr replaced;
   const ExprNode* value = nullptr;  // kept alive by the input function or the bindings built
+  Expr as_written;
+};
+
+// A value a rule rewrote, and the leaf that stands for it once bound.
+struct RewrittenValue {
+  Expr value;
+  Expr leaf;
+};
+
+// A call, tuple or tuple item on its way to being bound: its operands are
+// bound first (their leaves gathered here), then it is rewritten or bound.
+struct Pending {
+  Expr expr;
+  Var root;                      // the var to bind it to, or null for a nested expr
+  std::vector<Expr> leaves;      // its operands' leaves, so far
+  std::vector<Expr> nested;      // the nested exprs whose leaf it gives (bound once each)
+  std::vector<Expr> rewritten;   // the values rules rewrote into it, first to last
 };
 
 // The rule names among the last rewrites of a binding, each once.
@@ -44,7 +65,8 @@ class RewriteRound final : public Bindings {
  public:
   RewriteRound(const FunctionNode& fn, const RuleSet& rules, bool share_values)
       : fn_(fn), rules_(rules), vars_(fn), names_(fn), matcher_(*this), share_(share_values),
-        seen_(share_values ? fn.bindings().size() : 0, out_) {}
+        seen_(share_values ? fn.bindings().size() : 0, out_),
+        max_rewrites_(kMaxRewritesPerBinding + fn.bindings().size()) {}
 
   // The rewritten function, or nullptr when nothing changed.
   Function run() {
@@ -61,9 +83,14 @@ class RewriteRound final : public Bindings {
   // Every rule that fired, in order (for the message when rounds do not converge).
   const std::vector<const Rule*>& fired() const { return fired_; }
 
+  // The value v is bound to in the function built; in the as-written view,
+  // the value a rule rewrote into it, when one did.
   const ExprNode* bound_value(const VarNode* v) const override {
     const RewriteVar* r = vars_.find(v);
-    return r ? r->value : nullptr;
+    if (!r) return nullptr;
+    if (!r->as_written) return r->value;
+    ++as_written_reads_;
+    return as_written_view_ ? r->as_written.get() : r->value;
   }
 
   // Users in the function as this round found it; a var the round made has
@@ -74,15 +101,33 @@ class RewriteRound final : public Bindings {
   }
 
  private:
+  // Sets the view the matcher and replacements see, back to the function
+  // built when it ends.
+  class AsWrittenView {
+   public:
+    explicit AsWrittenView(RewriteRound& r) : r_(r) { r_.as_written_view_ = true; }
+    ~AsWrittenView() { r_.as_written_view_ = false; }
+    AsWrittenView(const AsWrittenView&) = delete;
+    AsWrittenView& operator=(const AsWrittenView&) = delete;
+
+   private:
+    RewriteRound& r_;
+  };
+
   // The replacement of the first rule that rewrites `value` (to be bound
-  // to `root` when given), or nullptr.
+  // to `root` when given), or nullptr. A rule is tried on the function
+  // built, then, when the match read a var a rule rewrote, on that var as
+  // first written, where only a replacement that is a leaf counts (the
+  // call is an existing value). Both views hold equal values; the second
+  // keeps a var's first form in sight, so t = T(m), rewritten into a
+  // matmul, still folds T(t) into m instead of transposing the matmul
+  // (and the transposes in it) again.
   Expr apply_rules(const Expr& value, const Var& root) {
     auto* call = as<CallNode>(value);
     if (!call) return nullptr;
     for (uint32_t i : rules_.rules_for(call->op().id)) {
       const Rule& rule = rules_.rules()[i];
-      if (!matcher_.match(rule.pattern, value)) continue;
-      Expr out = replace(rule, value);
+      Expr out = try_rule(rule, value);
       if (!out || (root && out.get() == root.get()) || written_alike(out.get(), value.get(), 0)) continue;
       if (!type_equal(out->type(), value->type()))
         throw TypeInferenceError(str("rule '", rule.name, "' at binding '", binding_->name_hint(),
@@ -93,6 +138,19 @@ class RewriteRound final : public Bindings {
       return out;
     }
     return nullptr;
+  }
+
+  // Rule's replacement of value where its pattern matches the function
+  // built, or else a leaf it gives where it matches as first written (the
+  // replacement reads its captures in the view they matched in); nullptr.
+  Expr try_rule(const Rule& rule, const Expr& value) {
+    size_t reads = as_written_reads_;
+    if (matcher_.match(rule.pattern, value)) return replace(rule, value);
+    if (as_written_reads_ == reads) return nullptr;  // no var the view changes was read
+    AsWrittenView view(*this);
+    if (!matcher_.match(rule.pattern, value)) return nullptr;
+    Expr out = replace(rule, value);
+    return out && (out->kind() == ExprKind::kVar || out->kind() == ExprKind::kConstant) ? out : nullptr;
   }
 
   // Whether `a` (a replacement) is `b` written alike, seen through the
@@ -161,7 +219,7 @@ class RewriteRound final : public Bindings {
     }
     Var var = v ? v : std::make_shared<VarNode>(names_.next(), value->type());
     out_.push_back({var, value});
-    if (!v) vars_.add(var.get(), RewriteVar{nullptr, value.get()});
+    if (!v) vars_.add(var.get(), RewriteVar{nullptr, value.get(), nullptr});
     else entry(var.get()).value = value.get();
     return var;
   }
@@ -191,61 +249,116 @@ class RewriteRound final : public Bindings {
   // bottom-up, each simplified by the rules before it is bound, so the
   // result is at a fixed point. The root is bound to `root` when given
   // (the binding's own var: same type), nested calls to new vars. A nested
-  // expr object a replacement uses twice is bound once.
-  Expr bind_simplified(const Expr& e, const Var& root, int depth) {
-    if (root || e->kind() == ExprKind::kVar || e->kind() == ExprKind::kConstant)
-      return bind_simplified_once(e, root, depth);
-    auto [it, fresh] = nested_.try_emplace(e.get());
-    if (!fresh) return it->second.second;
-    Expr leaf = bind_simplified_once(e, root, depth);
-    nested_[e.get()] = {e, leaf};
+  // expr object a replacement uses twice is bound once, and a value a rule
+  // rewrote earlier in the round is not rewritten again: the leaf it gave
+  // stands for it. A loop over a stack of pending exprs, however deep
+  // replacements cascade (T(h) down a chain of matmuls).
+  Expr bind_simplified(const Expr& e, const Var& root) {
+    std::vector<Pending>& stack = stack_;  // kept for its capacity
+    stack.clear();
+    Pending start;
+    start.root = root;
+    Expr leaf = open(e, std::move(start), stack);
+    while (!stack.empty()) {
+      Pending& top = stack.back();
+      if (leaf) top.leaves.push_back(std::move(leaf));  // the leaf of its operand just bound
+      Operands parts = operands(*top.expr);
+      if (top.leaves.size() < parts.size()) {
+        leaf = open(parts[top.leaves.size()], Pending{}, stack);
+        continue;
+      }
+      Pending done = std::move(top);
+      stack.pop_back();
+      leaf = close(std::move(done), stack);
+    }
     return leaf;
   }
 
-  Expr bind_simplified_once(const Expr& e, const Var& root, int depth) {
-    if (depth > kMaxDepth) fail_to_converge("replacements nest too deep");
-    if (auto* t = as<TupleNode>(e)) {
-      std::vector<Expr> fields;
-      for (const auto& f : t->fields()) fields.push_back(bind_simplified(f, nullptr, depth + 1));
-      return std::make_shared<TupleNode>(std::move(fields));
+  // Starts binding e for `p` (its root and what it stands for): the leaf
+  // when that is known at once (e a leaf, or a nested expr bound before),
+  // else nullptr, e pushed.
+  Expr open(const Expr& e, Pending p, std::vector<Pending>& stack) {
+    if (e->kind() == ExprKind::kVar || e->kind() == ExprKind::kConstant) return finish(p, e);
+    if (!p.root) {
+      auto it = nested_.find(e.get());
+      if (it != nested_.end()) return finish(p, it->second.second);
+      p.nested.push_back(e);
     }
-    if (auto* item = as<TupleGetItemNode>(e)) return bind_item(*item, root, depth);
-    auto* call = as<CallNode>(e);
-    if (!call) return e;
-    std::vector<Expr> args;
-    bool nested = false;
-    for (const auto& a : call->args()) {
-      args.push_back(bind_simplified(a, nullptr, depth + 1));
-      nested = nested || args.back() != a;
-    }
-    Expr value = nested ? std::make_shared<CallNode>(&call->op(), std::move(args), call->attrs(), call->type()) : e;
-    if (Expr replaced = apply_rules(value, root)) {
-      changed_ = true;
-      if (fired_.size() - fired_before_binding_ > kMaxRewritesPerBinding) fail_to_converge("too many rewrites");
-      return bind_simplified(replaced, root, depth + 1);
-    }
-    return bind(root, value);
+    p.expr = e;
+    p.leaves.clear();
+    stack.push_back(std::move(p));
+    return nullptr;
   }
 
-  // An item of a tuple a replacement builds: the tuple is bound first; an
-  // item of a literal tuple is that field, an item of a bound tuple is bound.
-  Expr bind_item(const TupleGetItemNode& item, const Var& root, int depth) {
-    Expr tuple = bind_simplified(item.tuple(), nullptr, depth + 1);
-    if (auto* t = as<TupleNode>(tuple)) return t->fields()[static_cast<size_t>(item.index())];
-    return bind(root, std::make_shared<TupleGetItemNode>(tuple, item.index()));
+  // With its operands bound: a tuple is made of their leaves, an item of a
+  // literal tuple is that field, another item is bound, and a call is
+  // rewritten (its replacement pushed, nullptr returned) or bound.
+  Expr close(Pending p, std::vector<Pending>& stack) {
+    if (p.expr->kind() == ExprKind::kTuple) return finish(p, std::make_shared<TupleNode>(std::move(p.leaves)));
+    if (auto* item = as<TupleGetItemNode>(p.expr)) {
+      if (auto* t = as<TupleNode>(p.leaves[0])) return finish(p, t->fields()[static_cast<size_t>(item->index())]);
+      return finish_bound(p, std::make_shared<TupleGetItemNode>(p.leaves[0], item->index()));
+    }
+    const auto& call = static_cast<const CallNode&>(*p.expr);
+    bool same = std::equal(p.leaves.begin(), p.leaves.end(), call.args().begin(), call.args().end());
+    Expr value = same ? p.expr : std::make_shared<CallNode>(&call.op(), std::move(p.leaves), call.attrs(), call.type());
+    if (Expr known = rewritten_before(value)) return finish(p, known);
+    Expr replaced = apply_rules(value, p.root);
+    if (!replaced) return finish_bound(p, value);
+    changed_ = true;
+    if (fired_.size() - fired_before_binding_ > max_rewrites_) fail_to_converge("too many rewrites");
+    p.rewritten.push_back(std::move(value));
+    return open(replaced, std::move(p), stack);
+  }
+
+  // Binds value for p; a var bound here keeps the value a rule first
+  // rewrote into it (as written).
+  Expr finish_bound(Pending& p, const Expr& value) {
+    size_t bound = out_.size();
+    Var var = bind(p.root, value);
+    if (out_.size() > bound && !p.rewritten.empty()) entry(var.get()).as_written = p.rewritten.front();
+    return finish(p, var);
+  }
+
+  // Records what leaf stands for: the nested exprs and rewritten values of p.
+  Expr finish(Pending& p, const Expr& leaf) {
+    for (const Expr& e : p.nested) nested_[e.get()] = {e, leaf};
+    for (const Expr& v : p.rewritten) {
+      rewritten_index_.insert(cse::value_key(v), rewritten_.size());
+      rewritten_.push_back({v, leaf});
+    }
+    p.nested.clear();
+    p.rewritten.clear();
+    return leaf;
+  }
+
+  // The leaf a value equal to `value` was rewritten into this round, or nullptr.
+  Expr rewritten_before(const Expr& value) const {
+    if (rewritten_.empty()) return nullptr;
+    const RewrittenValue* r = rewritten_index_.find(cse::value_key(value), value);
+    return r ? r->leaf : nullptr;
   }
 
   // Unchanged bindings are kept as they are (same var, same value).
   void rewrite(const Binding& b) {
     binding_ = b.var.get();
     fired_before_binding_ = fired_.size();
-    nested_.clear();
+    forget_nested();
     Expr value = substitute(b.value, replacement());
-    Expr leaf = value->kind() == ExprKind::kCall ? bind_simplified(value, b.var, 0) : Expr(bind(b.var, value));
+    Expr leaf = value->kind() == ExprKind::kCall ? bind_simplified(value, b.var) : Expr(bind(b.var, value));
     if (leaf != b.var) entry(b.var.get()).replaced = leaf;
   }
 
-  static constexpr int kMaxDepth = 256;
+  // Empties nested_ in time linear in what it holds: clear() also zeroes
+  // every bucket, as many as the largest cascade left, at each binding.
+  void forget_nested() {
+    if (nested_.bucket_count() > 64) std::unordered_map<const ExprNode*, std::pair<Expr, Expr>>().swap(nested_);
+    else nested_.clear();
+  }
+
+  static constexpr int kMaxDepth = 256;  // how deep written_alike compares
+  // Rewrites of one binding past this many, plus one per binding of the
+  // function (a cascade may reach each once), do not stop.
   static constexpr size_t kMaxRewritesPerBinding = 1024;
 
   const FunctionNode& fn_;
@@ -256,14 +369,21 @@ class RewriteRound final : public Bindings {
   Matcher matcher_;            // sees vars_ through this round's Bindings
   bool share_;                 // bind equal values once (common-subexpression elimination)
   cse::SeenValues seen_;       // with share_: the values bound so far, by content
+  size_t max_rewrites_;        // of one binding
   bool changed_ = false;
   const VarNode* binding_ = nullptr;  // the binding being rewritten (for messages)
   std::vector<const Rule*> fired_;
   size_t fired_before_binding_ = 0;
   mutable std::unique_ptr<DataflowIndex> users_;  // built when a rule first reads a use count
+  bool as_written_view_ = false;         // bound_value gives vars as first written
+  mutable size_t as_written_reads_ = 0;  // reads of vars a rule rewrote, in either view
   // The nested exprs of the binding being rewritten, each with the leaf it
   // was bound to (the expr is held so its address is not reused meanwhile).
   std::unordered_map<const ExprNode*, std::pair<Expr, Expr>> nested_;
+  std::vector<Pending> stack_;  // bind_simplified's
+  // The values rules rewrote this round, each with its leaf, and an index of them by value.
+  std::vector<RewrittenValue> rewritten_;
+  cse::ValueIndex<RewrittenValue> rewritten_index_{0, rewritten_};
 };
 
 }  // namespace
