@@ -8,16 +8,23 @@
    Gradient's work there is finding that 1%). Goal (issue 4): 100k bindings
    under 1 s; 200k/100k time ratio at most 2.3. Each (shape, size) runs in
    a fresh process, so every size starts from the same allocator state.
-2. The adjoints of the executor benchmark's MLP and transformer block, and of
+2. Gradient on a chain of matmuls, sum(x @ w0 @ ... @ w_n-1), of 1k and
+   10k layers: the grad of each w_k needs the transpose of the chain up to
+   it, which SimplifyGradient pushes down to T(x). Goal: one
+   transpose_of_matmul a layer (each layer's transpose is pushed once), and
+   time linear in depth: simplify=True's 10k/1k time ratio within 1.5x of
+   simplify=False's (the raw adjoint's build sets the pace, cache effects
+   included).
+3. The adjoints of the executor benchmark's MLP and transformer block, and of
    a stack of linear layers (x @ W.T + b), with simplify=False vs True: op
    count, permute_dims count and run time. Goal (issue 5): no permute_dims
    left to run in the simplified linear stack (what remains in the IR are
    matmul operands, folded into GEMM transpose flags by the executor); the
    simplified transformer adjoint at least 1.2x faster than the raw one.
-3. Where SimplifyGradient starts turning a matmul against a broadcast scalar
+4. Where SimplifyGradient starts turning a matmul against a broadcast scalar
    (the seed of a sum or mean loss) into a sum: one matmul instruction vs a
    sum and a broadcast_to, by size. The rule applies from 2 * 32^3 FLOPs.
-4. The training step of the transformer block: its adjoint (Gradient) run
+5. The training step of the transformer block: its adjoint (Gradient) run
    as it is and after CombineParallelMatmul, ReorderPermuteDimsAfterConcat
    and DeadCodeElimination before Gradient (one matmul per direction for
    the QKV projection instead of three): matmuls and run time.
@@ -75,17 +82,21 @@ def measure_gradient(shape: str, n: int, repeat: int) -> tuple[float, float, int
     return raw, simp, len(aj.transform.Gradient()(mod)["main_adjoint"].bindings)
 
 
-def measure_in_fresh_process(shape: str, n: int, repeat: int) -> tuple[float, float, int]:
-    """measure_gradient in a new Python process (as pyperf runs each
-    benchmark), so that what earlier measurements left in the allocator's
-    heap does not weigh on this one: each size starts alike."""
-    code = ("import json, sys; from adjoint.bench.passes import measure_gradient; "
-            "json.dump(measure_gradient(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])), sys.stdout)")
-    done = subprocess.run([sys.executable, "-c", code, shape, str(n), str(repeat)],
-                          capture_output=True, text=True)
+def in_fresh_process(function: str, *args):
+    """passes.<function>(*args), JSON in and out, in a new Python process (as
+    pyperf runs each benchmark), so that what earlier measurements left in
+    the allocator's heap does not weigh on this one: each size starts alike."""
+    code = ("import json, sys; from adjoint.bench import passes; "
+            f"json.dump(passes.{function}(*json.loads(sys.argv[1])), sys.stdout)")
+    done = subprocess.run([sys.executable, "-c", code, json.dumps(args)], capture_output=True, text=True)
     if done.returncode != 0:
-        raise RuntimeError(f"measuring Gradient on {shape} of {n} failed:\n{done.stderr}")
-    raw, simp, size = json.loads(done.stdout)
+        raise RuntimeError(f"{function}{args} failed:\n{done.stderr}")
+    return json.loads(done.stdout)
+
+
+def measure_in_fresh_process(shape: str, n: int, repeat: int) -> tuple[float, float, int]:
+    """measure_gradient in a new Python process."""
+    raw, simp, size = in_fresh_process("measure_gradient", shape, n, repeat)
     return raw, simp, size
 
 
@@ -105,6 +116,40 @@ def gradient_scaling(repeat: int) -> None:
         ok = t100 < 1.0 and t200 / t100 <= 2.3
         print(f"goal ({shape}): 100k under 1 s and 200k/100k <= 2.3: {'met' if ok else 'NOT met'} "
               f"({t100:.3f} s, ratio {t200 / t100:.2f})")
+
+
+CHAIN_LAYERS = (1_000, 10_000)
+
+
+def matmul_chain(layers: int) -> aj.Module:
+    """main(x, w0, ..., w_layers-1) = sum(x @ w0 @ ... @ w_layers-1), 8x8."""
+    bb = aj.FunctionBuilder("main")
+    h = bb.param("x", (8, 8), "float32")
+    for k in range(layers):
+        h = h @ bb.param(f"w{k}", (8, 8), "float32")
+    return bb.finish(aj.op.sum(h))
+
+
+def measure_chain(layers: int, repeat: int) -> tuple[float, float, int, int]:
+    """Median seconds of Gradient with simplify=False and True on a matmul
+    chain, the transpose_of_matmul rewrites and the adjoint's size."""
+    mod = matmul_chain(layers)
+    raw = median_seconds(lambda: aj.transform.Gradient(simplify=False)(mod), repeat, warmup=0, min_total=0.3)
+    simp = median_seconds(lambda: aj.transform.Gradient()(mod), repeat, warmup=0, min_total=0.3)
+    report = aj.transform.Gradient().explain(mod)
+    rewrites = report.counts["SimplifyGradient"].get("transpose_of_matmul", 0)
+    return raw, simp, rewrites, len(report.module["main_adjoint"].bindings)
+
+
+def chain_depth(repeat: int) -> None:
+    rows = [[layers, *in_fresh_process("measure_chain", layers, repeat)] for layers in CHAIN_LAYERS]
+    print(f"Gradient on a chain of matmuls: seconds, median of {repeat} runs, each depth in a fresh process")
+    print_table(["layers", "simplify=False", "simplify=True", "transpose_of_matmul", "adjoint bindings"], rows)
+    (n1, raw1, simp1, rw1, _), (n2, raw2, simp2, rw2, _) = rows
+    ok = rw1 == n1 - 1 and rw2 == n2 - 1 and simp2 / simp1 <= 1.5 * raw2 / raw1
+    print(f"goal: one transpose_of_matmul a layer, and {n2 // 1000}k/{n1 // 1000}k time within 1.5x of "
+          f"simplify=False's: {'met' if ok else 'NOT met'} "
+          f"(ratio {simp2 / simp1:.1f}, simplify=False {raw2 / raw1:.1f})")
 
 
 def linear_stack(layers: int = 4, width: int = 64, batch: int = 32) -> aj.Module:
@@ -208,6 +253,8 @@ def training_step_combined(repeat: int) -> None:
 
 def run(repeat: int = 3) -> None:
     gradient_scaling(repeat)
+    print()
+    chain_depth(repeat)
     print()
     simplify_effect(max(repeat, 15))
     print()
