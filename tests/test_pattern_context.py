@@ -17,6 +17,7 @@ from hypothesis import given, strategies as st
 
 import adjoint as aj
 from adjoint import pattern as P
+from adjoint.bench.patterns import exp_pairs
 
 RNG = np.random.default_rng(7)
 
@@ -319,6 +320,40 @@ def main(x: Tensor((4, 8), "float32"), w1: Tensor((8, 8), "float32"), w2: Tensor
     cat: Tensor((8, 8), "float32") = concat((a, b))
     return (cat, c)
 ''')
+
+
+@pytest.mark.parametrize("concat_first", [False, True])
+def test_a_branch_an_edge_to_a_later_root_rules_out_leaves_the_match(concat_first):
+    # regression: declared before the concat, the repeated root held c as well, whose edge to the concat then
+    # failed and no match was found; c, the first matmul, also gave the only users the concat was looked for in
+    with P.PatternContext() as ctx:
+        inp = P.wildcard()
+        mm = P.is_op("matmul")(inp, P.wildcard())
+        if concat_first:
+            cat = P.is_op("concat")(P.wildcard())
+        branches = P.repeated(mm)
+        if not concat_first:
+            cat = P.is_op("concat")(P.wildcard())
+        mm.used_by(cat)
+    seen = []
+    assert P.rewrite_bindings(ctx, lambda m, b: seen.append(([v.name_hint for v in m[branches]], m[cat].name_hint))
+                              or {}, CONCAT_OF_TWO_OF_THREE) is CONCAT_OF_TWO_OF_THREE
+    assert seen == [(["a", "b"], "cat")]
+
+
+def test_captures_of_a_repeated_root_are_lists_but_shared_ones_are_single():
+    ctx, x, w, mm, branches = repeated_context()
+    mod = parallel_matmuls(3)
+    got = {}
+
+    def look(m, bindings):
+        got.update(x=m[x], w=m[w], mm=m[mm], branches=m[branches])
+        return {}
+
+    rewrite(ctx, look, mod)
+    assert got["x"].name_hint == "x0"
+    assert [v.name_hint for v in got["w"]] == ["w0", "w1", "w2"]
+    assert [v.name_hint for v in got["mm"]] == [v.name_hint for v in got["branches"]] == ["m0", "m1", "m2"]
 
 
 @pytest.mark.parametrize("concat_first", [False, True])
