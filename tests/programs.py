@@ -5,8 +5,9 @@ aj.FunctionBuilder and aj.op from the whole op set (elementwise ops with
 broadcasting, matmuls (parallel ones and low-rank updates too), shape ops, reductions, tuples, nn
 ops, creation ops, constants, symbolic dims, weights by num_input, int and
 bool values through the ops that take them, items of tuples written inline or
-bound to vars, ops repeated), the inputs to run it on (float64, and int64
-indices) and the values of its symbolic dims.
+bound to vars, ops repeated; with int_divides=True, divides of ints and bools
+too), the inputs to run it on (float64, and int64 indices) and the values of
+its symbolic dims.
 `main` returns a float64 scalar (the target Gradient differentiates), alone
 or first in a tuple.
 
@@ -375,6 +376,22 @@ def binary(g: Gen, op: str) -> None:
     if need == "positive base":
         a, b = g.positive(a), g.scaled(b, 2.0)
     g.add(Value(g.op(op, a.expr, b.expr), *bounds(a, b)))
+
+
+def int_divide(g: Gen) -> None:
+    """divide of ints or bools, which gives float64 (np.divide's answer): a
+    float value no float operand leads to. The divisor is nonzero: ints in
+    [1, 3], 2 or -1, or True."""
+    dtype = g.draw(st.sampled_from(["int32", "int64", "bool"]))
+    a = g.pick(dtypes=(dtype,)) if g.draw(st.booleans()) else None
+    a = a if a is not None else g.leaf(g.shape(new=True), dtype=dtype)
+    shape = g.partner(a.shape)
+    if dtype != "bool" and all(isinstance(d, int) or d in SYMBOLS for d in shape) and g.draw(st.booleans()):
+        b = Value(g.param(shape, dtype, g.array(g.sizes(shape), dtype, positive=True)), 1.0, 3.0)
+    else:
+        number = True if dtype == "bool" else g.draw(st.sampled_from([2, -1]))
+        b = Value(aj.Constant(np.asarray(number, dtype=dtype)), float(number), float(number))
+    g.add(Value(g.op("divide", a.expr, b.expr), *_divide(a, b)))
 
 
 def compare(g: Gen, op: str) -> None:
@@ -908,6 +925,9 @@ WEIGHTS = {"matmul": 24, "parallel_matmuls": 6, "low_rank_update": 4, "permute_d
            "mean": 4, "ones": 1, "zeros": 1, "full": 1, "ones_like": 1, "zeros_like": 1, "full_like": 1, "repeat": 6,
            "tuple_item": 6}
 STEPS = [op for op in OPS for _ in range(WEIGHTS.get(op, 2))]
+# Ops only some properties draw, each with its weight: programs(int_divides=True).
+INT_DIVIDES = {"int_divide": int_divide}
+INT_DIVIDE_STEPS = ["int_divide"] * 12
 
 
 def target(g: Gen) -> aj.Expr:
@@ -934,13 +954,14 @@ def target(g: Gen) -> aj.Expr:
     return loss
 
 
-def generate(draw: Callable) -> tuple[aj.Module, Gen]:
+def generate(draw: Callable, int_divides: bool = False) -> tuple[aj.Module, Gen]:
     g = Gen(draw)
+    ops, steps = ({**OPS, **INT_DIVIDES}, STEPS + INT_DIVIDE_STEPS) if int_divides else (OPS, STEPS)
     with aj.FunctionBuilder("main") as g.bb:
         for _ in range(draw(st.integers(1, 2))):
             g.add(g.leaf(g.shape(new=True)))
         for _ in range(draw(st.integers(1, 20))):
-            OPS[draw(st.sampled_from(STEPS))](g)
+            ops[draw(st.sampled_from(steps))](g)
         loss = target(g)
         extras = [g.values[-1 - draw(st.integers(0, len(g.values) - 1))].expr
                   for _ in range(draw(st.integers(0, 2)) if g.values else 0)]
@@ -954,18 +975,19 @@ def generate(draw: Callable) -> tuple[aj.Module, Gen]:
 
 
 @st.composite
-def programs(draw) -> Program:
-    """A random Program (see the top of this file)."""
+def programs(draw, int_divides: bool = False) -> Program:
+    """A random Program (see the top of this file); with int_divides, some of
+    its steps divide ints or bools (float64 results from int operands)."""
     record = []
 
     def recording(strategy):
         record.append(draw(strategy))
         return record[-1]
 
-    mod, g = generate(recording)
+    mod, g = generate(recording, int_divides)
 
     def rebuild() -> aj.Module:
         replay = iter(record)
-        return generate(lambda strategy: next(replay))[0]
+        return generate(lambda strategy: next(replay), int_divides)[0]
 
     return Program(mod, [a for _, a in g.params], dict(g.env), rebuild)

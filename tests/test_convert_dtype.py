@@ -124,6 +124,76 @@ def test_every_function_of_a_module_is_converted():
     assert mod.script().count('"float32"') > 0  # the input is unchanged
 
 
+# Ints and bools divide to float64 (np.divide): that value has no float64
+# operand and no dtype attr to convert. It was left float64, and a
+# TypeInferenceError naming neither the pass nor the binding where it met a
+# converted value ("op 'multiply': arguments 'x1' and 'x2' must have the same
+# dtype, got float32 and float64"); an int divide feeding an astype stayed a
+# float64 value of the float32 module.
+INT_DIVIDES = '''\
+@function
+def main(y: Tensor((3,), "float64"), i: Tensor((3,), "int32"), b: Tensor((3,), "bool")) -> Tensor((3,), "float64"):
+    lv: Tensor((3,), "float64") = divide(i, const(2, "int32"))
+    lv_1: Tensor((3,), "float64") = multiply(y, lv)
+    lv_2: Tensor((3,), "float64") = divide(b, const(True, "bool"))
+    lv_3: Tensor((3,), "float32") = astype(lv_2, "float32")
+    lv_4: Tensor((3,), "float64") = divide(i, i)
+    lv_5: Tensor((3,), "float32") = astype(lv_4, "float32")
+    lv_6: Tensor((3,), "float32") = add(lv_3, lv_5)
+    lv_7: Tensor((3,), "float64") = astype(lv_6, "float64")
+    lv_8: Tensor((3,), "float64") = add(lv_1, lv_7)
+    return lv_8
+'''
+
+
+def test_golden_int_divides_take_their_operands_as_float32():
+    # each int or bool operand as float32 (a var cast once, a constant
+    # converted), so each divide gives float32 and no float64 value is left
+    out = TO_FLOAT32(aj.parse(INT_DIVIDES))
+    assert out.script() == '''\
+@function
+def main(y: Tensor((3,), "float32"), i: Tensor((3,), "int32"), b: Tensor((3,), "bool")) -> Tensor((3,), "float32"):
+    lv_9: Tensor((3,), "float32") = astype(i, "float32")
+    lv: Tensor((3,), "float32") = divide(lv_9, const(2.0, "float32"))
+    lv_1: Tensor((3,), "float32") = multiply(y, lv)
+    lv_10: Tensor((3,), "float32") = astype(b, "float32")
+    lv_2: Tensor((3,), "float32") = divide(lv_10, const(1.0, "float32"))
+    lv_3: Tensor((3,), "float32") = astype(lv_2, "float32")
+    lv_4: Tensor((3,), "float32") = divide(lv_9, lv_9)
+    lv_5: Tensor((3,), "float32") = astype(lv_4, "float32")
+    lv_6: Tensor((3,), "float32") = add(lv_3, lv_5)
+    lv_7: Tensor((3,), "float32") = astype(lv_6, "float32")
+    lv_8: Tensor((3,), "float32") = add(lv_1, lv_7)
+    return lv_8
+'''
+    assert TO_FLOAT32(out) is out
+
+
+def test_int_divides_compute_what_they_did():
+    mod = aj.parse(INT_DIVIDES)
+    y, i, b = RNG.standard_normal(3), np.array([-3, 1, 7], np.int32), np.array([True, False, True])
+    want = aj.build(mod)["main"](y, i, b)
+    np.testing.assert_allclose(aj.build(TO_FLOAT32(mod))["main"](y.astype(np.float32), i, b), want, rtol=1e-6)
+    # back in float64 the divides are float64 ones of the ints as float64: the same numbers
+    up = TO_FLOAT64(TO_FLOAT32(mod))
+    np.testing.assert_array_equal(aj.build(up)["main"](y, i, b), want)
+    aj.assert_structural_equal(TO_FLOAT32(up), TO_FLOAT32(mod))
+
+
+def test_int_divides_are_left_when_float32_is_converted():
+    # from float32, an int divide's float64 is already the dtype wanted
+    mod = aj.parse('''\
+@function
+def main(x: Tensor((3,), "float32"), i: Tensor((3,), "int32")) -> Tensor((3,), "float64"):
+    lv: Tensor((3,), "float64") = divide(i, const(2, "int32"))
+    lv_1: Tensor((3,), "float64") = astype(x, "float64")
+    lv_2: Tensor((3,), "float64") = multiply(lv_1, lv)
+    return lv_2
+''')
+    out = TO_FLOAT64(mod)
+    assert out.script() == mod.script().replace('"float32"', '"float64"')
+
+
 def test_numpy_dtypes_are_accepted():
     assert repr(aj.transform.ConvertDType(np.float64, np.dtype("float32"))) == \
         "aj.transform.ConvertDType(dtype='float64', from_dtype='float32')"

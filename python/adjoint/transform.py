@@ -247,9 +247,10 @@ class ConvertDType(Pass):
     (their elements converted), the dtype attrs of calls that name
     ``from_dtype`` (``zeros(s, "float32")``, ``astype(x, "float32")``,
     matmul's ``out_dtype``; an astype to another dtype stays), and the type
-    of every binding, inferred again. Int and bool values are left as they
-    are, and a function with no ``from_dtype`` value is returned unchanged,
-    so the pass is idempotent. ``ConvertDType("float64")`` gives a float64
+    of every binding, inferred again; a ``divide`` of ints or bools (float64)
+    takes its operands as float32 when float64 becomes float32. Int and bool
+    values are left as they are, and a function with no ``from_dtype`` value
+    is returned unchanged, so the pass is idempotent. ``ConvertDType("float64")`` gives a float64
     copy of a float32 module (for finite differences, as
     ``aj.testing.check_gradients`` takes them);
     ``ConvertDType("float32", from_dtype="float64")`` goes back (float64
