@@ -345,8 +345,20 @@ class RewriteRound final : public Bindings {
     fired_before_binding_ = fired_.size();
     forget_nested();
     Expr value = substitute(b.value, replacement());
-    Expr leaf = value->kind() == ExprKind::kCall ? bind_simplified(value, b.var) : Expr(bind(b.var, value));
+    Expr leaf = needs_rules(*value) ? bind_simplified(value, b.var) : Expr(bind(b.var, value));
     if (leaf != b.var) entry(b.var.get()).replaced = leaf;
+  }
+
+  // Whether binding `value` may rewrite it: a call with a nested call, tuple
+  // or item among its operands, or of an op some rule is for. Any other
+  // value is bound as it is (no rule fired on a value of its op this round).
+  bool needs_rules(const ExprNode& value) const {
+    if (value.kind() != ExprKind::kCall) return false;
+    const auto* call = static_cast<const CallNode*>(&value);
+    if (!rules_.rules_for(call->op().id).empty()) return true;
+    return std::any_of(call->args().begin(), call->args().end(), [](const Expr& a) {
+      return a->kind() != ExprKind::kVar && a->kind() != ExprKind::kConstant;
+    });
   }
 
   // Empties nested_ in time linear in what it holds: clear() also zeroes
