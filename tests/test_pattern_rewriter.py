@@ -415,6 +415,37 @@ def test_python_rule_that_declines_leaves_the_call_to_the_next_rule():
     assert (declines | EXP_LOG_TO_SQRT)(exp_log_module()).script() == returning("sqrt")
 
 
+AS_WRITTEN = """
+@function
+def main(a: Tensor((2, 3), "float32"), b: Tensor((3, 4), "float32")) -> Tensor((4, 2), "float32"):
+    m: Tensor((2, 4), "float32") = matmul(a, b)
+    t: Tensor((4, 2), "float32") = permute_dims(m)
+    e: Tensor((4, 2), "float32") = exp(t)
+    return e
+"""
+
+
+def test_a_python_rule_is_tried_on_an_operand_as_first_written_and_only_a_leaf_is_kept():
+    # docs/passes/pattern.md: T(matmul(a, b)) becomes a matmul, so exp(t)
+    # matches exp(T(x)) only as t was first written; that try's call is dropped.
+    a, b, x = P.wildcard(), P.wildcard(), P.wildcard()
+    calls = []
+
+    def transpose_of_matmul(expr, m):
+        calls.append("transpose_of_matmul")
+        return aj.op.matmul(aj.op.permute_dims(m[b]), aj.op.permute_dims(m[a]))
+
+    def exp_of_transpose(expr, m):
+        calls.append("exp_of_transpose")
+        return aj.op.permute_dims(aj.op.exp(m[x]))
+
+    rules = (P.Rewriter.from_pattern(P.is_op("permute_dims")(P.is_op("matmul")(a, b)), transpose_of_matmul)
+             | P.Rewriter.from_pattern(P.is_op("exp")(P.is_op("permute_dims")(x)), exp_of_transpose))
+    out = rules(aj.parse(AS_WRITTEN))
+    assert calls == ["transpose_of_matmul", "exp_of_transpose"]
+    assert [b.value.op for b in out["main"].bindings] == ["permute_dims", "permute_dims", "matmul", "exp"]
+
+
 def test_names_stay_distinct_when_combined():
     r = REWRITERS["exp_of_log"]
     assert [name for name, _ in (r | r | r).rules] == ["exp_of_log", "exp_of_log #2", "exp_of_log #3"]
