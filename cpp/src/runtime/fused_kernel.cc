@@ -1,5 +1,5 @@
 // Running a fused group (fusion.h): the group's elements are split into
-// blocks of kFusedBlock, blocks are split over the thread pool, and each
+// blocks of its block_length, blocks are split over the thread pool, and each
 // thread runs every step on a block before moving to the next, keeping the
 // intermediates in per-thread scratch blocks that stay in cache. Each element
 // goes through the same functors in the same order as unfused, so the bits
@@ -16,13 +16,24 @@ namespace {
 enum class InputMode { kFull, kScalar, kTiled };
 
 // Per-thread scratch, grown to the largest group run on the thread and kept
-// for the next run (no allocation per run).
-char* thread_scratch(size_t bytes) {
-  thread_local std::vector<double> scratch;
-  size_t words = (bytes + sizeof(double) - 1) / sizeof(double);
-  if (scratch.size() < words) scratch.resize(words);
-  return reinterpret_cast<char*>(scratch.data());
-}
+// for the next run (no allocation per run), up to kFusedScratchBudget; a
+// group wider than that (more scratch blocks than fit it at
+// kMinFusedBlock) gets scratch of its own for the run, freed after it.
+class Scratch {
+ public:
+  explicit Scratch(size_t bytes) {
+    thread_local std::vector<double> kept;
+    std::vector<double>& scratch = bytes <= static_cast<size_t>(kFusedScratchBudget) ? kept : own_;
+    size_t words = (bytes + sizeof(double) - 1) / sizeof(double);
+    if (scratch.size() < words) scratch.resize(words);
+    data_ = reinterpret_cast<char*>(scratch.data());
+  }
+  char* data() const { return data_; }
+
+ private:
+  std::vector<double> own_;
+  char* data_ = nullptr;
+};
 
 // dst[0, len) = the elements [start, start + len) of src repeated with period `period`.
 void gather_tiled(const char* src, int64_t period, size_t elem, int64_t start, int64_t len, char* dst) {
@@ -51,13 +62,15 @@ struct GroupRun {
 
   // Runs every step over blocks [first, last) on this thread.
   void blocks(int64_t first, int64_t last) const {
-    const size_t block_bytes = kFusedBlock * sizeof(double);
-    char* scratch = thread_scratch(static_cast<size_t>(group.num_scratch) * block_bytes);
+    const int64_t block = group.block_length;
+    const size_t block_bytes = static_cast<size_t>(block) * sizeof(double);
+    Scratch own(static_cast<size_t>(group.num_scratch) * block_bytes);
+    char* scratch = own.data();
     size_t num_inputs = ctx.inputs.size();
     std::vector<const char*> in(num_inputs);
     std::vector<char*> out(ctx.outputs.size());
     for (int64_t b = first; b < last; ++b) {
-      int64_t start = b * kFusedBlock, len = std::min(kFusedBlock, n - start);
+      int64_t start = b * block, len = std::min(block, n - start);
       for (size_t i = 0; i < num_inputs; ++i) {
         const NDArray& a = ctx.in(i);
         const char* base = static_cast<const char*>(a.data());
@@ -73,7 +86,7 @@ struct GroupRun {
         }
       }
       if (b + 1 < last) {
-        int64_t next = std::min(kFusedBlock, n - start - len);
+        int64_t next = std::min(block, n - start - len);
         for (size_t i = 0; i < num_inputs; ++i)
           if (modes[i] == InputMode::kFull)
             prefetch(in[i] + len * static_cast<int64_t>(group.input_bytes[i]), static_cast<size_t>(next) * group.input_bytes[i]);
@@ -116,13 +129,20 @@ void run_group(const FusedGroup& group, KernelContext& ctx) {
       run.modes.push_back(InputMode::kTiled);
     }
   }
-  int64_t num_blocks = (n + kFusedBlock - 1) / kFusedBlock;
-  int64_t work_per_block = kFusedBlock * static_cast<int64_t>(group.steps.size());
+  int64_t num_blocks = (n + group.block_length - 1) / group.block_length;
+  int64_t work_per_block = group.block_length * static_cast<int64_t>(group.steps.size());
   int64_t grain = std::max<int64_t>(1, kParallelGrain / work_per_block);
   parallel_for(num_blocks, grain, [&](int64_t first, int64_t last) { run.blocks(first, last); });
 }
 
 }  // namespace
+
+int64_t fused_block_length(int num_scratch) {
+  int64_t block = kFusedBlock;
+  while (block > kMinFusedBlock && num_scratch * block * static_cast<int64_t>(sizeof(double)) > kFusedScratchBudget)
+    block /= 2;
+  return block;
+}
 
 Kernel fused_kernel(std::shared_ptr<const FusedGroup> group) {
   return [group](KernelContext& ctx) { run_group(*group, ctx); };

@@ -286,6 +286,7 @@ CompiledFunction::Instr CompiledFunction::fuse_group(const std::vector<int>& mem
   group->num_scratch = scratch.count();
   for (int& b : group->gather_block)
     if (b == -2) b = group->num_scratch++;
+  group->block_length = fused_block_length(group->num_scratch);
   group->program = std::move(program);
   fused.group = group;
   std::string compiled_name;

@@ -20,6 +20,17 @@ namespace aj {
 // update over the MLP benchmark's params, one group of 13 ops per param, ran
 // 12% faster with 4096 than with 2048, and 1024 and 512 were slower still.
 constexpr int64_t kFusedBlock = 4096;
+// A group with more live scratch blocks than fit this many bytes at
+// kFusedBlock elements runs in shorter blocks (halved down to
+// kMinFusedBlock), so a wide group (thousands of results live at once, each
+// kept to its reader) keeps its scratch within L2 as a narrow one does, and
+// a thread's scratch does not grow to the group's width times 32 KB.
+constexpr int64_t kFusedScratchBudget = int64_t{1} << 20;
+constexpr int64_t kMinFusedBlock = 64;
+
+// The block length of a group with `num_scratch` scratch blocks: kFusedBlock
+// halved until they fit kFusedScratchBudget, and no shorter than kMinFusedBlock.
+int64_t fused_block_length(int num_scratch);
 
 // Where a step's operand or result lives during one block.
 struct BlockRef {
@@ -42,7 +53,8 @@ struct FusedGroup {
   // the group's shape (a trailing-dims broadcast such as a bias), or -1 when
   // its type is the group's or one element.
   std::vector<int> gather_block;
-  int num_scratch = 0;  // scratch blocks, each kFusedBlock elements of 8 bytes
+  int num_scratch = 0;  // scratch blocks, each block_length elements of 8 bytes
+  int64_t block_length = kFusedBlock;  // elements a thread runs every step on at once
   // The steps as text, for matching against compiled programs and for
   // reports: "<dtype>: op(arg, ...)[>] ; ..." where an arg is sN (step N's
   // result), iN (input N, the group's shape), iN:1 (one element) or iN:t (a
