@@ -36,3 +36,13 @@ def test_the_edge_section_runs_at_small_sizes(capsys):
         assert [row[len(order.split())] for row in rows] == ["50", "100"]
         assert float(rows[1][-2]) > 0 and float(rows[1][-1]) > 0
     assert "goal" not in out
+
+
+def test_the_failing_runs_section_runs_at_small_sizes(capsys):
+    bench.failing_runs_scaling(repeat=1, sizes=(50, 100))
+    out = capsys.readouterr().out
+    for case in bench.FAILING_RUNS:
+        rows = [line.split() for line in out.splitlines() if line.strip().startswith(case)]
+        assert [row[len(case.split())] for row in rows] == ["50", "100"]
+        assert float(rows[1][-2]) > 0 and float(rows[1][-1]) > 0
+    assert "goal" not in out

@@ -310,6 +310,59 @@ def test_repeated_branches_are_grouped_by_their_shared_lhs():
     same_numbers(mod, out)
 
 
+MATMULS_ON_A_AND_B = aj.parse('''
+@function
+def main(a: Tensor((2, 2), "float32"), b: Tensor((2, 2), "float32"),
+         w: Tensor((2, 2), "float32")) -> Tensor((2, 2), "float32"):
+    m0: Tensor((2, 2), "float32") = matmul(a, w)
+    n0: Tensor((2, 2), "float32") = matmul(b, w)
+    m1: Tensor((2, 2), "float32") = matmul(a, w)
+    e: Tensor((2, 2), "float32") = exp(b)
+    m2: Tensor((2, 2), "float32") = matmul(a, w)
+    n1: Tensor((2, 2), "float32") = matmul(b, w)
+    return e
+''')
+
+
+def test_a_run_that_finds_no_match_is_tried_once_and_a_run_of_another_lhs_still_matches():
+    # the run of a's matmuls finds no exp(a): tried from m0, it is not tried
+    # again from m1 and m2 (each would gather the same run: time quadratic in
+    # the branches, python -m adjoint.bench patterns times it); b's run matches
+    with P.PatternContext() as ctx:
+        x = P.wildcard()
+        branches = P.repeated(P.is_op("matmul")(x, P.wildcard()))
+        e = P.is_op("exp")(x)
+    seen = []
+    rewrite(ctx, lambda m, b: seen.append(([v.name_hint for v in m[branches]], m[e].name_hint)) or {},
+            MATMULS_ON_A_AND_B)
+    assert seen == [(["n0", "n1"], "e")]
+
+
+EXPS_AND_THEIR_USERS = aj.parse('''
+@function
+def main(a: Tensor((2,), "float32")) -> Tuple(Tensor((2,), "float32"), Tensor((2,), "float32"), Tensor((2,), "float32")):
+    e: Tensor((2,), "float32") = exp(a)
+    f: Tensor((2,), "float32") = exp(a)
+    g: Tensor((2,), "float32") = add(e, f)
+    h: Tensor((2,), "float32") = add(e, a)
+    k: Tensor((2,), "float32") = add(f, e)
+    return (g, h, k)
+''')
+
+
+def test_an_edge_between_two_repeated_roots_holds_for_the_later_branches_that_use_every_earlier_one():
+    # docs/passes/pattern.md: h uses e but not f, so it is no branch of the adds' run
+    with P.PatternContext() as ctx:
+        exp = P.is_op("exp")(P.wildcard())
+        add = P.is_op("add")(P.wildcard(), P.wildcard())
+        exps, adds = P.repeated(exp), P.repeated(add)
+        exp.used_by(add)
+    seen = []
+    rewrite(ctx, lambda m, b: seen.append(([v.name_hint for v in m[exps]], [v.name_hint for v in m[adds]])) or {},
+            EXPS_AND_THEIR_USERS)
+    assert seen == [(["e", "f"], ["g", "k"])]
+
+
 CONCAT_OF_TWO_OF_THREE = aj.parse('''
 @function
 def main(x: Tensor((4, 8), "float32"), w1: Tensor((8, 8), "float32"), w2: Tensor((8, 8), "float32"),

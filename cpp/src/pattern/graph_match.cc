@@ -112,8 +112,13 @@ class GraphMatcher {
     // search over the other roots' candidates (which may be long) finds it.
     for (const RootState& rs : roots_)
       if (rs.candidates.empty()) return {};
+    for (RootState& rs : roots_) rs.failed_in.assign(rs.candidates.size(), 0);
+    roots_[0].visit = 1;
     for (uint32_t c = 0; c < roots_[0].candidates.size(); ++c)
-      if (try_candidate(0, c)) accept();
+      if (try_candidate(0, c)) {
+        accept();
+        ++roots_[0].visit;  // bindings were taken: a run that failed may now be another
+      }
     sort_matches();
     return std::move(matches_);
   }
@@ -129,6 +134,12 @@ class GraphMatcher {
     Buckets buckets;                    // by key, for a root with key names
     std::vector<uint32_t> candidate_at;  // by binding; for a root with a users or operands edge
     std::vector<uint32_t> held;          // its candidates in the partial match
+    // For a repeated root: the visit in which each candidate was a branch
+    // of a run that found no match. Within one visit (one loop over the
+    // root's options, the earlier roots fixed) every branch of that run
+    // would gather the same run again, and fail again, as its first.
+    std::vector<uint32_t> failed_in;
+    uint32_t visit = 0;
   };
 
   const GraphPattern::RootPlan& plan(uint32_t r) const { return gp_.plans()[r]; }
@@ -195,7 +206,7 @@ class GraphMatcher {
   bool try_candidate(uint32_t r, uint32_t c) {
     interrupt_.tick();
     if (!fits(r, c)) return false;
-    if (gp_.searched(r).repeated) return try_branches(r, c);
+    if (gp_.searched(r).repeated) return roots_[r].failed_in[c] != roots_[r].visit && try_branches(r, c);
     hold(r, c);
     Narrowed narrowed;
     if (narrow_runs(r, narrowed) && uses_hold(r, UINT32_MAX) && onlys_hold_up_to(r, !narrowed.empty()) &&
@@ -285,6 +296,7 @@ class GraphMatcher {
     auto& held = roots_[r].held;
     std::sort(held.begin(), held.end(), [&](uint32_t a, uint32_t b) { return cand(r, a).binding < cand(r, b).binding; });
     if (onlys_hold(r) && extend(r + 1)) return true;
+    for (uint32_t c : held) roots_[r].failed_in[c] = roots_[r].visit;
     release(r);
     return false;
   }
@@ -297,6 +309,7 @@ class GraphMatcher {
 
   bool extend(uint32_t r) {
     if (r == roots_.size()) return true;
+    ++roots_[r].visit;
     return for_each_option(r, [&](uint32_t c) { return try_candidate(r, c); });
   }
 

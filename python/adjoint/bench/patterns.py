@@ -31,6 +31,14 @@
    beside it, as in 2, the floor's growth shows what caches alone cost);
    the first order took 14 s at 100k when the exps were found by trying
    every free one.
+4. ``rewrite_bindings`` where a repeated root gathers runs that find no
+   match, over 25k and 100k bindings: multiplies by one x as a repeated
+   root, with a root exp(x) of their shared x, which the function lacks but
+   for one small run at its end (one match), and a repeated exp root tied
+   by an edge to a repeated log root (each log of one exp: no match, an
+   edge holds only for a log that uses every exp of the run). Goal: linear,
+   as in 3; each run was gathered again from each of its branches (4,000
+   matmuls on one x: 0.3 s; 100k: minutes).
 """
 
 from __future__ import annotations
@@ -245,7 +253,54 @@ def edge_seconds(ctx: P.PatternContext, mod: aj.Module, matches: int, repeat: in
     return seconds
 
 
+FAILING_RUN_BINDINGS = (25_000, 100_000)
+FAILING_RUNS = ("multiplies without exp(x)", "exp runs used by log runs")
+
+
+def failing_runs(case: str, n: int) -> tuple[aj.Module, P.PatternContext, int]:
+    """A function of about n bindings, the context of the case, and the
+    matches it has."""
+    lines = ["@function", f"def main(a: {_T}, b: {_T}, w: {_T}) -> {_T}:"]
+    with P.PatternContext() as ctx:
+        if case == FAILING_RUNS[0]:
+            x = P.wildcard()
+            P.repeated(P.is_op("multiply")(x, P.wildcard()))
+            P.is_op("exp")(x)
+            lines += [f"    m{i} = multiply(a, w)" for i in range(n - 3)]
+            lines += ["    n0 = multiply(b, w)", "    n1 = multiply(b, w)", "    e = exp(b)", "    return e"]
+            return aj.parse("\n".join(lines)), ctx, 1
+        e = P.is_op("exp")(P.wildcard())
+        log = P.is_op("log")(P.wildcard())
+        P.repeated(e)
+        P.repeated(log)
+        e.used_by(log)
+    for i in range(n // 2):
+        lines += [f"    e{i} = exp(a)", f"    l{i} = log(e{i})"]
+    return aj.parse("\n".join(lines + ["    return l0"])), ctx, 0
+
+
+def failing_runs_scaling(repeat: int, sizes: tuple[int, ...] = FAILING_RUN_BINDINGS) -> None:
+    """The table of the failing-runs section and, at the goal's sizes, its goal line."""
+    rows, growths = [], []
+    for case in FAILING_RUNS:
+        seconds = []
+        for n in sizes:
+            mod, ctx, matches = failing_runs(case, n)
+            seconds.append(edge_seconds(ctx, mod, matches, repeat, case))
+        for k, n in enumerate(sizes):
+            growths += [seconds[k] / seconds[k - 1]] if k else []
+            rows.append([case, n, seconds[k], seconds[k] / seconds[k - 1] if k else ""])
+    print("rewrite_bindings: repeated roots whose runs find no match; growth over the row before")
+    print_table(["case", "bindings", "seconds", "growth"], rows)
+    if sizes == FAILING_RUN_BINDINGS:
+        ok = all(g <= 8 for g in growths)
+        print(f"goal: 4x the bindings at most 8x the time (16x: quadratic): {'met' if ok else 'NOT met'} "
+              f"({', '.join(f'{g:.1f}x' for g in growths)})")
+    print()
+
+
 def run(repeat: int = 3) -> None:
     rewrite_call_scaling(repeat)
     qkv_scaling(repeat)
     edge_scaling(repeat)
+    failing_runs_scaling(repeat)
