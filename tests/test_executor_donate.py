@@ -9,6 +9,11 @@ param donated."""
 
 from __future__ import annotations
 
+import hashlib
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, note
@@ -234,6 +239,64 @@ def step(w: Tensor((3,), "float64")) -> Tuple(Tensor((3,), "float64"), Tensor(()
     with pytest.raises(aj.OutOfMemoryError, match="out of memory"):
         step(w)
     assert np.array_equal(w, np.arange(3.0))
+
+
+def wide_step(width: int) -> aj.Module:
+    """nw = w - g, donated and written first, then one fused group holding
+    `width` values live at once (sum_k tanh(x * c_k))."""
+    bb = aj.FunctionBuilder("step")
+    w, g, x = bb.param("w", (4096,), "float64"), bb.param("g", (4096,), "float64"), bb.param("x", (100,), "float64")
+    new_w = w - g
+    terms = [aj.op.tanh(x * (1.0 + k / width)) for k in range(width)]
+    total = terms[0]
+    for t in terms[1:]:
+        total = total + t
+    return bb.finish((new_w, total))
+
+
+def wide_step_inputs():
+    return np.ones(4096), np.full(4096, 0.5), np.linspace(-1.0, 1.0, 100)
+
+
+def test_a_fused_group_too_wide_for_its_fallback_scratch_defers_the_update():
+    # 9000 live values do not fit the 64 KB a thread falls back to when its
+    # scratch cannot be had: the group may fail, so w is written after the run
+    exe = aj.build(wide_step(9000))
+    step = exe["step"].donating({"w": 0})
+    assert [d.direct for d in step.donations] == [False]
+    w, g, x = wide_step_inputs()
+    want = exe["step"](w.copy(), g, x)
+    new_w, total = step(w, g, x)
+    assert new_w is w and np.array_equal(w, want[0]) and np.array_equal(total, want[1])
+
+
+RUN_WITHOUT_ROOM_FOR_SCRATCH = """
+import ctypes, hashlib, resource
+ctypes.CDLL(None).mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD: large blocks are mapped, so RLIMIT_AS bounds them
+import adjoint as aj
+from test_executor_donate import wide_step, wide_step_inputs
+aj.set_num_threads(1)
+step = aj.build(wide_step(1500))["step"].donating({"w": 0})
+w, g, x = wide_step_inputs()
+size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize"))
+resource.setrlimit(resource.RLIMIT_AS, (size + 256 * 1024, resource.RLIM_INFINITY))
+new_w, total = step(w, g, x)
+resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+print(step.donations[0].direct, new_w is w, hashlib.sha256(w.tobytes() + total.tobytes()).hexdigest())
+"""
+
+
+def test_a_fused_group_whose_scratch_cannot_be_had_runs_in_shorter_blocks():
+    # regression: the group's first run on a thread grows its scratch (1500
+    # live values: 750 KB); that allocation failing raised OutOfMemoryError
+    # after w was written. The thread now runs the group in blocks that fit
+    # 64 KB on its stack: the run succeeds, with the same bits
+    done = subprocess.run([sys.executable, "-c", RUN_WITHOUT_ROOM_FOR_SCRATCH], capture_output=True, text=True,
+                          cwd=os.path.dirname(__file__))
+    assert done.returncode == 0, done.stderr
+    w, g, x = wide_step_inputs()
+    new_w, total = aj.build(wide_step(1500), fuse=False)["step"](w, g, x)
+    assert done.stdout.split() == ["True", "True", hashlib.sha256(new_w.tobytes() + total.tobytes()).hexdigest()]
 
 
 def test_a_bad_index_after_the_update_defers_it_and_leaves_the_input():

@@ -10,7 +10,8 @@
 //       reads element i before writing element i), the input is not also a
 //       result, the value does not go into another donated input already (a
 //       result at two aliased positions), and no op from P on may fail
-//       (OpDef::may_fail).
+//       (OpDef::may_fail; a fused group only when it is too wide to run
+//       in the stack scratch it falls back to, fusion.h).
 // From the first such P on (the tail) nothing can throw: before P runs,
 // every output shape of the tail is evaluated and every pool buffer the
 // tail needs is taken. Any other aliased output is computed into a pool
@@ -69,7 +70,9 @@ void CompiledFunction::plan_aliases() {
   int last_failing = -1;
   for (size_t i = 0; i < instrs_.size(); ++i) {
     for (int s : instrs_[i].out_slots) producer_[s] = static_cast<int>(i);
-    if (instrs_[i].ctx.call->op().may_fail) last_failing = static_cast<int>(i);
+    const Instr& ins = instrs_[i];
+    if (ins.ctx.call->op().may_fail || (ins.group && ins.group->num_scratch > kMaxFallbackScratch))
+      last_failing = static_cast<int>(i);
   }
   for (Alias& a : aliases_) {
     int in = param_slots_[a.param], out = ret_slots_[a.output];

@@ -6,6 +6,7 @@
 // agree.
 #include <algorithm>
 #include <cstring>
+#include <new>
 
 #include "fusion.h"
 
@@ -15,23 +16,36 @@ namespace {
 // How an input is read in this run.
 enum class InputMode { kFull, kScalar, kTiled };
 
-// Per-thread scratch, grown to the largest group run on the thread and kept
-// for the next run (no allocation per run), up to kFusedScratchBudget; a
-// group wider than that (more scratch blocks than fit it at
-// kMinFusedBlock) gets scratch of its own for the run, freed after it.
+// The scratch a thread runs blocks of a group in, and their length. Per
+// thread it is grown to the largest group run on the thread and kept for
+// the next run (no allocation per run), up to kFusedScratchBudget; a group
+// wider than that gets scratch of its own for the run, freed after it.
+// Where that memory cannot be had, the blocks shrink to fit `fallback`
+// (kFallbackScratchBytes on the thread's stack), so a group of at most
+// kMaxFallbackScratch scratch blocks never fails for memory: donated inputs
+// are written in place only where nothing after can fail (donation.cc).
 class Scratch {
  public:
-  explicit Scratch(size_t bytes) {
+  Scratch(const FusedGroup& group, char* fallback) : block_(group.block_length) {
+    size_t words = static_cast<size_t>(group.num_scratch) * static_cast<size_t>(block_);
+    if (words == 0) return;
     thread_local std::vector<double> kept;
-    std::vector<double>& scratch = bytes <= static_cast<size_t>(kFusedScratchBudget) ? kept : own_;
-    size_t words = (bytes + sizeof(double) - 1) / sizeof(double);
-    if (scratch.size() < words) scratch.resize(words);
-    data_ = reinterpret_cast<char*>(scratch.data());
+    std::vector<double>& scratch = words * sizeof(double) <= static_cast<size_t>(kFusedScratchBudget) ? kept : own_;
+    try {
+      if (scratch.size() < words) scratch.resize(words);
+      data_ = reinterpret_cast<char*>(scratch.data());
+    } catch (const std::bad_alloc&) {
+      if (group.num_scratch > kMaxFallbackScratch) throw;
+      block_ = std::min<int64_t>(block_, kMaxFallbackScratch / group.num_scratch);
+      data_ = fallback;
+    }
   }
   char* data() const { return data_; }
+  int64_t block_length() const { return block_; }
 
  private:
   std::vector<double> own_;
+  int64_t block_;
   char* data_ = nullptr;
 };
 
@@ -60,17 +74,20 @@ struct GroupRun {
   std::vector<InputMode> modes;
   int64_t n;
 
-  // Runs every step over blocks [first, last) on this thread.
+  // Runs every step over blocks [first, last) of the group's block length
+  // on this thread (in shorter ones when its scratch is the fallback).
   void blocks(int64_t first, int64_t last) const {
-    const int64_t block = group.block_length;
+    alignas(64) char fallback[kFallbackScratchBytes];
+    Scratch own(group, fallback);
+    const int64_t block = own.block_length();
     const size_t block_bytes = static_cast<size_t>(block) * sizeof(double);
-    Scratch own(static_cast<size_t>(group.num_scratch) * block_bytes);
     char* scratch = own.data();
     size_t num_inputs = ctx.inputs.size();
     std::vector<const char*> in(num_inputs);
     std::vector<char*> out(ctx.outputs.size());
-    for (int64_t b = first; b < last; ++b) {
-      int64_t start = b * block, len = std::min(block, n - start);
+    const int64_t end = std::min(n, last * group.block_length);
+    for (int64_t start = first * group.block_length; start < end; start += block) {
+      int64_t len = std::min(block, end - start);
       for (size_t i = 0; i < num_inputs; ++i) {
         const NDArray& a = ctx.in(i);
         const char* base = static_cast<const char*>(a.data());
@@ -85,8 +102,8 @@ struct GroupRun {
           in[i] = dst;
         }
       }
-      if (b + 1 < last) {
-        int64_t next = std::min(block, n - start - len);
+      if (start + len < end) {
+        int64_t next = std::min(block, end - start - len);
         for (size_t i = 0; i < num_inputs; ++i)
           if (modes[i] == InputMode::kFull)
             prefetch(in[i] + len * static_cast<int64_t>(group.input_bytes[i]), static_cast<size_t>(next) * group.input_bytes[i]);

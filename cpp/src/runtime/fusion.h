@@ -31,6 +31,12 @@ constexpr int64_t kMinFusedBlock = 64;
 // The block length of a group with `num_scratch` scratch blocks: kFusedBlock
 // halved until they fit kFusedScratchBudget, and no shorter than kMinFusedBlock.
 int64_t fused_block_length(int num_scratch);
+// When a thread cannot have its scratch, it runs the group in blocks short
+// enough to fit this many bytes on its stack (one element at the least), so
+// a group of at most kMaxFallbackScratch scratch blocks never fails for
+// memory; a wider one may (OpDef::may_fail, for donation.cc).
+constexpr size_t kFallbackScratchBytes = 64 * 1024;
+constexpr int kMaxFallbackScratch = static_cast<int>(kFallbackScratchBytes / sizeof(double));
 
 // Where a step's operand or result lives during one block.
 struct BlockRef {
