@@ -154,3 +154,67 @@ def test_every_random_program_step_verifies():
     mod = T.train_step(bb.finish(h), T.mse, T.AdamW(lr=1e-3, clip_grad_norm=1.0))
     aj.analysis.verify(mod)
     aj.assert_structural_equal(aj.parse(mod.script()), mod)
+
+
+# ---- frozen weights: read by the step, not differentiated, not updated ----
+
+SCALED = '''@function(num_input=1, doc="A linear model.\\nbuffers: scale")
+def main(x: Tensor((4, 3), "float64"), w: Tensor((3, 2), "float64"), scale: Tensor((2,), "float64")) -> Tensor((4, 2), "float64"):
+    y: Tensor((4, 2), "float64") = matmul(x, w)
+    z: Tensor((4, 2), "float64") = multiply(y, scale)
+    return z
+'''
+
+
+def test_a_buffer_the_doc_lists_is_read_by_the_step_and_not_trained():
+    mod, layout = T.SetupTrainer(T.mse, T.Adam(lr=0.1)).with_layout(aj.parse(SCALED))
+    assert layout == T.StepLayout(("x",), ("label",), ("w",), ("step", "w.exp_avg", "w.exp_avg_sq"), ("scale",))
+    assert [p.name_hint for p in mod["step"].params] == ["x", "label", "w", "scale", "step", "w_exp_avg",
+                                                        "w_exp_avg_sq", "lr"]
+    assert (layout.param_index, layout.frozen_index, layout.state_index, layout.lr_index) == (2, 3, 4, 7)
+    assert len(mod["step"].ret.type.fields) == 1 + 1 + 3  # the loss, the new w, the new state: no new scale
+    assert "scale_adjoint" not in mod["step"].script()
+
+
+def test_the_step_reads_the_frozen_weight_and_updates_only_the_others():
+    rng = np.random.default_rng(0)
+    x, y, w, scale = (rng.standard_normal(s) for s in [(4, 3), (4, 2), (3, 2), (2,)])
+    step = aj.build(T.train_step(aj.parse(SCALED), T.mse, T.SGD(lr=0.1)))["step"]
+    loss, new_w = step(x, y, w, scale, np.float64(0.1))
+    err = (x @ w) * scale - y
+    np.testing.assert_allclose(loss, np.mean(err ** 2), rtol=1e-12)
+    np.testing.assert_allclose(new_w, w - 0.1 * x.T @ (2 * err * scale / 8), rtol=1e-12)
+
+
+@pytest.mark.parametrize("frozen, params, kept", [
+    (None, ("w",), ("scale",)),            # the doc's buffers
+    ((), ("w", "scale"), ()),              # every weight trained
+    (["w"], ("scale",), ("w",)),           # names given replace the doc's
+    (["scale", "scale"], ("w",), ("scale",)),  # a name given twice is one weight
+])
+def test_frozen_names_the_weights_not_to_train(frozen, params, kept):
+    _, layout = T.SetupTrainer(T.mse, T.SGD(lr=0.1), frozen=frozen).with_layout(aj.parse(SCALED))
+    assert (layout.params, layout.frozen) == (params, kept)
+    plain = aj.parse(SCALED.replace('doc="A linear model.\\nbuffers: scale"', 'doc="buffers:"'))
+    assert T.SetupTrainer(T.mse, T.SGD(lr=0.1)).with_layout(plain)[1].frozen == ()
+
+
+@pytest.mark.parametrize("frozen, message", [
+    (["nope"], r"SetupTrainer: frozen names 'nope', which is not a weight of 'main' \(its weights: w, scale\)"),
+    (["x"], r"frozen names 'x', which is not a weight of 'main'"),     # an input
+    ([3], r"frozen names 3, which is not a weight"),
+    ("scale", r"frozen must be an iterable of weight names \(a list, not one string\), got 'scale'"),
+    (5, "frozen must be an iterable of weight names"),
+    (["w", "scale"], r"every weight of 'main' is frozen \(w, scale\); nothing is left to train"),
+])
+def test_a_bad_frozen_is_an_error_naming_it(frozen, message):
+    with pytest.raises(aj.Error, match=message):
+        T.train_step(aj.parse(SCALED), T.mse, T.SGD(lr=0.1), frozen=frozen)
+
+
+def test_a_doc_listing_a_buffer_that_is_no_weight_is_an_error_saying_what_to_do():
+    mod = aj.parse(SCALED.replace("buffers: scale", "buffers: scale, gone"))
+    with pytest.raises(aj.TransformError, match=r"the doc of 'main' lists the buffer 'gone', which is not a weight "
+                                                r"of 'main' \(its weights: w, scale\); pass frozen=\[...\]"):
+        T.train_step(mod, T.mse, T.SGD(lr=0.1))
+    assert T.SetupTrainer(T.mse, T.SGD(lr=0.1), frozen=["scale"]).with_layout(mod)[1].frozen == ("scale",)

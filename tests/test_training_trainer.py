@@ -410,3 +410,40 @@ def main(x: Tensor(("n", 3), "float64"), w: Tensor((3,), "float64")) -> Tuple(Te
     losses = [trainer.step(x, 0.5 * x, np.sin(0.5 * x)) for _ in range(60)]
     assert losses[-1] < losses[0] / 2
     np.testing.assert_allclose(trainer.params["w"], 0.5, atol=0.05)
+
+
+def test_a_frozen_weight_is_read_kept_saved_and_loaded_but_never_trained(tmp_path):
+    x, y = data()
+    trainer = T.Trainer(mlp(), T.cross_entropy, T.AdamW(lr=1e-2, weight_decay=0.5), frozen=["b1"],
+                        params={"b1": np.full(8, 0.25)})
+    assert trainer.layout.params == ("w1", "w2", "b2") and trainer.layout.frozen == ("b1",)
+    assert not any(name.startswith("b1.") for name in trainer.layout.state)  # no optimizer state
+    assert list(trainer.params) == ["w1", "b1", "w2", "b2"]                   # the model's order
+    assert "1 frozen" in repr(trainer)
+    view = trainer.params["b1"]
+    for _ in range(5):
+        trainer.step(x, y)
+    assert np.array_equal(view, np.full(8, 0.25)) and not view.flags.writeable
+    p = {k: np.array(v) for k, v in trainer.params.items()}
+    np.testing.assert_allclose(trainer.predict(x), np.maximum(x @ p["w1"] + p["b1"], 0) @ p["w2"] + p["b2"],
+                               rtol=1e-12)
+    state = trainer.state_dict()
+    assert list(state)[:4] == ["w1", "b1", "w2", "b2"] and "b1.exp_avg" not in state
+    np.savez(tmp_path / "ckpt.npz", **state)
+    again = T.Trainer(mlp(), T.cross_entropy, T.AdamW(lr=1e-2, weight_decay=0.5), frozen=["b1"])
+    again.load_state_dict(np.load(tmp_path / "ckpt.npz"))
+    assert np.array_equal(again.params["b1"], np.full(8, 0.25))
+    assert again.step(x, y) == trainer.step(x, y)
+    with pytest.raises(aj.Error, match="missing 'b1'"):
+        again.load_state_dict({k: v for k, v in state.items() if k != "b1"})
+
+
+@pytest.mark.parametrize("frozen, message", [
+    (["w9"], r"Trainer: frozen names 'w9', which is not a weight of 'main' \(its weights: w1, b1, w2, b2\)"),
+    (["x"], r"Trainer: frozen names 'x', which is not a weight"),
+    ("b1", r"Trainer: frozen must be an iterable of weight names \(a list, not one string\), got 'b1'"),
+    (["w1", "b1", "w2", "b2"], r"every weight of 'main' is frozen"),
+])
+def test_a_bad_frozen_is_an_error_naming_it(frozen, message):
+    with pytest.raises(aj.Error, match=message):
+        T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), frozen=frozen)

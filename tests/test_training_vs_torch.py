@@ -161,3 +161,88 @@ def test_a_schedule_given_to_the_optimizer():
     assert trainer.step_count == STEPS
     theirs = torch_losses("mse", "sgd_momentum", dtype, schedule)
     assert_same_training((ours, {k: np.array(v) for k, v in trainer.params.items()}), theirs, dtype)
+
+
+# ---- a from_torch model with buffers: read by the step, never trained ----
+
+
+def batch_norm_mlp():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(D, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(),
+                               torch.nn.Linear(8, C)).double().eval()
+
+
+BUFFERS = ("p_1_running_mean", "p_1_running_var")
+
+
+@pytest.mark.parametrize("opt_name", ["sgd_momentum", "adamw"])
+def test_a_batch_norm_model_trains_as_torch_does_and_keeps_its_running_statistics(opt_name):
+    """torch trains a module's parameters only: its BatchNorm's running mean
+    and variance (persistent buffers, params of the imported function) are
+    read by every step and left as they are, also by weight decay."""
+    ref = batch_norm_mlp()
+    with torch.no_grad():  # statistics other than the 0 and 1 a new BatchNorm has
+        ref[1].running_mean.copy_(torch.linspace(-0.5, 0.5, 8, dtype=torch.float64))
+        ref[1].running_var.copy_(torch.linspace(0.5, 2.0, 8, dtype=torch.float64))
+    data = batches("index", "float64")[:30]
+    mod = aj.from_torch(ref, (torch.as_tensor(data[0][0]),), dynamic_shapes=({0: torch.export.Dim("n")},))
+    make_ours, make_theirs, _ = OPTIMIZERS[opt_name]
+    trainer = T.Trainer(mod, T.cross_entropy, make_ours(), params=aj.from_torch_state(ref, mod))
+    before = {name: np.array(trainer.params[name]) for name in BUFFERS}
+    optimizer = make_theirs(ref.parameters())
+    for x, y in data:
+        loss = F.cross_entropy(ref(torch.as_tensor(x)), torch.as_tensor(y))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        np.testing.assert_allclose(trainer.step(x, y), loss.item(), rtol=1e-12)
+    for name in BUFFERS:
+        assert np.array_equal(trainer.params[name], before[name]), name
+    state = aj.to_torch_state(dict(trainer.params), ref)
+    for name, value in ref.state_dict().items():
+        if name in state:
+            np.testing.assert_allclose(state[name].numpy(), value.numpy(), rtol=1e-9, atol=1e-12, err_msg=name)
+    assert set(ref.state_dict()) - set(state) == {"1.num_batches_tracked"}  # not read in eval mode
+    assert trainer.layout.frozen == BUFFERS and not set(BUFFERS) & set(trainer.layout.params)
+    assert not any(name.startswith(BUFFERS) for name in trainer.layout.state)  # no optimizer state for them
+
+
+def test_frozen_names_parameters_torch_does_not_train():
+    """frozen=[...] keeps parameters as requires_grad=False keeps them in
+    torch; the buffers are then trained only when frozen lists none of them
+    (frozen=() trains every weight, as before frozen= existed)."""
+    ref = batch_norm_mlp()
+    ref[0].weight.requires_grad_(False)
+    data = batches("index", "float64")[:10]
+    mod = aj.from_torch(ref, (torch.as_tensor(data[0][0]),))
+    frozen = ["p_0_weight", *BUFFERS]
+    trainer = T.Trainer(mod, T.cross_entropy, T.SGD(lr=0.5), params=aj.from_torch_state(ref, mod), frozen=frozen)
+    assert trainer.layout.frozen == ("p_0_weight", *BUFFERS)
+    optimizer = torch.optim.SGD([p for p in ref.parameters() if p.requires_grad], lr=0.5)
+    for x, y in data:
+        loss = F.cross_entropy(ref(torch.as_tensor(x)), torch.as_tensor(y))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        np.testing.assert_allclose(trainer.step(x, y), loss.item(), rtol=1e-12)
+    assert np.array_equal(trainer.params["p_0_weight"], ref[0].weight.numpy())
+
+    everything = T.Trainer(mod, T.cross_entropy, T.SGD(lr=0.5), params=aj.from_torch_state(batch_norm_mlp(), mod),
+                           frozen=())
+    assert everything.layout.frozen == () and set(BUFFERS) <= set(everything.layout.params)
+    everything.step(*data[0])
+    assert not np.array_equal(everything.params["p_1_running_var"], np.ones(8))
+
+
+def test_the_buffers_from_torch_records_survive_printing_parsing_and_pickling():
+    import pickle
+
+    mod = aj.from_torch(batch_norm_mlp(), (torch.randn(4, D, dtype=torch.float64),))
+    assert mod["main"].attrs["doc"] == "buffers: " + ", ".join(BUFFERS)
+    assert '@function(num_input=1, doc="buffers: p_1_running_mean, p_1_running_var")' in mod.script()
+    for again in (aj.parse(mod.script()), pickle.loads(pickle.dumps(mod)),
+                  aj.transform.ConvertDType("float32", from_dtype="float64")(mod)):
+        _, layout = T.SetupTrainer(T.cross_entropy, T.SGD(lr=0.1)).with_layout(again)
+        assert layout.frozen == BUFFERS
+    plain = aj.from_torch(torch.nn.Linear(3, 2), (torch.randn(4, 3),))
+    assert "doc" not in plain["main"].attrs  # no buffers, no doc

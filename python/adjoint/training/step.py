@@ -6,43 +6,59 @@ adjoint (Gradient, simplified), and the optimizer's update, inlined into one
 body; then common subexpressions are merged and dead code removed over the
 whole, so the passes see the forward pass, the backward pass and the update
 as one graph. ``params`` are the model function's weights (params at index >=
-``num_input``); ``lr`` is a scalar of their dtype, a run-time input, so a
-schedule needs no rebuild.
+``num_input``) that are trained; ``frozen`` are the weights it reads but does
+not train (not differentiated, not updated, no optimizer state): by default
+the ones the function's ``doc`` names on a line ``buffers: a, b`` (what
+``aj.from_torch`` writes for a module's persistent buffers, such as a
+BatchNorm's running statistics). ``lr`` is a scalar of the trained weights'
+dtype, a run-time input, so a schedule needs no rebuild.
+
+    step(inputs..., labels..., params..., frozen..., state..., lr)
+        -> (loss, new params..., new state...)
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from .. import transform
 from ..builder import FunctionBuilder
 from ..errors import Error, TransformError
+from ..frontend.torch_export import BUFFERS_LINE
 from ..ir import Module
+from ._checks import shown
 from .append_loss import AppendLoss, loss_name
 
 
 @dataclass(frozen=True)
 class StepLayout:
-    """Where each group sits in ``step``'s params and results: inputs, labels,
-    params (weights), state and lr, by name, in order."""
+    """Where each group sits in ``step``'s params: inputs, labels, params
+    (the weights trained), frozen (the weights read, not updated), state and
+    lr, by name, in order. The results are the loss, the new params, then the
+    new state."""
 
     inputs: tuple[str, ...]
     labels: tuple[str, ...]
     params: tuple[str, ...]
     state: tuple[str, ...]
+    frozen: tuple[str, ...] = ()
 
     @property
     def lr_index(self) -> int:
-        return len(self.inputs) + len(self.labels) + len(self.params) + len(self.state)
+        return self.state_index + len(self.state)
 
     @property
     def param_index(self) -> int:
         return len(self.inputs) + len(self.labels)
 
     @property
-    def state_index(self) -> int:
+    def frozen_index(self) -> int:
         return self.param_index + len(self.params)
+
+    @property
+    def state_index(self) -> int:
+        return self.frozen_index + len(self.frozen)
 
 
 def weight_count(fn: Any, func_name: str) -> int:
@@ -58,13 +74,56 @@ def weight_count(fn: Any, func_name: str) -> int:
     return n
 
 
+def recorded_buffers(fn: Any) -> tuple[str, ...]:
+    """The names on the line ``buffers: a, b`` of ``fn``'s ``doc`` (what
+    ``aj.from_torch`` records for a module's persistent buffers); () without one."""
+    doc = fn.attrs.get("doc")
+    if not isinstance(doc, str):
+        return ()
+    for line in doc.splitlines():
+        if line.startswith(BUFFERS_LINE):
+            return tuple(n.strip() for n in line[len(BUFFERS_LINE):].split(",") if n.strip())
+    return ()
+
+
+def checked_frozen(who: str, frozen: Any) -> tuple | None:
+    """``frozen`` as a tuple of names, or None; an ``aj.Error`` for one
+    string (which would be its letters) or anything not iterable."""
+    if frozen is None:
+        return None
+    if isinstance(frozen, (str, bytes)) or not isinstance(frozen, Iterable):
+        raise Error(f"{who}: frozen must be an iterable of weight names (a list, not one string), "
+                    f"got {shown(frozen)}")
+    return tuple(frozen)
+
+
+def frozen_weights(who: str, fn: Any, func_name: str, frozen: tuple | None) -> tuple[str, ...]:
+    """The weights of ``fn`` not to train, in param order: those ``frozen``
+    names, or when it is None the buffers ``fn``'s doc records; a
+    ``TransformError`` (an ``aj.Error``) naming a name that is not a weight
+    (an input, a typo, a buffer a pass renamed)."""
+    weights = [p.name_hint for p in fn.params[int(fn.attrs.get("num_input") or 0):]]
+    names = recorded_buffers(fn) if frozen is None else frozen
+    for name in names:
+        if name not in weights:
+            source = f"the doc of '{func_name}' lists the buffer" if frozen is None else "frozen names"
+            listed = f"its weights: {', '.join(weights)}" if weights else "it has none"
+            hint = "; pass frozen=[...] to say which weights to keep" if frozen is None else ""
+            raise TransformError(f"{who}: {source} {shown(name)}, which is not a weight of '{func_name}' "
+                                 f"({listed}){hint}")
+    return tuple(w for w in weights if w in names)
+
+
 class SetupTrainer:
     """A pass adding the function ``step`` (see the module docstring) for
-    ``loss`` and ``optimizer`` to a module holding the model ``func_name``."""
+    ``loss`` and ``optimizer`` to a module holding the model ``func_name``.
+    ``frozen`` names the weights to read but not train; None (the default)
+    means the buffers the function's doc records (``aj.from_torch``'s), ()
+    trains every weight."""
 
     def __init__(self, loss: Callable[..., Any], optimizer: Any, func_name: str = "main",
                  num_backbone_outputs: int = 1, step_name: str = "step", *,
-                 labels: Sequence[tuple] | None = None) -> None:
+                 labels: Sequence[tuple] | None = None, frozen: Iterable[str] | None = None) -> None:
         if isinstance(optimizer, type):
             raise Error(f"SetupTrainer: optimizer is the class {optimizer.__name__}; pass an instance, "
                         f"such as {optimizer.__name__}(lr=0.01)")
@@ -78,6 +137,7 @@ class SetupTrainer:
         self.num_backbone_outputs = num_backbone_outputs
         self.step_name = step_name
         self.labels = labels
+        self.frozen = checked_frozen("SetupTrainer", frozen)
 
     def __repr__(self) -> str:
         return f"SetupTrainer({loss_name(self.loss)}, {self.optimizer!r}, func_name={self.func_name!r})"
@@ -98,32 +158,44 @@ class SetupTrainer:
         with_loss = AppendLoss(self.func_name, self.loss, self.num_backbone_outputs, self.labels)(mod)
         loss_fn_name = f"{self.func_name}_loss"
         loss_fn = with_loss[loss_fn_name]
-        n_weights = weight_count(with_loss[self.func_name], self.func_name)
-        weights = list(loss_fn.params[len(loss_fn.params) - n_weights:])
+        model = with_loss[self.func_name]
+        n_weights = weight_count(model, self.func_name)
+        frozen = set(frozen_weights("SetupTrainer", model, self.func_name, self.frozen))
         split = len(loss_fn.params) - n_weights
-        n_labels = split - int(with_loss[self.func_name].attrs["num_input"])
+        all_weights = list(loss_fn.params[split:])
+        if len(frozen) == n_weights:
+            raise TransformError(f"train_step: every weight of '{self.func_name}' is frozen "
+                                 f"({', '.join(w.name_hint for w in all_weights)}); nothing is left to train")
+        trained = [i for i, w in enumerate(all_weights) if w.name_hint not in frozen]
+        kept = [i for i, w in enumerate(all_weights) if w.name_hint in frozen]
+        weights = [all_weights[i] for i in trained]
+        n_labels = split - int(model.attrs["num_input"])
         grads = transform.Gradient(loss_fn_name, require_grads=[w.name_hint for w in weights])(with_loss)
         adjoint = grads[f"{loss_fn_name}_adjoint"]
         param_types = [(w.name_hint, tuple(w.type.shape), w.type.dtype) for w in weights]
         state_types = self.optimizer.state_types(param_types)
         layout = StepLayout(tuple(p.name_hint for p in loss_fn.params[:split - n_labels]),
                             tuple(p.name_hint for p in loss_fn.params[split - n_labels:split]),
-                            tuple(w.name_hint for w in weights), tuple(name for name, _, _ in state_types))
+                            tuple(w.name_hint for w in weights), tuple(name for name, _, _ in state_types),
+                            tuple(all_weights[i].name_hint for i in kept))
         bb = FunctionBuilder(self.step_name)
         with bb:
-            args = [bb.param(p.name_hint, p.type.shape, p.type.dtype) for p in loss_fn.params]
+            args = [bb.param(p.name_hint, p.type.shape, p.type.dtype) for p in loss_fn.params[:split]]
+            by_index = {i: bb.param(all_weights[i].name_hint, all_weights[i].type.shape, all_weights[i].type.dtype)
+                        for i in trained + kept}
             state = [bb.param(name.replace(".", "_"), shape, dtype) for name, shape, dtype in state_types]
             lr = bb.param("lr", (), weights[0].type.dtype)
-            result, grad_vars = bb.inline(adjoint, *args)
+            result, grad_vars = bb.inline(adjoint, *args, *(by_index[i] for i in range(n_weights)))
             loss = result[0] if isinstance(result, tuple) else result
-            new_params, new_state = self.optimizer.update(args[split:], list(grad_vars), state, lr)
+            new_params, new_state = self.optimizer.update([by_index[i] for i in trained], list(grad_vars), state, lr)
             step = bb.finish((loss, *new_params, *new_state))
         cleanup = transform.Sequential([transform.EliminateCommonSubexpr(), transform.DeadCodeElimination()])
         return cleanup(step), layout
 
 
 def train_step(mod: Module, loss: Callable[..., Any], optimizer: Any, func_name: str = "main",
-               num_backbone_outputs: int = 1, *, labels: Sequence[tuple] | None = None) -> Module:
+               num_backbone_outputs: int = 1, *, labels: Sequence[tuple] | None = None,
+               frozen: Iterable[str] | None = None) -> Module:
     """``mod`` with the training step function ``step`` added:
-    ``SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels)(mod)``."""
-    return SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels)(mod)
+    ``SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels, frozen=frozen)(mod)``."""
+    return SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels, frozen=frozen)(mod)

@@ -22,7 +22,7 @@ from ..runtime import build
 from ._checks import INT64_MAX, as_array, checked_flag, checked_int, checked_number, shown, try_array
 from .append_loss import loss_name
 from .init import checked_seed, init_params
-from .step import SetupTrainer
+from .step import SetupTrainer, checked_frozen, frozen_weights
 
 
 class Trainer:
@@ -32,15 +32,20 @@ class Trainer:
 
     ``params`` maps weight names to initial values (arrays of the weight's
     shape; a float dtype is converted); weights left out are initialized by
-    ``init_params``. ``check_nan`` makes ``step`` and ``fit`` raise an
-    ``aj.ExecutionError`` naming the step whose loss is not finite.
+    ``init_params``. ``frozen`` names weights the step reads but does not
+    train (no gradient, no update, no optimizer state); None, the default,
+    means the buffers the function's doc records (``aj.from_torch`` records
+    a module's persistent buffers, such as a BatchNorm's running
+    statistics), and () trains every weight. ``check_nan`` makes ``step``
+    and ``fit`` raise an ``aj.ExecutionError`` naming the step whose loss is
+    not finite.
     ``num_backbone_outputs`` and ``labels`` are AppendLoss's.
     """
 
     def __init__(self, mod: Module, loss: Callable[..., Any], optimizer: Any,
                  params: Mapping[str, Any] | None = None, *, func_name: str = "main",
                  num_backbone_outputs: int = 1, labels: Sequence[tuple] | None = None,
-                 check_nan: bool = True, seed: int = 0) -> None:
+                 check_nan: bool = True, seed: int = 0, frozen: Iterable[str] | None = None) -> None:
         if not isinstance(mod, Module):
             raise Error(f"Trainer: expected an aj.Module, got {type(mod).__name__}")
         if params is not None and not isinstance(params, Mapping):
@@ -50,14 +55,23 @@ class Trainer:
         self.check_nan = checked_flag("Trainer", "check_nan", check_nan)
         self._loss_name = loss_name(loss)
         self._func_name = func_name
-        setup = SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels)
+        frozen = checked_frozen("Trainer", frozen)
+        if func_name in mod:
+            frozen = frozen_weights("Trainer", mod[func_name], func_name, frozen)
+        setup = SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels, frozen=frozen)
         self.module, self.layout = setup.with_layout(mod)
         self._exe = build(Module({func_name: self.module[func_name], "step": self.module["step"]}))
         step_fn = self.module["step"]
         self._param_types = [(p.name_hint, tuple(p.type.shape), p.type.dtype)
-                             for p in step_fn.params[self.layout.param_index:self.layout.state_index]]
+                             for p in step_fn.params[self.layout.param_index:self.layout.frozen_index]]
+        self._frozen_types = [(p.name_hint, tuple(p.type.shape), p.type.dtype)
+                              for p in step_fn.params[self.layout.frozen_index:self.layout.state_index]]
+        model = self.module[func_name]
+        self._weight_names = tuple(p.name_hint for p in model.params[model.attrs["num_input"]:])
         self._lr_dtype = np.dtype(step_fn.params[self.layout.lr_index].type.dtype)
-        self._params = self._initial_params(params, seed)
+        weights = self._initial_params(params, seed)
+        self._params = [weights[name] for name, _, _ in self._param_types]
+        self._frozen = [weights[name] for name, _, _ in self._frozen_types]
         self._state = [np.array(s, order="C") for s in optimizer.init_state(self._param_types)]
         self._step = self._exe["step"].donating(self._donations())
         self._count = 0
@@ -67,9 +81,10 @@ class Trainer:
 
     @property
     def params(self) -> Mapping[str, np.ndarray]:
-        """The current weights by name: read-only views of the buffers the
-        steps update in place (so they follow training; copy to keep one)."""
-        return _ReadOnlyViews(dict(zip(self.layout.params, self._params)))
+        """The current weights by name, in the model's order, frozen ones
+        too: read-only views of the buffers the steps update in place (so
+        they follow training; copy to keep one)."""
+        return _ReadOnlyViews(self._weights())
 
     @property
     def step_function(self) -> Any:
@@ -99,7 +114,7 @@ class Trainer:
         when the optimizer keeps none; ``np.savez(path, **trainer.state_dict())``
         saves it."""
         self._checkpoint_names("Trainer.state_dict")
-        out = {n: a.copy() for n, a in zip(self.layout.params, self._params)}
+        out = {n: a.copy() for n, a in self._weights().items()}
         out.update({n: a.copy() for n, a in zip(self.layout.state, self._state)})
         out.setdefault("step", np.array(self._count, dtype=np.int64))
         return out
@@ -112,14 +127,14 @@ class Trainer:
         if not isinstance(state, Mapping):
             raise Error(f"{who}: expected a mapping of names to arrays (what state_dict gives), "
                         f"got {type(state).__name__}")
-        expected = self._checkpoint_names(who)[:len(self._params) + len(self._state)]
+        expected = self._checkpoint_names(who)[:len(self._weight_names) + len(self._state)]
         names = set(state.keys())
         missing = [n for n in expected if n not in names]
         extra = sorted(map(str, names - set(expected) - {"step"}))
         if missing or extra:
             what = f"missing {missing[0]!r}" if missing else f"unexpected {extra[0]!r}"
             raise Error(f"{who}: {what} (expected {', '.join(expected)})")
-        targets = self._params + self._state
+        targets = list(self._weights().values()) + self._state
         values = [_as_value(state[n], t, who, f"'{n}'") for n, t in zip(expected, targets)]
         count = _checked_count(state["step"], who) if "step" in names else self._count
         for target, value in zip(targets, values):
@@ -138,7 +153,7 @@ class Trainer:
         rate = self.lr if lr is None else _checked_lr("Trainer.step", lr)
         arrays = self._inputs(batch, "Trainer.step")
         self._check_labels(arrays)
-        args = [*arrays, *self._params, *self._state, np.asarray(rate, dtype=self._lr_dtype)]
+        args = [*arrays, *self._params, *self._frozen, *self._state, np.asarray(rate, dtype=self._lr_dtype)]
         try:
             out = self._step(*args)
         except ExecutionError as e:
@@ -183,22 +198,28 @@ class Trainer:
         if len(inputs) != n_in:
             raise ExecutionError(f"Trainer.predict takes {n_in} array(s) ({', '.join(self.layout.inputs)}), "
                                  f"got {len(inputs)}")
-        return self._exe[self._func_name](*self._inputs(inputs, "Trainer.predict"), *self._params)
+        return self._exe[self._func_name](*self._inputs(inputs, "Trainer.predict"), *self._weights().values())
 
     def __repr__(self) -> str:
         sizes = sum(int(np.prod(shape)) for _, shape, _ in self._param_types)
-        return (f"Trainer({self._func_name}: {len(self._params)} weights ({sizes:,} values), loss "
+        frozen = f" and {len(self._frozen)} frozen" if self._frozen else ""
+        return (f"Trainer({self._func_name}: {len(self._params)} weights ({sizes:,} values){frozen}, loss "
                 f"{self._loss_name}, {self.optimizer!r}, step {self._count})")
 
     # ---- helpers ----
+
+    def _weights(self) -> dict[str, np.ndarray]:
+        """Every weight's buffer by name, in the model's order (trained and frozen)."""
+        by_name = dict(zip(self.layout.params + self.layout.frozen, self._params + self._frozen))
+        return {name: by_name[name] for name in self._weight_names}
 
     def _checkpoint_names(self, who: str) -> list[str]:
         """The names of state_dict's entries: weights, optimizer state, then
         the trainer's "step" unless the optimizer counts steps itself; an
         error when a weight's name is also another entry's."""
-        names = list(self.layout.params) + list(self.layout.state)
+        names = list(self._weight_names) + list(self.layout.state)
         names += [] if "step" in self.layout.state else ["step"]
-        for name in self.layout.params:
+        for name in self._weight_names:
             if names.count(name) > 1:
                 raise Error(f"{who}: the weight '{name}' has the name of another entry of the state dict (the "
                             f"optimizer state and the step count are saved beside the weights); rename the weight")
@@ -211,18 +232,18 @@ class Trainer:
         pairs.update({first_state + j: 1 + n_params + j for j in range(len(self.layout.state))})
         return pairs
 
-    def _initial_params(self, given: Mapping[str, Any] | None, seed: int) -> list[np.ndarray]:
+    def _initial_params(self, given: Mapping[str, Any] | None, seed: int) -> dict[str, np.ndarray]:
         given = dict(given or {})
-        names = [name for name, _, _ in self._param_types]
+        names = list(self._weight_names)
         unknown = sorted(set(given) - set(names), key=shown)
         if unknown:
             raise Error(f"Trainer: params has {shown(unknown[0])}, which is not a weight of '{self._func_name}' "
                         f"(its weights: {', '.join(names)})")
         initial = init_params(self.module[self._func_name], seed=seed, skip=set(given))
-        out = []
-        for name, shape, dtype in self._param_types:
+        out = {}
+        for name, shape, dtype in self._param_types + self._frozen_types:
             value = given[name] if name in given else initial[name]
-            out.append(_as_value(value, _Spec(shape, dtype), "Trainer", f"param '{name}'"))
+            out[name] = _as_value(value, _Spec(shape, dtype), "Trainer", f"param '{name}'")
         return out
 
     def _inputs(self, arrays: Iterable[Any], who: str) -> list[np.ndarray]:
