@@ -395,7 +395,7 @@ def test_a_failed_notebook_cell_abandons_its_builders():
 
 def test_an_unknown_function_attr_is_refused():
     with pytest.raises(aj.VerifyError, match=r"^FunctionBuilder 'main': unknown function attr 'num_inputs' "
-                                             r"\(known: num_input, doc\)$"):
+                                             r"\(known: num_input, frozen, doc\)$"):
         aj.FunctionBuilder("main", num_inputs=1)
     bb = aj.FunctionBuilder("main", doc=3)  # known, of the wrong kind: the verifier's to judge, at finish
     with pytest.raises(aj.VerifyError, match="function 'main', attrs: function attr doc must be a string, got 3"):
@@ -409,7 +409,7 @@ def test_an_unknown_function_attr_is_refused():
 
 def test_an_unknown_function_attr_in_text_is_a_parse_error():
     text = examples.TRANSPOSED_MATMUL.replace("@function", "@function(num_inputs=1)")
-    with pytest.raises(aj.ParseError, match=r"unknown function attr 'num_inputs' \(known: num_input, doc\)") as info:
+    with pytest.raises(aj.ParseError, match=r"unknown function attr 'num_inputs' \(known: num_input, frozen, doc\)") as info:
         aj.parse(text)
     assert (info.value.line, info.value.column) == (1, 11)
     with pytest.raises(aj.ParseError, match="function attr doc must be a string, got 1") as info:

@@ -487,7 +487,7 @@ def test_params_are_inputs_then_parameters_then_used_persistent_buffers():
     assert fn.attrs["num_input"] == 1
     assert [p.name_hint for p in fn.params] == ["weight", "layers_0_weight", "layers_0_bias", "layers_1_weight",
                                                 "layers_1_bias", "scale"]
-    assert fn.attrs["doc"] == "buffers: scale"  # the buffers training reads but does not update
+    assert fn.attrs["frozen"] == "scale"  # the buffers training reads but does not update
     assert aj.parse(mod.script()).script() == mod.script()
 
 

@@ -158,7 +158,7 @@ def test_every_random_program_step_verifies():
 
 # ---- frozen weights: read by the step, not differentiated, not updated ----
 
-SCALED = '''@function(num_input=1, doc="A linear model.\\nbuffers: scale")
+SCALED = '''@function(num_input=1, frozen="scale", doc="A linear model.")
 def main(x: Tensor((4, 3), "float64"), w: Tensor((3, 2), "float64"), scale: Tensor((2,), "float64")) -> Tensor((4, 2), "float64"):
     y: Tensor((4, 2), "float64") = matmul(x, w)
     z: Tensor((4, 2), "float64") = multiply(y, scale)
@@ -166,7 +166,7 @@ def main(x: Tensor((4, 3), "float64"), w: Tensor((3, 2), "float64"), scale: Tens
 '''
 
 
-def test_a_buffer_the_doc_lists_is_read_by_the_step_and_not_trained():
+def test_a_weight_the_frozen_attr_lists_is_read_by_the_step_and_not_trained():
     mod, layout = T.SetupTrainer(T.mse, T.Adam(lr=0.1)).with_layout(aj.parse(SCALED))
     assert layout == T.StepLayout(("x",), ("label",), ("w",), ("step", "w.exp_avg", "w.exp_avg_sq"), ("scale",))
     assert [p.name_hint for p in mod["step"].params] == ["x", "label", "w", "scale", "step", "w_exp_avg",
@@ -187,15 +187,15 @@ def test_the_step_reads_the_frozen_weight_and_updates_only_the_others():
 
 
 @pytest.mark.parametrize("frozen, params, kept", [
-    (None, ("w",), ("scale",)),            # the doc's buffers
+    (None, ("w",), ("scale",)),            # the frozen attr's
     ((), ("w", "scale"), ()),              # every weight trained
-    (["w"], ("scale",), ("w",)),           # names given replace the doc's
+    (["w"], ("scale",), ("w",)),           # names given replace the attr's
     (["scale", "scale"], ("w",), ("scale",)),  # a name given twice is one weight
 ])
 def test_frozen_names_the_weights_not_to_train(frozen, params, kept):
     _, layout = T.SetupTrainer(T.mse, T.SGD(lr=0.1), frozen=frozen).with_layout(aj.parse(SCALED))
     assert (layout.params, layout.frozen) == (params, kept)
-    plain = aj.parse(SCALED.replace('doc="A linear model.\\nbuffers: scale"', 'doc="buffers:"'))
+    plain = aj.parse(SCALED.replace('frozen="scale"', 'frozen=""'))
     assert T.SetupTrainer(T.mse, T.SGD(lr=0.1)).with_layout(plain)[1].frozen == ()
 
 
@@ -212,9 +212,9 @@ def test_a_bad_frozen_is_an_error_naming_it(frozen, message):
         T.train_step(aj.parse(SCALED), T.mse, T.SGD(lr=0.1), frozen=frozen)
 
 
-def test_a_doc_listing_a_buffer_that_is_no_weight_is_an_error_saying_what_to_do():
-    mod = aj.parse(SCALED.replace("buffers: scale", "buffers: scale, gone"))
-    with pytest.raises(aj.TransformError, match=r"the doc of 'main' lists the buffer 'gone', which is not a weight "
+def test_a_frozen_attr_listing_a_name_that_is_no_weight_is_an_error_saying_what_to_do():
+    mod = aj.parse(SCALED.replace('frozen="scale"', 'frozen="scale, gone"'))
+    with pytest.raises(aj.TransformError, match=r"the frozen attr of 'main' lists 'gone', which is not a weight "
                                                 r"of 'main' \(its weights: w, scale\); pass frozen=\[...\]"):
         T.train_step(mod, T.mse, T.SGD(lr=0.1))
     assert T.SetupTrainer(T.mse, T.SGD(lr=0.1), frozen=["scale"]).with_layout(mod)[1].frozen == ("scale",)

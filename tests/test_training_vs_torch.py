@@ -238,11 +238,11 @@ def test_the_buffers_from_torch_records_survive_printing_parsing_and_pickling():
     import pickle
 
     mod = aj.from_torch(batch_norm_mlp(), (torch.randn(4, D, dtype=torch.float64),))
-    assert mod["main"].attrs["doc"] == "buffers: " + ", ".join(BUFFERS)
-    assert '@function(num_input=1, doc="buffers: p_1_running_mean, p_1_running_var")' in mod.script()
+    assert mod["main"].attrs["frozen"] == ", ".join(BUFFERS)
+    assert '@function(num_input=1, frozen="p_1_running_mean, p_1_running_var")' in mod.script()
     for again in (aj.parse(mod.script()), pickle.loads(pickle.dumps(mod)),
                   aj.transform.ConvertDType("float32", from_dtype="float64")(mod)):
         _, layout = T.SetupTrainer(T.cross_entropy, T.SGD(lr=0.1)).with_layout(again)
         assert layout.frozen == BUFFERS
     plain = aj.from_torch(torch.nn.Linear(3, 2), (torch.randn(4, 3),))
-    assert "doc" not in plain["main"].attrs  # no buffers, no doc
+    assert "frozen" not in plain["main"].attrs  # no buffers, nothing frozen

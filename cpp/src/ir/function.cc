@@ -11,7 +11,7 @@
 namespace aj {
 
 const std::vector<std::string>& known_func_attrs() {
-  static const std::vector<std::string> names = {"num_input", "doc"};
+  static const std::vector<std::string> names = {"num_input", "frozen", "doc"};
   return names;
 }
 
@@ -24,6 +24,11 @@ bool is_known_func_attr(std::string_view name) {
 std::string func_attr_problem(const std::string& name, const AttrValue& value) {
   if (name == "num_input") {
     if (!std::holds_alternative<int64_t>(value)) return str("function attr num_input must be an int, got ", attr_to_string(value));
+    return "";
+  }
+  if (name == "frozen") {
+    if (!std::holds_alternative<std::string>(value))
+      return str("function attr frozen must be a string of param names, got ", attr_to_string(value));
     return "";
   }
   if (name == "doc") {

@@ -7,8 +7,8 @@
 2. The function's params are the user inputs, then the module's parameters,
    then its persistent buffers that the graph reads, in the order of the
    graph signature; non-persistent buffers and constant tensors become
-   constants. The function's ``doc`` names the buffers
-   (``buffers: bn_running_mean, bn_running_var``), which training reads
+   constants. The function's ``frozen`` attr names the buffers
+   (``frozen="bn_running_mean, bn_running_var"``), which training reads
    but does not update. Symbolic sizes become symbolic dims named after the
    ``torch.export.Dim`` they came from.
 3. Each ATen node is translated by its entry in ``torch_ops.OPS``; a node
@@ -37,7 +37,6 @@ from .torch_inplace import changes_only_a_fresh_tensor, in_place_hint, out_of_pl
 from .torch_names import dtype_name, param_name, require_torch
 from .torch_ops import OPS, Args
 
-BUFFERS_LINE = "buffers: "  # the doc line naming the params that are torch buffers (training.step reads it)
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in [^\n]*\n[ \t]*([^\n]*)')
 
 
@@ -106,8 +105,8 @@ class _Importer:
         weights = [s for s in specs if self._is_weight(s, placeholders[s.arg.name])]
         self._name_dims([placeholders[s.arg.name] for s in user])
         buffers = [param_name(s.target) for s in weights if s.kind.name == "BUFFER"]
-        doc = {"doc": BUFFERS_LINE + ", ".join(buffers)} if buffers else {}  # training reads, does not update them
-        with FunctionBuilder(func_name, num_input=len(user), **doc) as self.bb:
+        frozen = {"frozen": ", ".join(buffers)} if buffers else {}  # training reads, does not update them
+        with FunctionBuilder(func_name, num_input=len(user), **frozen) as self.bb:
             self._add_params(user, weights, placeholders)
             self._add_constants(specs)
             ret = self._translate()

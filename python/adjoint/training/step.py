@@ -8,8 +8,8 @@ whole, so the passes see the forward pass, the backward pass and the update
 as one graph. ``params`` are the model function's weights (params at index >=
 ``num_input``) that are trained; ``frozen`` are the weights it reads but does
 not train (not differentiated, not updated, no optimizer state): by default
-the ones the function's ``doc`` names on a line ``buffers: a, b`` (what
-``aj.from_torch`` writes for a module's persistent buffers, such as a
+the ones the function's ``frozen`` attr names (``frozen="a, b"``; what
+``aj.from_torch`` gives for a module's persistent buffers, such as a
 BatchNorm's running statistics). ``lr`` is a scalar of the trained weights'
 dtype, a run-time input, so a schedule needs no rebuild.
 
@@ -25,7 +25,6 @@ from typing import Any, Callable, Iterable, Sequence
 from .. import transform
 from ..builder import FunctionBuilder
 from ..errors import Error, TransformError
-from ..frontend.torch_export import BUFFERS_LINE
 from ..ir import Module
 from ._checks import shown
 from .append_loss import AppendLoss, loss_name
@@ -74,16 +73,10 @@ def weight_count(fn: Any, func_name: str) -> int:
     return n
 
 
-def recorded_buffers(fn: Any) -> tuple[str, ...]:
-    """The names on the line ``buffers: a, b`` of ``fn``'s ``doc`` (what
-    ``aj.from_torch`` records for a module's persistent buffers); () without one."""
-    doc = fn.attrs.get("doc")
-    if not isinstance(doc, str):
-        return ()
-    for line in doc.splitlines():
-        if line.startswith(BUFFERS_LINE):
-            return tuple(n.strip() for n in line[len(BUFFERS_LINE):].split(",") if n.strip())
-    return ()
+def frozen_attr(fn: Any) -> tuple[str, ...]:
+    """The names ``fn``'s ``frozen`` attr lists (``frozen="a, b"``: what
+    ``aj.from_torch`` gives for a module's persistent buffers); () without one."""
+    return tuple(n.strip() for n in str(fn.attrs.get("frozen") or "").split(",") if n.strip())
 
 
 def checked_frozen(who: str, frozen: Any) -> tuple | None:
@@ -99,14 +92,14 @@ def checked_frozen(who: str, frozen: Any) -> tuple | None:
 
 def frozen_weights(who: str, fn: Any, func_name: str, frozen: tuple | None) -> tuple[str, ...]:
     """The weights of ``fn`` not to train, in param order: those ``frozen``
-    names, or when it is None the buffers ``fn``'s doc records; a
+    names, or when it is None those of ``fn``'s ``frozen`` attr; a
     ``TransformError`` (an ``aj.Error``) naming a name that is not a weight
     (an input, a typo, a buffer a pass renamed)."""
     weights = [p.name_hint for p in fn.params[int(fn.attrs.get("num_input") or 0):]]
-    names = recorded_buffers(fn) if frozen is None else frozen
+    names = frozen_attr(fn) if frozen is None else frozen
     for name in names:
         if name not in weights:
-            source = f"the doc of '{func_name}' lists the buffer" if frozen is None else "frozen names"
+            source = f"the frozen attr of '{func_name}' lists" if frozen is None else "frozen names"
             listed = f"its weights: {', '.join(weights)}" if weights else "it has none"
             hint = "; pass frozen=[...] to say which weights to keep" if frozen is None else ""
             raise TransformError(f"{who}: {source} {shown(name)}, which is not a weight of '{func_name}' "
@@ -118,7 +111,7 @@ class SetupTrainer:
     """A pass adding the function ``step`` (see the module docstring) for
     ``loss`` and ``optimizer`` to a module holding the model ``func_name``.
     ``frozen`` names the weights to read but not train; None (the default)
-    means the buffers the function's doc records (``aj.from_torch``'s), ()
+    means the ones the function's ``frozen`` attr lists (``aj.from_torch``'s buffers), ()
     trains every weight."""
 
     def __init__(self, loss: Callable[..., Any], optimizer: Any, func_name: str = "main",

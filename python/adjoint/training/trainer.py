@@ -34,8 +34,8 @@ class Trainer:
     shape; a float dtype is converted); weights left out are initialized by
     ``init_params``. ``frozen`` names weights the step reads but does not
     train (no gradient, no update, no optimizer state); None, the default,
-    means the buffers the function's doc records (``aj.from_torch`` records
-    a module's persistent buffers, such as a BatchNorm's running
+    means the weights the function's ``frozen`` attr lists (``aj.from_torch``
+    lists a module's persistent buffers, such as a BatchNorm's running
     statistics), and () trains every weight. ``check_nan`` makes ``step``
     and ``fit`` raise an ``aj.ExecutionError`` naming the step whose loss is
     not finite.

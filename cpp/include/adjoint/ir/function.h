@@ -23,20 +23,22 @@ struct Binding {
 
 // The function attrs adjoint knows: the one list that the parser, the
 // verifier and the Python API check names against. num_input (an int): the
-// first k params are run-time inputs, the rest weights; doc (a string): free
-// text kept with the function.
+// first k params are run-time inputs, the rest weights; frozen (a string):
+// the names of weights training reads but does not update, separated by
+// ", " (aj.from_torch gives a module's buffers); doc (a string): free text
+// kept with the function.
 const std::vector<std::string>& known_func_attrs();
 bool is_known_func_attr(std::string_view name);
 // Empty when attr `name` holding `value` is a known attr of the right kind,
 // else what is wrong ("unknown function attr 'num_inputs' (known: num_input,
-// doc)"). num_input's range is checked against the params elsewhere.
+// frozen, doc)"). num_input's range is checked against the params elsewhere.
 std::string func_attr_problem(const std::string& name, const AttrValue& value);
 
 class FunctionNode;
 using Function = std::shared_ptr<const FunctionNode>;
 
 // Its attrs are kept in canonical order, the order they print in: the known
-// ones in known_func_attrs() order (num_input, doc), then others by name.
+// ones in known_func_attrs() order (num_input, frozen, doc), then others by name.
 class FunctionNode {
  public:
   FunctionNode(std::vector<Var> params, std::vector<Binding> bindings, Expr ret,
