@@ -167,3 +167,49 @@ def test_a_translation_of_another_dtype_than_torch_is_an_error(monkeypatch):
     monkeypatch.setitem(torch_ops.OPS, "relu", lambda cx, a: aj.op.astype(a.self, "float64"))
     with pytest.raises(aj.Error, match=r"aten.relu.default' .*gives float64 where torch gives float32"):
         imported(torch.relu, F32)
+
+
+# -- numbers that must stay exact ---------------------------------------------------------
+
+
+class Unary(nn.Module):
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+def assert_exactly_torch(fn, *inputs, dynamic_shapes=None):
+    """fn imported and run gives torch's values bit for bit, in torch's dtype."""
+    module = Lambda(fn) if dynamic_shapes is None else Unary(fn)
+    mod = aj.from_torch(module, inputs, dynamic_shapes=dynamic_shapes)
+    out = aj.build(mod)["main"](*[t.numpy() for t in inputs])
+    expected = fn(*inputs).numpy()
+    assert out.dtype == expected.dtype
+    np.testing.assert_array_equal(out, expected)
+
+
+I64 = torch.tensor([0, -1, 5])
+FULL_CASES = {
+    "full_2_53_plus_1": lambda x: x + torch.full((3,), 2**53 + 1),
+    "full_int64_max": lambda x: x - torch.full((3,), 2**63 - 1),
+    "full_int64_min": lambda x: x + torch.full((3,), -2**63),
+    "new_full": lambda x: x.new_full((2, 3), 2**62 + 1),
+    "full_like": lambda x: torch.full_like(x, 2**60 + 3),
+    "scalar_tensor": lambda x: x + torch.scalar_tensor(2**62 + 1, dtype=torch.int64),
+    "full_0d": lambda x: torch.full((), 2**53 + 3),
+}
+
+
+@pytest.mark.parametrize("name", list(FULL_CASES))
+def test_full_of_a_large_int_is_exact(name):
+    """op.full's fill is a float64 attr: 2**53 + 1 would become 2**53 and
+    2**63 - 1 would be out of range."""
+    assert_exactly_torch(FULL_CASES[name], I64)
+
+
+def test_full_of_a_large_int_with_a_dynamic_size():
+    assert_exactly_torch(lambda x: x + torch.full_like(x, 2**62 + 1), torch.tensor([1, 2, 3]),
+                         dynamic_shapes=({0: torch.export.Dim("n")},))

@@ -331,7 +331,11 @@ def _full(cx: Any, a: Args) -> Any:
     value = {"zeros": 0, "ones": 1}.get(name.removesuffix("_like").removeprefix("new_"), a.fill_value)
     if name == "scalar_tensor":
         value = a.s
-    return op.full(cx.out_shape(), float(value), cx.out_dtype())
+    shape, dtype = cx.out_shape(), cx.out_dtype()
+    if dtype == "int64" and isinstance(value, int) and abs(value) > 2**53:  # op.full's float64 attr would round it
+        fill = cx.constant(np.asarray(value, np.int64))
+        return op.broadcast_to(fill, shape) if shape else fill
+    return op.full(shape, float(value), dtype)
 
 
 @aten("arange")
