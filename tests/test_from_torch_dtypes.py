@@ -213,3 +213,43 @@ def test_full_of_a_large_int_is_exact(name):
 def test_full_of_a_large_int_with_a_dynamic_size():
     assert_exactly_torch(lambda x: x + torch.full_like(x, 2**62 + 1), torch.tensor([1, 2, 3]),
                          dynamic_shapes=({0: torch.export.Dim("n")},))
+
+
+MASK = torch.tensor([True, False, True])
+MASKED_FILL_CASES = {
+    "int64_max": (lambda x, m: x.masked_fill(m, 2**63 - 1), I64),
+    "int32_max": (lambda x, m: x.masked_fill(m, 2**31 - 1), I64.int()),
+    "float_into_int_truncates": (lambda x, m: x.masked_fill(m, -2.5), I64.int()),
+    "any_number_into_bool": (lambda x, m: x.masked_fill(m, 2), MASK.logical_not()),
+    "nan_into_bool": (lambda x, m: x.masked_fill(m, float("nan")), MASK.logical_not()),
+    "minus_inf_into_float32": (lambda x, m: x.masked_fill(m, float("-inf")), F32),
+    "float32_max": (lambda x, m: x.masked_fill(m, 3.4028234663852886e38), F32),
+    "0d_constant": (lambda x, m: x.masked_fill(m, torch.tensor(2**31 - 1)), I64.int()),
+    "0d_float_constant_into_int": (lambda x, m: x.masked_fill(m, torch.tensor(7.75)), I64),
+}
+
+
+@pytest.mark.parametrize("name", list(MASKED_FILL_CASES))
+def test_masked_fill_converts_its_value_as_torch(name):
+    fn, x = MASKED_FILL_CASES[name]
+    assert_exactly_torch(fn, x, MASK)
+
+
+MASKED_FILL_OVERFLOWS = {
+    "int32": (lambda x, m: x.masked_fill(m, 2**40), I64.int(), "1099511627776 does not fit int32"),
+    "int64": (lambda x, m: x.masked_fill(m, 2**63), I64, "9223372036854775808 does not fit int64"),
+    "float32": (lambda x, m: x.masked_fill(m, 1e40), F32, "1e.40 does not fit float32"),
+    "0d_constant": (lambda x, m: x.masked_fill(m, torch.tensor(2**40)), I64.int(), "1099511627776 does not fit int32"),
+}
+
+
+@pytest.mark.parametrize("name", list(MASKED_FILL_OVERFLOWS))
+def test_masked_fill_value_that_does_not_fit_is_an_error(name):
+    """torch refuses such a value when it runs ("value cannot be converted to
+    type int without overflow"); the import did not, and wrapped it."""
+    fn, x, message = MASKED_FILL_OVERFLOWS[name]
+    with pytest.raises(RuntimeError, match="without overflow"):
+        fn(x, MASK)
+    with pytest.raises(aj.Error, match=rf"aten.masked_fill.* \(node 'masked_fill', from .*test_from_torch_dtypes.py:"
+                                       rf"\d+: .*\): the fill value {message}, the dtype of the tensor it fills"):
+        imported(fn, x, MASK)

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import _core
 from .. import op
+from ..errors import Error
 from .torch_promote import is_number, result_dtype
 
 OPS: dict[str, Callable[[Any, "Args"], Any]] = {}
@@ -192,8 +193,31 @@ def _where(cx: Any, a: Args) -> Any:
 @aten("masked_fill")
 def _masked_fill(cx: Any, a: Args) -> Any:
     x, value = a.self, a.value  # a number, or a 0-d tensor (masked_fill.Tensor); x's dtype either way
-    fill = _cast(value, x.type.dtype) if isinstance(value, _core.Expr) else cx.constant(np.asarray(value), like=x)
+    dtype = x.type.dtype
+    if isinstance(value, _core.Constant):  # torch checks the value of a 0-d tensor as it checks a number's
+        value = value.data.item()
+    if isinstance(value, _core.Expr):  # a value known only when run: cast as astype casts
+        fill = _cast(value, dtype)
+    else:
+        fill = cx.constant(np.asarray(_fill_value(value, dtype), dtype))
     return op.where(a.mask, fill, x)
+
+
+def _fill_value(value: Any, dtype: str) -> Any:
+    """``value`` (a number) in ``dtype`` as torch's masked_fill converts it: a
+    bool takes any number, an int dtype a number whose whole part is in its
+    range (2.5 becomes 2), a float dtype any number but a finite one past
+    its range; an aj.Error, as torch's own refusal, otherwise."""
+    if dtype == "bool":
+        return bool(value)
+    if dtype.startswith("int"):
+        info = np.iinfo(dtype)
+        if math.isfinite(value) and info.min <= math.trunc(value) <= info.max:
+            return math.trunc(value)
+    elif not math.isfinite(value) or abs(value) <= float(np.finfo(dtype).max):
+        return value
+    raise Error(f"the fill value {value!r} does not fit {dtype}, the dtype of the tensor it fills "
+                "(torch refuses it too: value cannot be converted without overflow)")
 
 
 # -- linear algebra -------------------------------------------------------------
