@@ -534,6 +534,32 @@ def test_symbolic_dims_keep_torch_dim_names():
         assert_forward(module, mod, (randn(batch, length, 8),))
 
 
+class MaskedEncoder(nn.Module):
+    """A float64 encoder layer given torch's float32 causal mask (torch's default dtype)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = encoder(True)
+
+    def forward(self, x):
+        return self.layer(x, src_mask=nn.Transformer.generate_square_subsequent_mask(x.shape[1]))
+
+
+@pytest.mark.parametrize("case", ["sdpa", "encoder"])
+def test_float32_attn_mask_beside_float64_queries(case):
+    """torch adds a float32 mask to float64 scores in float64; the import
+    refused the add of two dtypes."""
+    if case == "sdpa":
+        module = Fn(lambda q, m: F.scaled_dot_product_attention(q, q * 0.5, q, attn_mask=m))
+        inputs = (randn(2, 3, 4), nn.Transformer.generate_square_subsequent_mask(3))
+        assert inputs[1].dtype == torch.float32
+    else:
+        module, inputs = as_float64(MaskedEncoder(), (randn(2, 5, 8),))
+    mod = aj.from_torch(module.eval(), inputs)
+    assert mod["main"].ret.type.dtype == "float64"
+    assert_forward(module, mod, inputs)
+
+
 # -- weights both ways -------------------------------------------------------------------
 
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import op
-from .torch_ops import OPS, Args, _pair, _swap_last, aten
+from .torch_ops import OPS, Args, _cast, _pair, _swap_last, aten
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}  # ATen's loss reduction enum
 
@@ -179,7 +179,13 @@ def _sdpa(cx: Any, a: Args) -> Any:
     mask = a.attn_mask
     if mask is None:
         return op.matmul(op.softmax(scores, -1), v)
-    scores = _masked(cx, scores, mask) if mask.type.dtype == "bool" else op.add(scores, mask)
+    if mask.type.dtype == "bool":
+        scores = _masked(cx, scores, mask)
+    elif mask.type.dtype in ("float32", q.type.dtype):  # torch adds a float32 mask to float64 scores as float64
+        scores = op.add(scores, _cast(mask, scores.type.dtype))
+    else:
+        raise cx.unsupported(f"with a {mask.type.dtype} attn_mask and {q.type.dtype} queries",
+                             "give a bool mask, or a float mask of the queries' dtype")
     # torch's safe softmax: a query whose keys are all masked attends to nothing (zeros, not NaN)
     # (their scores become 0 before the softmax, so no NaN reaches the gradient either)
     none_kept = op.equal(op.max(scores, -1, True), cx.constant(np.asarray(-np.inf), like=scores))
