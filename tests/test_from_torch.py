@@ -466,6 +466,98 @@ def test_unsupported_dtype_is_an_error():
         aj.from_torch(nn.Linear(2, 2).half(), (torch.randn(1, 2).half(),))
 
 
+class Plain(nn.Module):
+    """fn(x), with no parameters."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+class Buffered(nn.Module):
+    """x + fn(buffer c), with an unused buffer of each dtype adjoint lacks beside."""
+
+    def __init__(self, c, fn=lambda c: c, persistent=False):
+        super().__init__()
+        self.fn = fn
+        self.register_buffer("c", c, persistent=persistent)
+        for dtype in (torch.float16, torch.bfloat16, torch.uint8, torch.int8):
+            name = str(dtype).removeprefix("torch.")
+            self.register_buffer(f"unused_{name}", torch.ones(2, dtype=dtype))
+            self.register_buffer(f"unused_np_{name}", torch.ones(2, dtype=dtype), persistent=False)
+
+    def forward(self, x):
+        return x + self.fn(self.c)
+
+
+HALF_CONSTANT_CASES = {  # torch converts the float16/bfloat16 constant exactly: imported as float32
+    "bfloat16_vector_float": (lambda x: x * torch.tensor([1.0, 2.5, -3.0], dtype=torch.bfloat16).float(),
+                              torch.randn(2, 3)),
+    "float16_0d_times_float32": (lambda x: x * torch.tensor(2.5, dtype=torch.float16), torch.randn(3)),
+    "bfloat16_0d_beside_float64": (lambda x: torch.where(x > 0, x, torch.tensor(-0.1, dtype=torch.bfloat16)),
+                                   torch.randn(3, dtype=torch.float64)),
+    "float16_vector_beside_float32": (lambda x: x - torch.tensor([1.0, 1e-3, 6e4], dtype=torch.float16),
+                                      torch.randn(2, 3)),
+    "float16_compared_beside_float32": (lambda x: x < torch.tensor(0.1, dtype=torch.float16), torch.randn(3)),
+    "float16_masked_fill": (lambda x: x.masked_fill(x > 0, torch.tensor(1e-3, dtype=torch.float16)),
+                            torch.randn(3)),
+    "bfloat16_to_int": (lambda x: x + torch.tensor([2.5, -7.0], dtype=torch.bfloat16).long(),
+                        torch.tensor([1, 2])),
+}
+
+
+@pytest.mark.parametrize("name", list(HALF_CONSTANT_CASES))
+def test_float16_and_bfloat16_constants_torch_converts_exactly(name):
+    """torch.tensor(..., dtype=bfloat16) gave a raw TypeError (unsupported
+    ScalarType BFloat16), a float16 one an aj.Error naming no node."""
+    fn, x = HALF_CONSTANT_CASES[name]
+    out = aj.build(aj.from_torch(Plain(fn), (x,)))["main"](x.numpy())
+    expected = fn(x).numpy()
+    assert out.dtype == expected.dtype
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_buffers_nothing_reads_are_not_converted():
+    """Unused buffers of dtypes adjoint lacks (persistent or not) were converted, and refused."""
+    module = Buffered(torch.arange(3.0), lambda c: c.float())
+    mod = aj.from_torch(module, (torch.randn(3),))
+    assert [p.name_hint for p in mod["main"].params] == ["x"]
+    assert_forward(module, mod, (torch.randn(3),))
+    buffered_half = Buffered(torch.tensor([1.0, 0.5, 2.0], dtype=torch.bfloat16), lambda c: c.float())
+    x = torch.randn(3)
+    np.testing.assert_array_equal(aj.build(aj.from_torch(buffered_half, (x,)))["main"](x.numpy()),
+                                  buffered_half(x).numpy())
+
+
+HALF_CONSTANT_ERRORS = {  # name: (module, input, message)
+    "uint8_buffer": (Buffered(torch.ones(3, dtype=torch.uint8)), torch.randn(3),
+                     r"buffer 'c' \(read by node 'add', from .*test_from_torch.py:\d+: return x \+ self.fn\(self.c\)\) "
+                     r"has dtype torch.uint8; adjoint has"),
+    "float16_vector_beside_a_0d": (Buffered(torch.ones(3, dtype=torch.float16)), torch.randn(()),
+                                   r"buffer 'c' has dtype torch.float16, which adjoint lacks; op 'aten.add.Tensor' "
+                                   r"\(node 'add', from .*test_from_torch.py:\d+: return x \+ self.fn\(self.c\)\) "
+                                   r"reads it where float32 would not give torch's values"),
+    "float16_0d_beside_int": (Plain(lambda x: x * torch.tensor(0.5, dtype=torch.float16)), torch.tensor([1, 2]),
+                              r"constant tensor 'lifted_tensor_0' has dtype torch.float16.* op 'aten.mul.Tensor' "
+                              r"\(node 'mul', from .*test_from_torch.py:\d+: return self.fn\(x\)\)"),
+    "bfloat16_relu": (Buffered(torch.ones(3, dtype=torch.bfloat16), torch.relu), torch.randn(3),
+                      r"buffer 'c' has dtype torch.bfloat16.* op 'aten.relu.default' \(node 'relu'"),
+    "returned": (Plain(lambda x: (x, torch.tensor([2.0], dtype=torch.float16))), torch.randn(3),
+                 r"returns constant tensor 'lifted_tensor_0', of dtype torch.float16, which adjoint lacks"),
+}
+
+
+@pytest.mark.parametrize("name", list(HALF_CONSTANT_ERRORS))
+def test_constant_of_a_dtype_adjoint_lacks_is_an_error_naming_it(name):
+    module, x, message = HALF_CONSTANT_ERRORS[name]
+    module(x)
+    with pytest.raises(aj.Error, match=message):
+        aj.from_torch(module, (x,))
+
+
 # -- names, constants, options ---------------------------------------------------------
 
 

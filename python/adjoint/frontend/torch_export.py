@@ -6,8 +6,9 @@
    are kept, so they map onto adjoint ops one to one).
 2. The function's params are the user inputs, then the module's parameters,
    then its persistent buffers that the graph reads, in the order of the
-   graph signature; non-persistent buffers and constant tensors become
-   constants. The function's ``frozen`` attr names the buffers
+   graph signature; the non-persistent buffers and constant tensors it
+   reads become constants (float16 and bfloat16 ones float32, where torch
+   converts them exactly). The function's ``frozen`` attr names the buffers
    (``frozen="bn_running_mean, bn_running_var"``), which training reads
    but does not update. Symbolic sizes become symbolic dims named after the
    ``torch.export.Dim`` they came from.
@@ -34,8 +35,17 @@ from ..builder import FunctionBuilder
 from ..errors import Error, UnsupportedOpError
 from . import torch_nn_ops  # noqa: F401  (adds the nn ops to OPS)
 from .torch_inplace import changes_only_a_fresh_tensor, in_place_hint, out_of_place_key
-from .torch_names import dtype_name, param_name, require_torch
+from .torch_names import DTYPE_NAMES, dtype_name, param_name, require_torch
 from .torch_ops import OPS, Args
+
+# float16 and bfloat16 constants are imported as float32, which holds their values exactly
+_WIDENED = ("float16", "bfloat16")
+# ops that copy a tensor (or convert it to another dtype), and ops that read no values
+_COPIES = {"lift_fresh_copy", "detach", "clone", "alias", "contiguous", "_to_copy", "to"}
+_NO_VALUE = {"_assert_tensor_metadata"}
+# ops that compute in torch's promoted dtype of their operands
+_ELEMENTWISE = {"add", "sub", "rsub", "mul", "div", "pow", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+                "ge", "where", "masked_fill"}
 
 _FRAME = re.compile(r'File "([^"]+)", line (\d+), in [^\n]*\n[ \t]*([^\n]*)')
 
@@ -93,6 +103,7 @@ class _Importer:
         self.dynamic_shapes = dynamic_shapes
         self.values: dict[str, Any] = {}
         self.out_of_place: set[str] = set()  # the in-place nodes imported as their out-of-place ops
+        self.widened: dict[str, tuple[str, str]] = {}  # node: (torch dtype, what) of a float16/bfloat16 constant
         self.dim_names: dict[str, str] = {}
         self.node: Any = None
         self.bb: FunctionBuilder | None = None
@@ -108,7 +119,7 @@ class _Importer:
         frozen = {"frozen": ", ".join(buffers)} if buffers else {}  # training reads, does not update them
         with FunctionBuilder(func_name, num_input=len(user), **frozen) as self.bb:
             self._add_params(user, weights, placeholders)
-            self._add_constants(specs)
+            self._add_constants(specs, placeholders)
             ret = self._translate()
             return self.bb.finish(ret)
 
@@ -141,15 +152,33 @@ class _Importer:
             raise Error(f"aj.from_torch: input '{name}' is not a tensor ({type(val).__name__})")
         return self.bb.param(name, self.shape_of(val), dtype_name(val.dtype, f"param '{name}'"))
 
-    def _add_constants(self, specs: list) -> None:
+    def _add_constants(self, specs: list, placeholders: dict) -> None:
+        """The non-persistent buffers and constant tensors the graph reads, as
+        constants; one nothing reads is not converted. A float16 or bfloat16
+        one becomes float32 (exactly), read only where torch converts it
+        (``_read_widened``); one of another dtype adjoint lacks is an aj.Error
+        naming it and the node that reads it."""
         for spec in specs:
-            if spec.arg.name in self.values:
+            node = placeholders.get(spec.arg.name)
+            if spec.arg.name in self.values or node is None or not node.users:
                 continue
+            what = f"{'buffer' if spec.kind.name == 'BUFFER' else 'constant tensor'} '{spec.target}'"
+            reader = next(iter(node.users))
+            where = f"read by node '{reader.name}', from {self.source_line(reader)}"
             tensor = self.program.constants.get(spec.target)
             if tensor is None:
                 tensor = self.program.state_dict.get(spec.target)
-            if tensor is not None:
-                self.values[spec.arg.name] = self.constant(tensor.detach().cpu().numpy())
+            if not isinstance(tensor, self.torch.Tensor):
+                raise Error(f"aj.from_torch: {what} ({where}) has no tensor in the exported program")
+            dtype = str(tensor.dtype).removeprefix("torch.")
+            tensor = tensor.detach().cpu()
+            if dtype in _WIDENED:
+                self.widened[spec.arg.name] = (dtype, what)
+                tensor = tensor.float()
+            elif dtype not in DTYPE_NAMES:
+                raise Error(f"aj.from_torch: {what} ({where}) has dtype {tensor.dtype}; adjoint has "
+                            f"{', '.join(DTYPE_NAMES)}")
+            self.values[spec.arg.name] = self.constant(tensor.numpy())
 
     def _name_dims(self, inputs: list) -> None:
         """Maps each symbol of a dynamic input size to its torch.export.Dim's name."""
@@ -191,6 +220,9 @@ class _Importer:
         in_place = schema is not None and schema.is_mutable
         if in_place:
             key = self._out_of_place(node, key, op_name)
+        read = [n for n in node.all_input_nodes if n.name in self.widened]
+        if read and self._read_widened(node, key, op_name, read[0]):
+            return self.values[read[0].name]
         handler = OPS.get(key)
         if handler is None:
             raise UnsupportedOpError(f"aj.from_torch: op '{op_name}' has no translation to adjoint "
@@ -215,6 +247,31 @@ class _Importer:
                                      f"pure: {in_place_hint(node)}")
         self.out_of_place.add(node.name)
         return out_of_place_key(key)
+
+    def _read_widened(self, node: Any, key: str, op_name: str, source: Any) -> bool:
+        """Whether ``node`` is a copy of the float16/bfloat16 constant
+        ``source`` (imported as float32) that keeps its dtype: then it stands
+        for the same constant. Otherwise ``node`` may read it only where
+        torch converts it exactly, to the dtype the node translation casts
+        it to: a conversion (``.float()``), or an elementwise op beside a
+        float32 or float64 tensor with dims, whose dtype torch computes in.
+        An aj.Error naming the constant and the node else."""
+        dtype, what = self.widened[source.name]
+        val = node.meta.get("val")
+        out = str(val.dtype).removeprefix("torch.") if isinstance(val, self.torch.Tensor) else None
+        if key in _COPIES and out == dtype and node.args and node.args[0] is source:
+            self.widened[node.name] = (dtype, what)
+            return True
+        if key in _COPIES or key in _NO_VALUE:
+            return False
+        beside = [n.meta.get("val") for n in node.all_input_nodes if n.name not in self.widened]
+        if key in _ELEMENTWISE and any(isinstance(v, self.torch.Tensor) and v.ndim > 0 and
+                                       v.dtype in (self.torch.float32, self.torch.float64) for v in beside):
+            return False
+        raise Error(f"aj.from_torch: {what} has dtype torch.{dtype}, which adjoint lacks; op '{op_name}' (node "
+                    f"'{node.name}', from {self.source_line(node)}) reads it where float32 would not give torch's "
+                    f"values. adjoint takes such a constant (as float32, exactly) only converted (c.float()) or "
+                    f"beside a float32 or float64 tensor with dims (x * c); convert it in forward")
 
     def _checked(self, result: Any, in_place: bool) -> Any:
         """``result``, when a tensor, of the dtype torch gives the node (an
@@ -250,6 +307,10 @@ class _Importer:
         return Args(named)
 
     def _outputs(self, node: Any) -> Any:
+        for n in node.args[0]:
+            if getattr(n, "name", None) in self.widened:
+                dtype, what = self.widened[n.name]
+                raise Error(f"aj.from_torch: the module returns {what}, of dtype torch.{dtype}, which adjoint lacks")
         results = [self.torch.fx.node.map_arg(n, lambda m: self.values[m.name]) for n in node.args[0]]
         for i, r in enumerate(results):
             if not isinstance(r, _core.Expr):
