@@ -707,6 +707,39 @@ BAD_STATE_CALLS = {  # name: (call taking (module, mod), the message)
                      r"to_torch_state: param 'fc1_bias' is not an array of numbers"),
     "to_state_none": (lambda m, mod: aj.to_torch_state({"fc1_bias": np.zeros(16)}, None),
                       r"to_torch_state: torch_state must be a torch module or its state dict, got NoneType"),
+    # entries that are tensors but not arrays of real numbers: were a raw TypeError, a raw
+    # NotImplementedError, and (a complex tensor) the real part taken silently
+    "state_entry_sparse": (lambda m, mod: aj.from_torch_state(
+        {**m.state_dict(), "fc1.weight": m.fc1.weight.detach().to_sparse()}, mod),
+        r"from_torch_state: the state dict's entry 'fc1.weight' is a sparse_coo tensor, not an array of numbers: "
+        r"give t.to_dense\(\)"),
+    "state_entry_meta": (lambda m, mod: aj.from_torch_state({**m.state_dict(), "fc1.bias": m.fc1.bias.to("meta")}, mod),
+                         r"from_torch_state: the state dict's entry 'fc1.bias' is a meta tensor, which holds no values"),
+    "state_entry_complex": (lambda m, mod: aj.from_torch_state(
+        {**m.state_dict(), "fc1.bias": torch.full((16,), 1 + 2j)}, mod),
+        r"entry 'fc1.bias' is a tensor of complex numbers \(torch.complex64\); adjoint's numbers are real"),
+    "state_entry_complex_array": (lambda m, mod: aj.from_torch_state(
+        {**m.state_dict(), "fc1.bias": np.full(16, 1 + 2j)}, mod),
+        r"entry 'fc1.bias' is not a tensor or an array of numbers"),
+    "param_complex": (lambda m, mod: aj.to_torch_state({"fc1_bias": torch.full((16,), 1j)}, m),
+                      r"to_torch_state: param 'fc1_bias' is a tensor of complex numbers"),
+    # values the cast to the entry's or param's dtype would change: were wrapped, or NaN made INT64_MIN
+    "state_entry_past_float32": (lambda m, mod: aj.from_torch_state(
+        {**m.state_dict(), "fc1.bias": np.full(16, 1e40)}, mod),
+        r"from_torch_state: the state dict's entry 'fc1.bias' \(for param 'fc1_bias', float32\) holds 1e\+40, "
+        r"which float32 does not \(a cast would change it\)"),
+    "param_past_int32": (lambda m, mod: aj.to_torch_state({"w": np.array([1, 2**40])},
+                                                          {"w": torch.zeros(2, dtype=torch.int32)}),
+                         r"to_torch_state: param 'w' \(for torch's 'w', int32\) holds 1099511627776, which int32 "
+                         r"does not \(a cast would change it\)"),
+    "param_nan_into_int64": (lambda m, mod: aj.to_torch_state({"w": np.array([np.nan])},
+                                                              {"w": torch.zeros(1, dtype=torch.int64)}),
+                             r"param 'w' \(for torch's 'w', int64\) holds nan, which int64 does not"),
+    "param_fraction_into_int64": (lambda m, mod: aj.to_torch_state({"w": np.array([2.5])},
+                                                                   {"w": np.zeros(1, np.int64)}),
+                                  r"param 'w' \(for torch's 'w', int64\) holds 2.5, which int64 does not"),
+    "param_2_into_bool": (lambda m, mod: aj.to_torch_state({"w": np.array([2])}, {"w": torch.zeros(1, dtype=bool)}),
+                          r"param 'w' \(for torch's 'w', bool\) holds 2, which bool does not"),
 }
 
 
@@ -728,6 +761,14 @@ def test_state_dicts_of_numpy_arrays():
     state = aj.to_torch_state({name: value * 2 for name, value in params.items()}, arrays)
     assert isinstance(state["fc2.bias"], torch.Tensor) and state["fc2.bias"].dtype == torch.float64
     np.testing.assert_array_equal(state["fc2.bias"].numpy(), arrays["fc2.bias"] * 2)
+
+
+def test_state_values_that_fit_the_dtype_are_converted():
+    state = aj.to_torch_state({"i": np.array([1.0, -2.0**63]), "b": np.array([1, 0]), "f": np.array([1e38, np.inf])},
+                              {"i": torch.zeros(2, dtype=torch.int64), "b": torch.zeros(2, dtype=torch.bool),
+                               "f": torch.zeros(2)})
+    assert state["i"].tolist() == [1, -2**63] and state["b"].tolist() == [True, False]
+    assert state["f"].dtype == torch.float32 and state["f"][1] == np.inf
 
 
 # -- torch stays optional ------------------------------------------------------------------

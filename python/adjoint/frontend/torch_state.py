@@ -28,7 +28,8 @@ def from_torch_state(torch_state: Any, mod: _core.Module, func_name: str = "main
     Returns ``{param name: array}`` with one entry per weight param, in
     param order, each array of that param's dtype (so a module converted to
     float64 gets float64 arrays). Raises ``aj.Error`` naming the param when
-    the state dict has no entry for it or one of another shape, and naming
+    the state dict has no entry for it or one of another shape, or one with
+    a value the param's dtype does not hold (NaN into an int), and naming
     the argument or entry that is not what it should be.
     """
     what = "aj.from_torch_state"
@@ -45,7 +46,9 @@ def from_torch_state(torch_state: Any, mod: _core.Module, func_name: str = "main
         torch_name = by_param[var.name_hint]
         array = _array(torch, state[torch_name], f"{what}: the state dict's entry '{torch_name}'")
         _check_shape(var, array.shape, torch_name)
-        params[var.name_hint] = array.astype(var.type.dtype)
+        params[var.name_hint] = _converted(array, np.dtype(var.type.dtype),
+                                           f"{what}: the state dict's entry '{torch_name}' (for param "
+                                           f"'{var.name_hint}', {var.type.dtype})")
     return params
 
 
@@ -57,7 +60,8 @@ def to_torch_state(params: dict[str, Any], torch_state: Any) -> dict[str, Any]:
     arrays) gives the torch names and the dtype of each tensor. Every param
     must match an entry; entries with no param (unused buffers) are left
     out, so load the result with ``module.load_state_dict(state,
-    strict=False)``. The result's values are torch tensors.
+    strict=False)``. The result's values are torch tensors; a value the
+    entry's dtype does not hold (2**40 into int32) is an aj.Error.
     """
     what = "aj.to_torch_state"
     torch = require_torch(what)
@@ -76,6 +80,8 @@ def to_torch_state(params: dict[str, Any], torch_state: Any) -> dict[str, Any]:
             raise Error(f"{what}: param '{name}' has shape {tuple(array.shape)}, torch's "
                         f"'{by_param[name]}' has {tuple(like.shape)}")
         dtype = entry.dtype if isinstance(entry, torch.Tensor) else torch.from_numpy(like.reshape(-1)[:0]).dtype
+        array = _converted(array, like.dtype, f"{what}: param '{name}' (for torch's '{by_param[name]}', "
+                                              f"{str(dtype).removeprefix('torch.')})")
         result[by_param[name]] = torch.from_numpy(np.array(array)).to(dtype)
     return result
 
@@ -95,8 +101,18 @@ def _state_dict(torch: Any, torch_state: Any, what: str) -> dict:
 def _array(torch: Any, value: Any, where: str) -> np.ndarray:
     """The values of a tensor, a NumPy array or nested lists of numbers; aj.Error naming ``where`` else."""
     if isinstance(value, torch.Tensor):
+        if value.layout != torch.strided:
+            raise Error(f"{where} is a {str(value.layout).removeprefix('torch.')} tensor, not an array of "
+                        "numbers: give t.to_dense()")
+        if value.is_meta:
+            raise Error(f"{where} is a meta tensor, which holds no values")
+        if value.is_complex():
+            raise Error(f"{where} is a tensor of complex numbers ({value.dtype}); adjoint's numbers are real")
         value = value.detach().cpu()
-        return (value.float() if value.dtype == torch.bfloat16 else value).numpy()
+        try:
+            return (value.float() if value.dtype == torch.bfloat16 else value).numpy()
+        except (TypeError, RuntimeError) as e:  # dtypes NumPy has not (uint16 before torch 2.3, float8)
+            raise Error(f"{where} is a tensor of dtype {value.dtype}, which NumPy cannot hold: {e}") from None
     try:
         array = np.asarray(value)
     except (TypeError, ValueError) as e:  # ragged nested lists
@@ -104,6 +120,30 @@ def _array(torch: Any, value: Any, where: str) -> np.ndarray:
     if array.dtype.kind not in "biuf":
         raise Error(f"{where} is not a tensor or an array of numbers: {_short(value)}")
     return array
+
+
+def _converted(array: np.ndarray, dtype: np.dtype, where: str) -> np.ndarray:
+    """``array`` in ``dtype``; an aj.Error naming ``where`` when a value does
+    not fit it, which the cast would change: a NaN, infinity or fraction
+    into an int dtype or bool, a number past its range (2**40 into int32,
+    1e40 into float32), a number other than 0 and 1 into bool."""
+    if array.dtype == dtype or not array.size:
+        return array.astype(dtype)
+    if dtype.kind == "f":
+        with np.errstate(over="ignore"):  # a finite number past the dtype's range: inf, found below
+            cast = array.astype(dtype)
+        bad = np.isfinite(array) & ~np.isfinite(cast)
+    else:
+        cast = None
+        low, high = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+        if array.dtype.kind == "f":  # float(2**63 - 1) is 2**63: compare with high + 1, exact as a float
+            bad = ~np.isfinite(array) | (array != np.trunc(array)) | (array < float(low)) | (array >= float(high) + 1)
+        else:
+            bad = (array < low) | (array > high)
+    if bad.any():
+        raise Error(f"{where} holds {array[bad].flat[0].item()!r}, which {dtype.name} does not (a cast would "
+                    "change it)")
+    return cast if cast is not None else array.astype(dtype)
 
 
 def _short(value: Any) -> str:
