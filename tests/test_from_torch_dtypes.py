@@ -253,3 +253,44 @@ def test_masked_fill_value_that_does_not_fit_is_an_error(name):
     with pytest.raises(aj.Error, match=rf"aten.masked_fill.* \(node 'masked_fill', from .*test_from_torch_dtypes.py:"
                                        rf"\d+: .*\): the fill value {message}, the dtype of the tensor it fills"):
         imported(fn, x, MASK)
+
+
+I32 = torch.tensor([1, -3, 7, 2**31 - 1], dtype=torch.int32)
+WRAP_CASES = {  # torch converts a Python int to an int32 tensor's dtype by wrapping it
+    "add": lambda x: x + 2**31,
+    "radd": lambda x: 2**32 + 5 + x,
+    "sub": lambda x: x - 2**40,
+    "rsub": lambda x: 2**40 - x,
+    "rsub_alpha": lambda x: torch.rsub(x, 2**33 + 1, alpha=3),
+    "mul": lambda x: x * (2**33 + 3),
+    "add_alpha": lambda x: torch.add(x, 2**20, alpha=2**20),
+    "sub_alpha": lambda x: torch.sub(x, 2**31 - 1, alpha=-5),
+    "lt": lambda x: x < 2**40,
+    "ge": lambda x: x >= -2**31 - 1,
+    "eq": lambda x: x == 2**32 + 1,
+}
+
+
+@pytest.mark.parametrize("name", list(WRAP_CASES))
+def test_int_number_past_the_tensor_dtype_wraps_as_in_torch(name):
+    """The import refused them ("the number 2147483648 does not fit dtype int32")."""
+    assert_exactly_torch(WRAP_CASES[name], I32)
+
+
+INT_NUMBER_REFUSALS = {  # torch refuses these numbers too ("value cannot be converted ... without overflow")
+    "alpha": (lambda x: torch.add(x, 1, alpha=2**40), r"aten.add.Tensor' \(node 'add', .*alpha=1099511627776 does "
+                                                      r"not fit int32, the dtype it computes in"),
+    "alpha_of_a_tensor": (lambda x: torch.add(x, x, alpha=2**40), r"aten.add.Tensor' \(node 'add', .*alpha="
+                                                                  r"1099511627776 does not fit int32"),
+    "where": (lambda x: torch.where(x > 0, x, 2**40), r"aten.where.ScalarOther' \(node 'where', .*the number "
+                                                      r"1099511627776 does not fit dtype int32"),
+}
+
+
+@pytest.mark.parametrize("name", list(INT_NUMBER_REFUSALS))
+def test_int_number_torch_refuses_is_an_error(name):
+    fn, message = INT_NUMBER_REFUSALS[name]
+    with pytest.raises(RuntimeError, match="without overflow"):
+        fn(I32)
+    with pytest.raises(aj.Error, match=message):
+        imported(fn, I32)

@@ -129,27 +129,42 @@ def _scaled(x: Any, alpha: Any) -> Any:
     return x * alpha if is_number(x) else op.multiply(x, alpha)
 
 
+def _wrapped(cx: Any, *operands: Any, alpha: Any = None) -> list:
+    """``_promoted(operands)``, a number among them times ``alpha``, and a
+    Python int wrapped into an int dtype as torch converts it
+    (``int32_x + 2**31`` adds -2**31, ``int32_x < 2**40`` compares with 0);
+    ``alpha`` itself must fit, as torch checks it."""
+    dtype = result_dtype(cx.default_float, *operands)
+    if dtype.startswith("int") and alpha is not None and not np.iinfo(dtype).min <= alpha <= np.iinfo(dtype).max:
+        raise Error(f"alpha={alpha!r} does not fit {dtype}, the dtype it computes in (torch refuses it too)")
+    values = [_scaled(v, alpha) if is_number(v) else v for v in _promoted(cx, *operands, dtype=dtype)]
+    if not dtype.startswith("int"):
+        return values
+    half = 2 ** (np.iinfo(dtype).bits - 1)
+    return [(v + half) % (2 * half) - half if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
+
+
 @aten("add")
 def _add(cx: Any, a: Args) -> Any:
-    x, y = _promoted(cx, a.self, a.other)
-    return op.add(x, _scaled(y, a.alpha))
+    x, y = _wrapped(cx, a.self, a.other, alpha=a.alpha)
+    return op.add(x, y if is_number(y) else _scaled(y, a.alpha))
 
 
 @aten("sub")
 def _sub(cx: Any, a: Args) -> Any:
-    x, y = _promoted(cx, a.self, a.other)
-    return op.subtract(x, _scaled(y, a.alpha))
+    x, y = _wrapped(cx, a.self, a.other, alpha=a.alpha)
+    return op.subtract(x, y if is_number(y) else _scaled(y, a.alpha))
 
 
 @aten("rsub")
 def _rsub(cx: Any, a: Args) -> Any:
-    x, y = _promoted(cx, a.self, a.other)
+    x, y = _wrapped(cx, a.self, a.other)  # other - alpha * self, self a tensor
     return op.subtract(y, _scaled(x, a.alpha))
 
 
 @aten("mul")
 def _mul(cx: Any, a: Args) -> Any:
-    return op.multiply(*_promoted(cx, a.self, a.other))
+    return op.multiply(*_wrapped(cx, a.self, a.other))
 
 
 @aten("div")
@@ -174,7 +189,7 @@ _BINARY = {"maximum": op.maximum, "minimum": op.minimum, "eq": op.equal, "ne": o
            "le": op.less_equal, "gt": op.greater, "ge": op.greater_equal}
 
 for _name, _fn in _BINARY.items():  # comparisons compare in the promoted dtype and give bool
-    OPS[_name] = lambda cx, a, _fn=_fn: _fn(*_promoted(cx, a.self, a.other))
+    OPS[_name] = lambda cx, a, _fn=_fn: _fn(*_wrapped(cx, a.self, a.other))
 
 
 @aten("bitwise_not", "logical_not")
