@@ -809,6 +809,25 @@ def test_slice_with_a_dynamic_bound_is_an_error():
         aj.from_torch(Prefix(), (torch.randn(5, 4),), dynamic_shapes=({0: n},))
 
 
+SIZE_AS_VALUE_CASES = {  # name: (forward, the message's start)
+    "div": (lambda x: x / x.shape[0], r"op 'aten.div.Tensor' \(node 'div', from .*test_from_torch.py:\d+: .*\): "),
+    "mul": (lambda x: x * x.shape[0], r"op 'aten.mul.Tensor' \(node 'mul'.*\): "),
+    "full": (lambda x: x + torch.full((3,), x.shape[0]), r"op 'aten.full.default' \(node 'full'.*\): "),
+    "masked_fill": (lambda x: x.masked_fill(x > 0, x.shape[0]), r"op 'aten.masked_fill.Scalar' \(node 'masked_fill'.*\): "),
+    "output": (lambda x: (x, x.shape[0]), r"output 1 of forward \(node 'sym_size_int_1', from .*\): "),
+}
+
+
+@pytest.mark.parametrize("name", list(SIZE_AS_VALUE_CASES))
+def test_dynamic_size_used_as_a_value_is_an_error(name):
+    """It was an internal message ("an operand of type str has no dtype to
+    promote", "output 1 is not a tensor (str)")."""
+    forward, where = SIZE_AS_VALUE_CASES[name]
+    with pytest.raises(aj.Error, match=where + r"the dynamic size batch \(x.shape\[i\] of a torch.export.Dim axis\) "
+                                               r"used as a value is not supported"):
+        aj.from_torch(Plain(forward), (torch.randn(4, 3),), dynamic_shapes=({0: BATCH},))
+
+
 GOLDEN_LINEAR_GELU = """
 @function(num_input=1)
 def main(input: Tensor(("batch", 3), "float32"), p_0_weight: Tensor((2, 3), "float32"), p_0_bias: Tensor((2,), "float32")) -> Tensor(("batch", 2), "float32"):

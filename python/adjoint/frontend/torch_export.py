@@ -37,6 +37,7 @@ from . import torch_nn_ops  # noqa: F401  (adds the nn ops to OPS)
 from .torch_inplace import changes_only_a_fresh_tensor, in_place_hint, out_of_place_key
 from .torch_names import DTYPE_NAMES, dtype_name, param_name, require_torch
 from .torch_ops import OPS, Args
+from .torch_promote import size_as_value
 
 # float16 and bfloat16 constants are imported as float32, which holds their values exactly
 _WIDENED = ("float16", "bfloat16")
@@ -312,9 +313,13 @@ class _Importer:
                 dtype, what = self.widened[n.name]
                 raise Error(f"aj.from_torch: the module returns {what}, of dtype torch.{dtype}, which adjoint lacks")
         results = [self.torch.fx.node.map_arg(n, lambda m: self.values[m.name]) for n in node.args[0]]
-        for i, r in enumerate(results):
+        for i, (n, r) in enumerate(zip(node.args[0], results)):
+            made_by = (f" (node '{n.name}', from {self.source_line(n)})"
+                       if isinstance(n, self.torch.fx.Node) else "")
+            if isinstance(r, str):
+                raise Error(f"aj.from_torch: output {i} of forward{made_by}: {size_as_value(r)}")
             if not isinstance(r, _core.Expr):
-                raise Error(f"aj.from_torch: output {i} is not a tensor ({type(r).__name__})")
+                raise Error(f"aj.from_torch: output {i}{made_by} is not a tensor ({type(r).__name__})")
         return results[0] if len(results) == 1 else _core.Tuple(results)
 
     # -- helpers for the op table ----------------------------------------------

@@ -24,7 +24,7 @@ import numpy as np
 from .. import _core
 from .. import op
 from ..errors import Error
-from .torch_promote import is_number, result_dtype
+from .torch_promote import is_number, result_dtype, size_as_value
 
 OPS: dict[str, Callable[[Any, "Args"], Any]] = {}
 
@@ -209,6 +209,8 @@ def _where(cx: Any, a: Args) -> Any:
 def _masked_fill(cx: Any, a: Args) -> Any:
     x, value = a.self, a.value  # a number, or a 0-d tensor (masked_fill.Tensor); x's dtype either way
     dtype = x.type.dtype
+    if isinstance(value, str):
+        raise size_as_value(value)
     if isinstance(value, _core.Constant):  # torch checks the value of a 0-d tensor as it checks a number's
         value = value.data.item()
     if isinstance(value, _core.Expr):  # a value known only when run: cast as astype casts
@@ -370,6 +372,8 @@ def _full(cx: Any, a: Args) -> Any:
     value = {"zeros": 0, "ones": 1}.get(name.removesuffix("_like").removeprefix("new_"), a.fill_value)
     if name == "scalar_tensor":
         value = a.s
+    if isinstance(value, str):
+        raise size_as_value(value)
     shape, dtype = cx.out_shape(), cx.out_dtype()
     if dtype == "int64" and isinstance(value, int) and abs(value) > 2**53:  # op.full's float64 attr would round it
         fill = cx.constant(np.asarray(value, np.int64))

@@ -41,6 +41,13 @@ def _combine(higher: str | None, lower: str | None) -> str | None:
     return higher
 
 
+def size_as_value(size: str) -> Error:
+    """The error for a dynamic size (``x.shape[0]`` of a dynamic dim, which
+    the importer holds as the dim's name) used as a number or tensor."""
+    return Error(f"the dynamic size {size} (x.shape[i] of a torch.export.Dim axis) used as a value is not "
+                 "supported: adjoint's dynamic dims are sizes of tensors, not numbers to compute with")
+
+
 def is_number(value: Any) -> bool:
     return isinstance(value, (bool, int, float))
 
@@ -62,6 +69,8 @@ def result_dtype(default_float: str, *operands: Any) -> str:
             tier, dtype = (1 if v.type.ndim == 0 else 0), v.type.dtype
         elif is_number(v):
             tier, dtype = 2, number_dtype(v, default_float)
+        elif isinstance(v, str):
+            raise size_as_value(v)
         else:
             raise Error(f"an operand of type {type(v).__name__} has no dtype to promote")
         tiers[tier] = promote_types(tiers[tier], dtype)
