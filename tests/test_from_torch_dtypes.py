@@ -294,3 +294,19 @@ def test_int_number_torch_refuses_is_an_error(name):
         fn(I32)
     with pytest.raises(aj.Error, match=message):
         imported(fn, I32)
+
+
+BOOLS = torch.tensor([[True, False, True], [False, False, True]])
+BOOL_REDUCTION_CASES = {
+    "amax_axis": lambda m: m.amax(dim=1),
+    "amin_axis": lambda m: m.amin(dim=0),
+    "amax_all": lambda m: m.amax(),
+    "amin_keepdim": lambda m: m.amin(dim=-1, keepdim=True),
+    "amax_of_a_comparison": lambda m: (m.long() > 0).amax(dim=(0, 1)),
+}
+
+
+@pytest.mark.parametrize("name", list(BOOL_REDUCTION_CASES))
+def test_amax_amin_of_bools(name):
+    """torch gives any/all as bool; the import refused (op 'max' takes numbers)."""
+    assert_exactly_torch(BOOL_REDUCTION_CASES[name], BOOLS)

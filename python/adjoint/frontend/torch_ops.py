@@ -423,4 +423,8 @@ OPS["mean"] = _reduce(op.mean)
 @aten("amax", "amin")
 def _amax(cx: Any, a: Args) -> Any:
     fn = op.max if cx.node.target._overloadpacket.__name__ == "amax" else op.min
-    return fn(a.self, axis=_axes(a.dim, a.self.type.ndim) or None, keepdims=bool(a.keepdim))
+    x = a.self
+    axis, keepdims = _axes(a.dim, x.type.ndim) or None, bool(a.keepdim)
+    if x.type.dtype == "bool":  # any / all: the max / min of 0s and 1s
+        return op.astype(fn(op.astype(x, "int32"), axis=axis, keepdims=keepdims), "bool")
+    return fn(x, axis=axis, keepdims=keepdims)
