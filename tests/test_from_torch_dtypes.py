@@ -283,7 +283,7 @@ INT_NUMBER_REFUSALS = {  # torch refuses these numbers too ("value cannot be con
     "alpha_of_a_tensor": (lambda x: torch.add(x, x, alpha=2**40), r"aten.add.Tensor' \(node 'add', .*alpha="
                                                                   r"1099511627776 does not fit int32"),
     "where": (lambda x: torch.where(x > 0, x, 2**40), r"aten.where.ScalarOther' \(node 'where', .*the number "
-                                                      r"1099511627776 does not fit dtype int32"),
+                                                      r"1099511627776 does not fit int32, the dtype of the result"),
 }
 
 
@@ -310,3 +310,39 @@ BOOL_REDUCTION_CASES = {
 def test_amax_amin_of_bools(name):
     """torch gives any/all as bool; the import refused (op 'max' takes numbers)."""
     assert_exactly_torch(BOOL_REDUCTION_CASES[name], BOOLS)
+
+
+F32_EDGES = torch.tensor([0.0, 1e-10, -1.0, 3e38])
+FLOAT32_OVERFLOW_CASES = {  # torch takes a Python float past float32's range as inf
+    "add": lambda x: x + 1e40,
+    "mul": lambda x: x * 1e40,
+    "div": lambda x: x / 1e40,
+    "sub_rounds_to_max": lambda x: x - 3.40282356e38,
+    "lt": lambda x: x < 1e40,
+    "pow": lambda x: x.abs() ** 1e40,
+    "rsub": lambda x: -1e39 - x,
+    "alpha_times_number": lambda x: torch.add(x, 2e38, alpha=2.0),
+}
+
+
+@pytest.mark.filterwarnings("error")
+@pytest.mark.parametrize("name", list(FLOAT32_OVERFLOW_CASES))
+def test_float_number_past_float32_is_inf_as_in_torch(name):
+    """NumPy's RuntimeWarning (overflow encountered in cast) leaked from the
+    constant's cast; under -W error it was an aj.Error."""
+    assert_exactly_torch(FLOAT32_OVERFLOW_CASES[name], F32_EDGES)
+
+
+FLOAT32_OVERFLOW_REFUSALS = {  # torch refuses these ("value cannot be converted to type float without overflow")
+    "where": (lambda x: torch.where(x > 0, x, 1e40), r"the number 1e\+40 does not fit float32, the dtype of the result"),
+    "alpha": (lambda x: torch.add(x, x, alpha=1e40), r"alpha=1e\+40 does not fit float32"),
+}
+
+
+@pytest.mark.parametrize("name", list(FLOAT32_OVERFLOW_REFUSALS))
+def test_float_number_torch_refuses_is_an_error(name):
+    fn, message = FLOAT32_OVERFLOW_REFUSALS[name]
+    with pytest.raises(RuntimeError, match="without overflow"):
+        fn(F32_EDGES)
+    with pytest.raises(aj.Error, match=message):
+        imported(fn, F32_EDGES)

@@ -70,9 +70,31 @@ def _promoted(cx: Any, *operands: Any, dtype: str | None = None) -> list:
     them in (``dtype`` when given): exprs cast to it; numbers left for the
     op to give that dtype, or constants of it when no operand is an expr."""
     dtype = dtype or result_dtype(cx.default_float, *operands)
+    operands = tuple(_in_float32(v) if dtype == "float32" else v for v in operands)
     if not any(isinstance(v, _core.Expr) for v in operands):
         return [_core.Constant(np.asarray(v), dtype) for v in operands]
     return [_cast(v, dtype) if isinstance(v, _core.Expr) else v for v in operands]
+
+
+def _in_float32(value: Any) -> Any:
+    """A Python float as float32 holds it: one past its range is inf, as
+    torch computes ``float32_x + 1e40`` (done here, where the overflow is
+    meant, so NumPy's cast of the constant has none to warn of)."""
+    if not isinstance(value, float):
+        return value
+    with np.errstate(over="ignore"):
+        return float(np.float32(value))
+
+
+def _fits(value: Any, dtype: str) -> bool:
+    """Whether torch converts the number ``value`` to ``dtype`` without
+    overflow: an int dtype takes a value in its range, a float dtype any
+    value but a finite one past its range."""
+    if dtype.startswith("int"):
+        return np.iinfo(dtype).min <= value <= np.iinfo(dtype).max
+    if dtype.startswith("float"):
+        return not math.isfinite(value) or abs(value) <= float(np.finfo(dtype).max)
+    return True
 
 
 # -- no-ops: copies, asserts, dropout ---------------------------------------
@@ -135,11 +157,11 @@ def _wrapped(cx: Any, *operands: Any, alpha: Any = None) -> list:
     (``int32_x + 2**31`` adds -2**31, ``int32_x < 2**40`` compares with 0);
     ``alpha`` itself must fit, as torch checks it."""
     dtype = result_dtype(cx.default_float, *operands)
-    if dtype.startswith("int") and alpha is not None and not np.iinfo(dtype).min <= alpha <= np.iinfo(dtype).max:
+    if alpha is not None and not _fits(alpha, dtype):
         raise Error(f"alpha={alpha!r} does not fit {dtype}, the dtype it computes in (torch refuses it too)")
     values = [_scaled(v, alpha) if is_number(v) else v for v in _promoted(cx, *operands, dtype=dtype)]
     if not dtype.startswith("int"):
-        return values
+        return [_in_float32(v) if dtype == "float32" else v for v in values]
     half = 2 ** (np.iinfo(dtype).bits - 1)
     return [(v + half) % (2 * half) - half if isinstance(v, int) and not isinstance(v, bool) else v for v in values]
 
@@ -202,7 +224,11 @@ def _not(cx: Any, a: Args) -> Any:
 
 @aten("where")
 def _where(cx: Any, a: Args) -> Any:
-    return op.where(a.condition, *_promoted(cx, a.self, a.other))
+    dtype = result_dtype(cx.default_float, a.self, a.other)
+    for v in (a.self, a.other):
+        if is_number(v) and not _fits(v, dtype):
+            raise Error(f"the number {v!r} does not fit {dtype}, the dtype of the result (torch refuses it too)")
+    return op.where(a.condition, *_promoted(cx, a.self, a.other, dtype=dtype))
 
 
 @aten("masked_fill")
