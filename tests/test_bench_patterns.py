@@ -1,8 +1,11 @@
-"""The pattern benchmark's QKV section at small sizes: every size of both
-ways of combining is measured in fresh processes, round after round, and
-each row reports its growth over the size before."""
+"""The pattern benchmark's sections at small sizes: in the QKV section every
+size of both ways of combining is measured in fresh processes, round after
+round, and each row of every section reports its growth over the size
+before."""
 
 from __future__ import annotations
+
+import pytest
 
 from adjoint.bench import interleaved
 from adjoint.bench import patterns as bench
@@ -28,20 +31,13 @@ def test_the_qkv_section_runs_at_small_sizes(capsys):
     assert "goal" not in out
 
 
-def test_the_edge_section_runs_at_small_sizes(capsys):
-    bench.edge_scaling(repeat=1, sizes=(50, 100))
+@pytest.mark.parametrize("section, cases", [(bench.edge_scaling, bench.EDGE_ORDERS),
+                                             (bench.failing_runs_scaling, bench.FAILING_RUNS)],
+                         ids=["edge", "failing runs"])
+def test_the_graph_sections_run_at_small_sizes(capsys, section, cases):
+    section(repeat=1, sizes=(50, 100))
     out = capsys.readouterr().out
-    for order in bench.EDGE_ORDERS:
-        rows = [line.split() for line in out.splitlines() if line.strip().startswith(order)]
-        assert [row[len(order.split())] for row in rows] == ["50", "100"]
-        assert float(rows[1][-2]) > 0 and float(rows[1][-1]) > 0
-    assert "goal" not in out
-
-
-def test_the_failing_runs_section_runs_at_small_sizes(capsys):
-    bench.failing_runs_scaling(repeat=1, sizes=(50, 100))
-    out = capsys.readouterr().out
-    for case in bench.FAILING_RUNS:
+    for case in cases:
         rows = [line.split() for line in out.splitlines() if line.strip().startswith(case)]
         assert [row[len(case.split())] for row in rows] == ["50", "100"]
         assert float(rows[1][-2]) > 0 and float(rows[1][-1]) > 0
