@@ -318,6 +318,6 @@ def test_a_wide_group_keeps_its_scratch_small():
     # after the run: 126 MB more peak memory on 2 threads, 250 MB on 4. Blocks shrink so
     # the group's scratch fits 1 MB a thread.
     done = subprocess.run([sys.executable, "-c", PEAK_OF_A_WIDE_RUN], capture_output=True, text=True,
-                          cwd=os.path.dirname(__file__), env={**os.environ, "OPENBLAS_NUM_THREADS": "4"})
+                          cwd=os.path.dirname(__file__), env={**os.environ, "OPENBLAS_NUM_THREADS": "4"}, timeout=120)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout) < 24, f"the run raised peak memory by {done.stdout.strip()} MB"
