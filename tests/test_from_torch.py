@@ -771,6 +771,18 @@ def test_state_values_that_fit_the_dtype_are_converted():
     assert state["f"].dtype == torch.float32 and state["f"][1] == np.inf
 
 
+def test_a_value_past_bfloat16s_range_is_an_error():
+    """NumPy has no bfloat16, so the entry's values were checked against
+    float32: 3.4e38, finite in float32, became inf in the bfloat16 entry."""
+    with pytest.raises(aj.Error, match=r"aj.to_torch_state: param 'f' \(for torch's 'f', bfloat16\) holds "
+                                       r"3.399\d*e\+38, which bfloat16 does not"):
+        aj.to_torch_state({"f": np.array([1.0, 3.4e38], dtype=np.float32)}, {"f": torch.zeros(2, dtype=torch.bfloat16)})
+    state = aj.to_torch_state({"f": np.array([1.5, -np.inf, 3.3e38], dtype=np.float32)},
+                              {"f": torch.zeros(3, dtype=torch.bfloat16)})
+    assert state["f"].dtype == torch.bfloat16 and state["f"][:2].tolist() == [1.5, -np.inf]
+    assert torch.isfinite(state["f"][2])
+
+
 # -- torch stays optional ------------------------------------------------------------------
 
 

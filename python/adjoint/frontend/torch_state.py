@@ -82,7 +82,14 @@ def to_torch_state(params: dict[str, Any], torch_state: Any) -> dict[str, Any]:
         dtype = entry.dtype if isinstance(entry, torch.Tensor) else torch.from_numpy(like.reshape(-1)[:0]).dtype
         array = _converted(array, like.dtype, f"{what}: param '{name}' (for torch's '{by_param[name]}', "
                                               f"{str(dtype).removeprefix('torch.')})")
-        result[by_param[name]] = torch.from_numpy(np.array(array)).to(dtype)
+        tensor = torch.from_numpy(np.array(array)).to(dtype)
+        if dtype == torch.bfloat16:  # like is float32 (NumPy has no bfloat16): the cast above is the one to check
+            overflow = torch.isfinite(torch.from_numpy(np.asarray(array))) & ~torch.isfinite(tensor)
+            if overflow.any():
+                raise Error(f"{what}: param '{name}' (for torch's '{by_param[name]}', bfloat16) holds "
+                            f"{np.asarray(array)[overflow.numpy()].flat[0].item()!r}, which bfloat16 does not "
+                            "(a cast would change it)")
+        result[by_param[name]] = tensor
     return result
 
 
