@@ -215,6 +215,31 @@ def test_full_of_a_large_int_with_a_dynamic_size():
                          dynamic_shapes=({0: torch.export.Dim("n")},))
 
 
+FULL_OVERFLOWS = {
+    "full": (lambda x: x + torch.full((3,), 1e40), "aten.full.default", "full"),
+    "full_like": (lambda x: torch.full_like(x, -1e40), "aten.full_like.default", "full_like"),
+    "new_full": (lambda x: x.new_full((2,), 3.4028235e38), "aten.new_full.default", "new_full"),
+    "scalar_tensor": (lambda x: x * torch.scalar_tensor(1e40), "aten.scalar_tensor.default", "scalar_tensor"),
+}
+
+
+@pytest.mark.parametrize("name", list(FULL_OVERFLOWS))
+def test_full_of_a_float_past_float32_is_an_error(name):
+    """torch refuses it when it runs; the import made it inf."""
+    fn, op_name, node = FULL_OVERFLOWS[name]
+    with pytest.raises(RuntimeError, match="without overflow"):
+        fn(F32)
+    with pytest.raises(aj.Error, match=rf"{op_name}' \(node '{node}', from .*test_from_torch_dtypes.py:\d+: .*\): "
+                                       r"the fill value -?[\d.e+]+ does not fit float32, the dtype of the result"):
+        imported(fn, F32)
+
+
+def test_full_of_float32s_largest_and_infinities_is_as_torch():
+    assert_exactly_torch(lambda x: x + torch.full((3,), 3.4028234663852886e38), F32)
+    assert_exactly_torch(lambda x: torch.full_like(x, float("-inf")), F32)
+    assert_exactly_torch(lambda x: x.double() + torch.full((3,), 1e40, dtype=torch.float64), F32)
+
+
 MASK = torch.tensor([True, False, True])
 MASKED_FILL_CASES = {
     "int64_max": (lambda x, m: x.masked_fill(m, 2**63 - 1), I64),

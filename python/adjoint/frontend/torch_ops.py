@@ -404,6 +404,9 @@ def _full(cx: Any, a: Args) -> Any:
     if dtype == "int64" and isinstance(value, int) and abs(value) > 2**53:  # op.full's float64 attr would round it
         fill = cx.constant(np.asarray(value, np.int64))
         return op.broadcast_to(fill, shape) if shape else fill
+    if dtype.startswith("float") and not _fits(value, dtype):  # op.full would make it inf
+        raise Error(f"the fill value {value!r} does not fit {dtype}, the dtype of the result "
+                    "(torch refuses it too: value cannot be converted without overflow)")
     return op.full(shape, float(value), dtype)
 
 
