@@ -218,3 +218,13 @@ def test_a_frozen_attr_listing_a_name_that_is_no_weight_is_an_error_saying_what_
                                                 r"of 'main' \(its weights: w, scale\); pass frozen=\[...\]"):
         T.train_step(mod, T.mse, T.SGD(lr=0.1))
     assert T.SetupTrainer(T.mse, T.SGD(lr=0.1), frozen=["scale"]).with_layout(mod)[1].frozen == ("scale",)
+
+
+def test_a_frozen_attr_on_a_function_with_no_num_input_is_the_num_input_error():
+    """Trainer checked the attr's names first, against every param: "lists
+    'gone', which is not a weight of 'main' (its weights: x, w, scale)",
+    an input among them and nothing on the missing num_input."""
+    mod = aj.parse(SCALED.replace("num_input=1, ", "").replace('frozen="scale"', 'frozen="gone"'))
+    for make in (lambda: T.Trainer(mod, T.mse, T.SGD(lr=0.1)), lambda: T.train_step(mod, T.mse, T.SGD(lr=0.1))):
+        with pytest.raises(aj.TransformError, match="function 'main' has no num_input, so its inputs cannot be told"):
+            make()

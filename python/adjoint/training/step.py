@@ -94,8 +94,9 @@ def frozen_weights(who: str, fn: Any, func_name: str, frozen: tuple | None) -> t
     """The weights of ``fn`` not to train, in param order: those ``frozen``
     names, or when it is None those of ``fn``'s ``frozen`` attr; a
     ``TransformError`` (an ``aj.Error``) naming a name that is not a weight
-    (an input, a typo, a buffer a pass renamed)."""
-    weights = [p.name_hint for p in fn.params[int(fn.attrs.get("num_input") or 0):]]
+    (an input, a typo, a buffer a pass renamed), or saying that ``fn`` has
+    no num_input (so no weights to tell its names from)."""
+    weights = [p.name_hint for p in fn.params[len(fn.params) - weight_count(fn, func_name):]]
     names = frozen_attr(fn) if frozen is None else frozen
     for name in names:
         if name not in weights:
