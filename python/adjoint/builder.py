@@ -104,8 +104,9 @@ class FunctionBuilder:
     innermost active builder) emits a binding into it, with its type
     inferred and its name hint made unique (``lv``, ``lv_1``). ``name`` must
     be a name the text format reads (``[A-Za-z_][A-Za-z0-9_]*``, not a Python
-    keyword), else an ``aj.Error``. Function attrs are ``num_input`` and
-    ``doc``; any other is an ``aj.VerifyError``.
+    keyword), else an ``aj.Error``. Function attrs are ``num_input``,
+    ``frozen`` (a string of weight names, ``frozen="a, b"``) and ``doc``;
+    any other is an ``aj.VerifyError``.
     """
 
     def __init__(self, name: str = "main", num_input: int | None = None, **attrs: Any) -> None:
