@@ -164,6 +164,27 @@ def test_weights_used_directly_pass_through_and_dead_code_leaves_both():
     assert_lifting_computes_the_same(aj.parse(DIRECT))
 
 
+FROZEN = '''
+@function(num_input=1, frozen="s, mean", doc="A scaled, shifted linear layer.")
+def main(x: Tensor((2, 3), "float64"), w: Tensor((3, 3), "float64"), s: Tensor((3,), "float64"), mean: Tensor((3,), "float64")) -> Tensor((2, 3), "float64"):
+    t: Tensor((3, 3), "float64") = permute_dims(w)
+    m: Tensor((3,), "float64") = exp(mean)
+    y: Tensor((2, 3), "float64") = matmul(x, t)
+    z: Tensor((2, 3), "float64") = multiply(y, s)
+    r: Tensor((2, 3), "float64") = add(z, m)
+    return r
+'''
+
+
+@pytest.mark.parametrize("frozen, kept", [("s, mean", ' frozen="s",'), ("mean", ""), (" s ,, mean", ' frozen="s",')])
+def test_the_frozen_attr_keeps_the_weights_f_still_takes(frozen, kept):
+    # s passes through; mean is read only by a lifted binding, so it is no
+    # weight of main any more and leaves the attr (which goes when empty)
+    out = lifted(FROZEN.replace('frozen="s, mean"', f'frozen="{frozen}"'))
+    assert out.script().splitlines()[0] == f'@function(num_input=1,{kept} doc="A scaled, shifted linear layer.")'
+    assert_lifting_computes_the_same(aj.parse(FROZEN))
+
+
 TUPLE = '''
 @function(num_input=1)
 def main(x: Tensor((4,), "float64"), w: Tensor((4,), "float64")) -> Tuple(Tensor((2,), "float64"), Tuple(Tensor((2,), "float64"), Tensor((2,), "float64"))):

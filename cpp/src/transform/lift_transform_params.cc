@@ -26,6 +26,7 @@
 // the pass's output is its own fixed point.
 // Vars are shared between the two functions (no renaming): each function
 // binds each of its vars once. Linear in the function's size.
+#include <algorithm>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -210,6 +211,34 @@ void count_lift(const FunctionNode& fn, const LiftPlan& plan) {
   count_pass_stat("weights passed through", passed);
 }
 
+// fn's attrs for f as lifted: its frozen attr keeps the names of the
+// weights f still takes (a frozen weight used as it is passes through) and
+// drops the others (read only by lifted bindings), or goes when none is left.
+FuncAttrs lifted_attrs(const FunctionNode& fn, const std::vector<Var>& main_params) {
+  FuncAttrs attrs;
+  for (const auto& [name, value] : fn.attrs()) {
+    const auto* names = std::get_if<std::string>(&value);
+    if (name != "frozen" || !names) {
+      attrs.emplace_back(name, value);
+      continue;
+    }
+    std::string kept;
+    size_t start = 0;
+    while (start <= names->size()) {
+      size_t comma = std::min(names->find(',', start), names->size());
+      std::string item = names->substr(start, comma - start);
+      item.erase(0, item.find_first_not_of(' '));
+      item.erase(item.find_last_not_of(' ') + 1);
+      bool still_a_weight = std::any_of(main_params.begin() + static_cast<std::ptrdiff_t>(fn.num_input()),
+                                        main_params.end(), [&](const Var& p) { return p->name_hint() == item; });
+      if (!item.empty() && still_a_weight) kept += (kept.empty() ? "" : ", ") + item;
+      start = comma + 1;
+    }
+    if (!kept.empty()) attrs.emplace_back(name, kept);
+  }
+  return attrs;
+}
+
 // (f, f_transform_params) for a function with num_input.
 std::pair<Function, Function> lift(const Function& fn) {
   DataflowIndex index(*fn);
@@ -223,8 +252,9 @@ std::pair<Function, Function> lift(const Function& fn) {
   auto [main_bindings, transform_bindings] = split_bindings(*fn, plan);
   auto transform = std::make_shared<FunctionNode>(std::move(weights), std::move(transform_bindings),
                                                   std::move(returned));
+  FuncAttrs attrs = lifted_attrs(*fn, main_params);
   auto main = std::make_shared<FunctionNode>(std::move(main_params), std::move(main_bindings), fn->ret(),
-                                             fn->attrs());
+                                             std::move(attrs));
   return {main, transform};
 }
 
