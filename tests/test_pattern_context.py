@@ -409,52 +409,6 @@ def test_captures_of_a_repeated_root_are_lists_but_shared_ones_are_single():
     assert [v.name_hint for v in got["mm"]] == [v.name_hint for v in got["branches"]] == ["m0", "m1", "m2"]
 
 
-@pytest.mark.parametrize("concat_first", [False, True])
-def test_a_branch_an_edge_to_a_later_root_rules_out_leaves_the_match(concat_first):
-    # regression: declared before the concat, the repeated root held c as well, whose edge to the concat then
-    # failed and no match was found; c, the first matmul, also gave the only users the concat was looked for in
-    with P.PatternContext() as ctx:
-        inp = P.wildcard()
-        mm = P.is_op("matmul")(inp, P.wildcard())
-        if concat_first:
-            cat = P.is_op("concat")(P.wildcard())
-        branches = P.repeated(mm)
-        if not concat_first:
-            cat = P.is_op("concat")(P.wildcard())
-        mm.used_by(cat)
-    seen = []
-    assert P.rewrite_bindings(ctx, lambda m, b: seen.append(([v.name_hint for v in m[branches]], m[cat].name_hint))
-                              or {}, CONCAT_OF_TWO_OF_THREE) is CONCAT_OF_TWO_OF_THREE
-    assert seen == [(["a", "b"], "cat")]
-
-
-def test_captures_of_a_repeated_root_are_lists_but_shared_ones_are_single():
-    ctx, x, w, mm, branches = repeated_context()
-    mod = parallel_matmuls(3)
-    got = {}
-
-    def look(m, bindings):
-        got.update(x=m[x], w=m[w], mm=m[mm], branches=m[branches])
-        return {}
-
-    rewrite(ctx, look, mod)
-    assert got["x"].name_hint == "x0"
-    assert [v.name_hint for v in got["w"]] == ["w0", "w1", "w2"]
-    assert [v.name_hint for v in got["mm"]] == [v.name_hint for v in got["branches"]] == ["m0", "m1", "m2"]
-
-
-def exp_pairs(n):
-    """n blocks of e_i = exp(p), f_i = exp(p), c_i = concat((e_i, f_i)),
-    s_i = sum(c_i), p_{i+1} = broadcast_to(s_i): one concat for two exps."""
-    lines = ['@function', 'def main(a: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):']
-    p = "a"
-    for i in range(n):
-        lines += [f"    e{i} = exp({p})", f"    f{i} = exp({p})", f"    c{i} = concat((e{i}, f{i}), axis=0)",
-                  f"    s{i} = sum(c{i}, axis=[0])", f"    p{i} = broadcast_to(s{i}, (2, 3))"]
-        p = f"p{i}"
-    return aj.parse("\n".join(lines + [f"    return {p}"]))
-
-
 @pytest.mark.parametrize("concat_first", [True, False], ids=["concat first", "exp first"])
 @pytest.mark.parametrize("repeated", [False, True], ids=["one exp", "repeated exp"])
 def test_an_edge_finds_its_other_end_from_either_root(concat_first, repeated):
