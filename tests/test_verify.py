@@ -71,6 +71,38 @@ def test_num_input_out_of_range():
         aj.analysis.verify(fn([x], [], x, num_input="one"))
 
 
+@pytest.mark.parametrize("frozen, problem", [
+    ("gone", r"attr frozen: lists 'gone', which is not a param \(its weights: w, s\)"),
+    ("x", r"attr frozen: lists 'x', which is an input \(param 0; num_input=1\), not a weight"),
+    ("s, w, s", r"attr frozen: lists 's' twice"),
+    ("w,,s", r"attr frozen: lists an empty name in \"w,,s\""),
+    ("s,", r"attr frozen: lists an empty name in \"s,\""),
+])
+def test_the_frozen_attr_names_weights_once_each(frozen, problem):
+    x, w, s = aj.Var("x", T3), aj.Var("w", T3), aj.Var("s", T3)
+    with pytest.raises(aj.VerifyError, match=r"function 'main', " + problem):
+        aj.analysis.verify(fn([x, w, s], [], x, num_input=1, frozen=frozen))
+
+
+@pytest.mark.parametrize("frozen", ["", "  ", "s", " w ,\ts\n", "w, s"])
+def test_a_frozen_attr_of_weights_or_blank_verifies_and_lists_them(frozen):
+    x, w, s = aj.Var("x", T3), aj.Var("w", T3), aj.Var("s", T3)
+    mod = fn([x, w, s], [], x, num_input=1, frozen=frozen)
+    aj.analysis.verify(mod)
+    assert mod["main"].frozen == tuple(n.strip() for n in frozen.split(",") if n.strip())
+
+
+def test_a_frozen_attr_needs_num_input_and_a_string():
+    x, w = aj.Var("x", T3), aj.Var("w", T3)
+    with pytest.raises(aj.VerifyError, match="attr frozen: names weights, but the function has no num_input"):
+        aj.analysis.verify(fn([x, w], [], x, frozen="w"))
+    aj.analysis.verify(fn([x, w], [], x, frozen=""))
+    bad = fn([x, w], [], x, num_input=1)["main"].with_attr("frozen", 3)
+    with pytest.raises(aj.VerifyError, match="function 'main': function attr frozen must be a string of param names, got 3"):
+        bad.frozen
+    assert fn([x, w], [], x)["main"].frozen == ()
+
+
 def test_all_problems_are_listed():
     x, a, b = aj.Var("x", T3), aj.Var("a", T3), aj.Var("b", T3)
     mod = fn([x], [(a, aj.Call("add", [x, b])), (a, aj.Call("add", [x, x]))], b, num_input=9)

@@ -265,6 +265,14 @@ void bind_functions(py::module_& m) {
       .def_property_readonly("ret", [](const NamedFunction& f) { return unconst(f.fn->ret()); })
       .def_property_readonly("ret_type", [](const NamedFunction& f) { return unconst(f.fn->ret_type()); })
       .def_property_readonly("attrs", [](const NamedFunction& f) { return func_attrs_out(f.fn->attrs()); })
+      .def_property_readonly("frozen", [](const NamedFunction& f) {
+        const AttrValue* v = f.fn->attr("frozen");
+        if (v && !std::holds_alternative<std::string>(*v))
+          throw VerifyError(str("function '", f.name, "': ", func_attr_problem("frozen", *v)));
+        py::tuple names = py::cast(f.fn->frozen_names());
+        return names;
+      }, "The names the frozen attr lists (the weights training reads but does not update), in its order; "
+         "() without one.")
       .def("with_attr", [](const NamedFunction& f, const py::handle& name, const py::handle& value) {
         std::string key = string_arg(name, "with_attr: name");
         return NamedFunction{f.name, f.fn->with_attr(key, func_attr_in(key, value, "with_attr"))};

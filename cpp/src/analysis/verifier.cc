@@ -6,6 +6,8 @@
 // its op's rules, collecting every problem with its place.
 #include "adjoint/analysis/verifier.h"
 
+#include <algorithm>
+
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/ir/binding_walk.h"
 #include "adjoint/ir/names.h"
@@ -24,6 +26,7 @@ class FunctionVerifier {
   void run() {
     check_definitions();
     check_attrs();
+    check_frozen();
     for_each_binding(fn_.bindings(), [this](size_t i, const Binding& b) { check_binding(i, b); });
     where_ = Place{"the return value"};
     defined_ = static_cast<int64_t>(index_.num_defs());
@@ -33,7 +36,7 @@ class FunctionVerifier {
  private:
   // Where the verifier is, kept cheap and formatted only when a problem is found.
   struct Place {
-    const char* what = "";  // "param", "binding", "the return value", "attrs", "attr num_input"
+    const char* what = "";  // "param", "binding", "the return value", "attrs", "attr num_input", "attr frozen"
     size_t index = 0;       // of the param or binding
     const VarNode* var = nullptr;
   };
@@ -87,6 +90,54 @@ class FunctionVerifier {
     if (!n) problem("must be an int, got ", attr_to_string(*v));
     else if (*n < 0 || static_cast<size_t>(*n) > fn_.params().size())
       problem(*n, " is outside [0, ", fn_.params().size(), "], the param count");
+  }
+
+  // The frozen attr's names are weights (params from num_input on), each
+  // listed once; a function without num_input has no weights to name.
+  void check_frozen() {
+    const AttrValue* v = fn_.attr("frozen");
+    if (!v || !std::holds_alternative<std::string>(*v)) return;
+    where_ = Place{"attr frozen"};
+    std::vector<std::string> names = fn_.frozen_names();
+    if (names.empty()) return;
+    const AttrValue* k = fn_.attr("num_input");
+    if (!k) {
+      problem("names weights, but the function has no num_input to tell its weights from its inputs");
+      return;
+    }
+    const int64_t* n = std::get_if<int64_t>(k);
+    if (!n || *n < 0 || static_cast<size_t>(*n) > fn_.params().size()) return;  // num_input's own problem
+    const size_t num_input = static_cast<size_t>(*n);
+    std::vector<std::string> seen;
+    for (const std::string& name : names) {
+      if (name.empty()) {
+        problem("lists an empty name in ", attr_to_string(*v), " (names are separated by single commas)");
+        continue;
+      }
+      if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
+        problem("lists '", name, "' twice");
+        continue;
+      }
+      seen.push_back(name);
+      problem_if_not_weight(name, num_input);
+    }
+  }
+
+  void problem_if_not_weight(const std::string& name, size_t num_input) {
+    const auto& params = fn_.params();
+    auto named = [&](size_t p) { return params[p] && params[p]->name_hint() == name; };
+    for (size_t p = num_input; p < params.size(); ++p)
+      if (named(p)) return;
+    for (size_t p = 0; p < num_input; ++p)
+      if (named(p)) {
+        problem("lists '", name, "', which is an input (param ", p, "; num_input=", num_input,
+                "), not a weight: only weights can be frozen");
+        return;
+      }
+    std::string weights;
+    for (size_t p = num_input; p < params.size(); ++p)
+      if (params[p]) weights += (weights.empty() ? "" : ", ") + params[p]->name_hint();
+    problem("lists '", name, "', which is not a param (its weights: ", weights.empty() ? "none" : weights, ")");
   }
 
   // A var must be bound before use.

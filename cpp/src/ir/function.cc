@@ -40,6 +40,23 @@ std::string func_attr_problem(const std::string& name, const AttrValue& value) {
   return str("unknown function attr '", name, "' (known: ", known, ")");
 }
 
+std::vector<std::string> split_frozen_names(const std::string& text) {
+  auto blank = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; };
+  auto trimmed = [&](size_t begin, size_t end) {
+    while (begin < end && blank(text[begin])) ++begin;
+    while (end > begin && blank(text[end - 1])) --end;
+    return text.substr(begin, end - begin);
+  };
+  std::vector<std::string> names;
+  if (trimmed(0, text.size()).empty()) return names;
+  for (size_t start = 0;;) {
+    size_t comma = std::min(text.find(',', start), text.size());
+    names.push_back(trimmed(start, comma));
+    if (comma == text.size()) return names;
+    start = comma + 1;
+  }
+}
+
 namespace {
 
 // Where attr `name` goes: the known attrs first, in known_func_attrs()
@@ -86,6 +103,12 @@ const AttrValue* FunctionNode::attr(const std::string& name) const {
   for (const auto& kv : attrs_)
     if (kv.first == name) return &kv.second;
   return nullptr;
+}
+
+std::vector<std::string> FunctionNode::frozen_names() const {
+  const AttrValue* v = attr("frozen");
+  const auto* text = v ? std::get_if<std::string>(v) : nullptr;
+  return text ? split_frozen_names(*text) : std::vector<std::string>{};
 }
 
 size_t FunctionNode::num_input() const {

@@ -33,6 +33,10 @@ bool is_known_func_attr(std::string_view name);
 // else what is wrong ("unknown function attr 'num_inputs' (known: num_input,
 // frozen, doc)"). num_input's range is checked against the params elsewhere.
 std::string func_attr_problem(const std::string& name, const AttrValue& value);
+// The names a frozen attr's string lists, in its order: split at commas,
+// white space around each name dropped; a blank string lists none. An empty
+// name ("a,,b", "a,") is kept as "" for the verifier to report.
+std::vector<std::string> split_frozen_names(const std::string& text);
 
 class FunctionNode;
 using Function = std::shared_ptr<const FunctionNode>;
@@ -52,6 +56,9 @@ class FunctionNode {
   const AttrValue* attr(const std::string& name) const;
   // num_input attr, or the param count when absent.
   size_t num_input() const;
+  // The names the frozen attr lists (split_frozen_names); none when it is
+  // absent or not a string (which the verifier reports).
+  std::vector<std::string> frozen_names() const;
   Function with_attr(const std::string& name, AttrValue value) const;
 
   // The bindings of the function `fn` holds, to move from, when `fn` holds
