@@ -176,13 +176,30 @@ def main(x: Tensor((2, 3), "float64"), w: Tensor((3, 3), "float64"), s: Tensor((
 '''
 
 
-@pytest.mark.parametrize("frozen, kept", [("s, mean", ' frozen="s",'), ("mean", ""), (" s ,, mean", ' frozen="s",')])
-def test_the_frozen_attr_keeps_the_weights_f_still_takes(frozen, kept):
-    # s passes through; mean is read only by a lifted binding, so it is no
-    # weight of main any more and leaves the attr (which goes when empty)
+@pytest.mark.parametrize("frozen, kept", [("s, mean", ' frozen="s, m",'), ("mean", ' frozen="m",'),
+                                          ("w", ' frozen="t",'), ("\\ts ,\\n mean", ' frozen="s, m",')])
+def test_the_frozen_attr_names_the_weights_of_f_that_read_only_frozen_ones(frozen, kept):
+    # s passes through; m = exp(mean) and t = permute_dims(w) are lifted, and
+    # each is frozen in main when what it is computed from was (the attr goes
+    # when it names nothing): training main leaves them as training the
+    # original left mean and w
     out = lifted(FROZEN.replace('frozen="s, mean"', f'frozen="{frozen}"'))
     assert out.script().splitlines()[0] == f'@function(num_input=1,{kept} doc="A scaled, shifted linear layer.")'
     assert_lifting_computes_the_same(aj.parse(FROZEN))
+
+
+def test_a_lifted_value_reading_a_trained_weight_is_not_frozen():
+    out = lifted('''
+@function(num_input=1, frozen="mean")
+def main(x: Tensor((3,), "float64"), w: Tensor((3,), "float64"), mean: Tensor((3,), "float64")) -> Tensor((3,), "float64"):
+    c: Tensor((3,), "float64") = add(w, mean)
+    d: Tensor((3,), "float64") = exp(mean)
+    y: Tensor((3,), "float64") = multiply(x, c)
+    z: Tensor((3,), "float64") = add(y, d)
+    return z
+''')
+    assert out.script().splitlines()[0] == '@function(num_input=1, frozen="d")'
+    assert [p.name_hint for p in out["main"].params] == ["x", "c", "d"]
 
 
 TUPLE = '''

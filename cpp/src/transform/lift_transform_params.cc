@@ -211,31 +211,39 @@ void count_lift(const FunctionNode& fn, const LiftPlan& plan) {
   count_pass_stat("weights passed through", passed);
 }
 
-// fn's attrs for f as lifted: its frozen attr keeps the names of the
-// weights f still takes (a frozen weight used as it is passes through) and
-// drops the others (read only by lifted bindings), or goes when none is left.
-FuncAttrs lifted_attrs(const FunctionNode& fn, const std::vector<Var>& main_params) {
+// Per definition of fn, 1 when its value reads a weight that training
+// updates (one not in fn's frozen attr), directly or through bindings.
+std::vector<uint8_t> reads_trained_weight(const FunctionNode& fn, const DataflowIndex& index) {
+  std::vector<std::string> names = fn.frozen_names();
+  std::unordered_set<std::string> frozen(names.begin(), names.end());
+  const size_t num_params = fn.params().size();
+  std::vector<uint8_t> trained(index.num_defs(), 0);
+  for (size_t p = fn.num_input(); p < num_params; ++p) trained[p] = !frozen.count(fn.params()[p]->name_hint());
+  for (size_t b = 0; b < fn.bindings().size(); ++b)
+    for (int32_t d : index.operand_defs(b))
+      if (d >= 0 && trained[static_cast<size_t>(d)]) {
+        trained[num_params + b] = 1;
+        break;
+      }
+  return trained;
+}
+
+// fn's attrs for f as lifted: its frozen attr names the weights of f that
+// read no trained weight of fn: frozen weights passed through, and lifted
+// values computed from frozen weights and constants alone (a BatchNorm's
+// rsqrt(running_var + eps)), so that training f leaves them as training fn
+// left what they are computed from. The attr goes when it names none.
+FuncAttrs lifted_attrs(const FunctionNode& fn, const DataflowIndex& index, const std::vector<Var>& main_params) {
   FuncAttrs attrs;
-  for (const auto& [name, value] : fn.attrs()) {
-    const auto* names = std::get_if<std::string>(&value);
-    if (name != "frozen" || !names) {
-      attrs.emplace_back(name, value);
-      continue;
-    }
-    std::string kept;
-    size_t start = 0;
-    while (start <= names->size()) {
-      size_t comma = std::min(names->find(',', start), names->size());
-      std::string item = names->substr(start, comma - start);
-      item.erase(0, item.find_first_not_of(' '));
-      item.erase(item.find_last_not_of(' ') + 1);
-      bool still_a_weight = std::any_of(main_params.begin() + static_cast<std::ptrdiff_t>(fn.num_input()),
-                                        main_params.end(), [&](const Var& p) { return p->name_hint() == item; });
-      if (!item.empty() && still_a_weight) kept += (kept.empty() ? "" : ", ") + item;
-      start = comma + 1;
-    }
-    if (!kept.empty()) attrs.emplace_back(name, kept);
-  }
+  for (const auto& [name, value] : fn.attrs())
+    if (name != "frozen") attrs.emplace_back(name, value);
+  if (fn.frozen_names().empty()) return attrs;
+  std::vector<uint8_t> trained = reads_trained_weight(fn, index);
+  std::string kept;
+  for (size_t p = fn.num_input(); p < main_params.size(); ++p)
+    if (!trained[static_cast<size_t>(index.def_index(main_params[p].get()))])
+      kept += (kept.empty() ? "" : ", ") + main_params[p]->name_hint();
+  if (!kept.empty()) attrs.emplace_back("frozen", kept);
   return attrs;
 }
 
@@ -252,7 +260,7 @@ std::pair<Function, Function> lift(const Function& fn) {
   auto [main_bindings, transform_bindings] = split_bindings(*fn, plan);
   auto transform = std::make_shared<FunctionNode>(std::move(weights), std::move(transform_bindings),
                                                   std::move(returned));
-  FuncAttrs attrs = lifted_attrs(*fn, main_params);
+  FuncAttrs attrs = lifted_attrs(*fn, index, main_params);
   auto main = std::make_shared<FunctionNode>(std::move(main_params), std::move(main_bindings), fn->ret(),
                                              std::move(attrs));
   return {main, transform};
