@@ -200,7 +200,7 @@ def test_frozen_names_the_weights_not_to_train(frozen, params, kept):
 
 
 @pytest.mark.parametrize("frozen, message", [
-    (["nope"], r"SetupTrainer: frozen names 'nope', which is not a weight of 'main' \(its weights: w, scale\)"),
+    (["nope"], r"train_step: frozen names 'nope', which is not a weight of 'main' \(its weights: w, scale\)"),
     (["x"], r"frozen names 'x', which is not a weight of 'main'"),     # an input
     ([3], r"frozen names 3, which is not a weight"),
     ("scale", r"frozen must be an iterable of weight names \(a list, not one string\), got 'scale'"),
@@ -212,12 +212,24 @@ def test_a_bad_frozen_is_an_error_naming_it(frozen, message):
         T.train_step(aj.parse(SCALED), T.mse, T.SGD(lr=0.1), frozen=frozen)
 
 
+def test_errors_of_the_step_begin_with_the_entry_point_called():
+    """"every weight is frozen" and "no num_input" began with train_step:
+    whichever of Trainer, train_step and SetupTrainer was called."""
+    mod = aj.parse(SCALED)
+    for who, make in [("Trainer", lambda: T.Trainer(mod, T.mse, T.SGD(lr=0.1), frozen=["w", "scale"])),
+                      ("train_step", lambda: T.train_step(mod, T.mse, T.SGD(lr=0.1), frozen=["w", "scale"])),
+                      ("SetupTrainer", lambda: T.SetupTrainer(T.mse, T.SGD(lr=0.1), frozen=["w", "scale"])(mod))]:
+        with pytest.raises(aj.TransformError, match=f"^{who}: every weight of 'main' is frozen"):
+            make()
+
+
 def test_a_frozen_attr_listing_a_name_that_is_no_weight_is_an_error_saying_what_to_do():
     mod = aj.parse(SCALED.replace('frozen="scale"', 'frozen="scale, gone"'))
     with pytest.raises(aj.TransformError, match=r"the frozen attr of 'main' lists 'gone', which is not a weight "
                                                 r"of 'main' \(its weights: w, scale\); pass frozen=\[...\]"):
         T.train_step(mod, T.mse, T.SGD(lr=0.1))
-    assert T.SetupTrainer(T.mse, T.SGD(lr=0.1), frozen=["scale"]).with_layout(mod)[1].frozen == ("scale",)
+    with pytest.raises(aj.VerifyError, match="attr frozen: lists 'gone', which is not a param"):
+        aj.analysis.verify(mod)
 
 
 def test_a_frozen_attr_on_a_function_with_no_num_input_is_the_num_input_error():

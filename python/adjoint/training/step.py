@@ -60,23 +60,17 @@ class StepLayout:
         return self.frozen_index + len(self.frozen)
 
 
-def weight_count(fn: Any, func_name: str) -> int:
+def weight_count(who: str, fn: Any, func_name: str) -> int:
     """How many trailing params of ``fn`` are weights; an error without num_input."""
     num_input = fn.attrs.get("num_input")
     if num_input is None:
-        raise TransformError(f"train_step: function '{func_name}' has no num_input, so its inputs cannot be told "
+        raise TransformError(f"{who}: function '{func_name}' has no num_input, so its inputs cannot be told "
                              f"from its weights; build it with num_input=k (the first k params are inputs)")
     n = len(fn.params) - int(num_input)
     if n == 0:
-        raise TransformError(f"train_step: function '{func_name}' has no weights to train (num_input={num_input} "
+        raise TransformError(f"{who}: function '{func_name}' has no weights to train (num_input={num_input} "
                              f"covers all {len(fn.params)} params)")
     return n
-
-
-def frozen_attr(fn: Any) -> tuple[str, ...]:
-    """The names ``fn``'s ``frozen`` attr lists (``frozen="a, b"``: what
-    ``aj.from_torch`` gives for a module's persistent buffers); () without one."""
-    return tuple(n.strip() for n in str(fn.attrs.get("frozen") or "").split(",") if n.strip())
 
 
 def checked_frozen(who: str, frozen: Any) -> tuple | None:
@@ -96,8 +90,8 @@ def frozen_weights(who: str, fn: Any, func_name: str, frozen: tuple | None) -> t
     ``TransformError`` (an ``aj.Error``) naming a name that is not a weight
     (an input, a typo, a buffer a pass renamed), or saying that ``fn`` has
     no num_input (so no weights to tell its names from)."""
-    weights = [p.name_hint for p in fn.params[len(fn.params) - weight_count(fn, func_name):]]
-    names = frozen_attr(fn) if frozen is None else frozen
+    weights = [p.name_hint for p in fn.params[len(fn.params) - weight_count(who, fn, func_name):]]
+    names = fn.frozen if frozen is None else frozen
     for name in names:
         if name not in weights:
             source = f"the frozen attr of '{func_name}' lists" if frozen is None else "frozen names"
@@ -114,6 +108,10 @@ class SetupTrainer:
     ``frozen`` names the weights to read but not train; None (the default)
     means the ones the function's ``frozen`` attr lists (``aj.from_torch``'s buffers), ()
     trains every weight."""
+
+    #: The name errors begin with: the entry point the user called
+    #: (``train_step`` and ``Trainer`` set theirs).
+    who = "SetupTrainer"
 
     def __init__(self, loss: Callable[..., Any], optimizer: Any, func_name: str = "main",
                  num_backbone_outputs: int = 1, step_name: str = "step", *,
@@ -153,12 +151,12 @@ class SetupTrainer:
         loss_fn_name = f"{self.func_name}_loss"
         loss_fn = with_loss[loss_fn_name]
         model = with_loss[self.func_name]
-        n_weights = weight_count(model, self.func_name)
-        frozen = set(frozen_weights("SetupTrainer", model, self.func_name, self.frozen))
+        n_weights = weight_count(self.who, model, self.func_name)
+        frozen = set(frozen_weights(self.who, model, self.func_name, self.frozen))
         split = len(loss_fn.params) - n_weights
         all_weights = list(loss_fn.params[split:])
         if len(frozen) == n_weights:
-            raise TransformError(f"train_step: every weight of '{self.func_name}' is frozen "
+            raise TransformError(f"{self.who}: every weight of '{self.func_name}' is frozen "
                                  f"({', '.join(w.name_hint for w in all_weights)}); nothing is left to train")
         trained = [i for i, w in enumerate(all_weights) if w.name_hint not in frozen]
         kept = [i for i, w in enumerate(all_weights) if w.name_hint in frozen]
@@ -192,4 +190,6 @@ def train_step(mod: Module, loss: Callable[..., Any], optimizer: Any, func_name:
                frozen: Iterable[str] | None = None) -> Module:
     """``mod`` with the training step function ``step`` added:
     ``SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels, frozen=frozen)(mod)``."""
-    return SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels, frozen=frozen)(mod)
+    setup = SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels, frozen=frozen)
+    setup.who = "train_step"
+    return setup(mod)
