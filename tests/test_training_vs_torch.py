@@ -232,6 +232,37 @@ def test_frozen_names_parameters_torch_does_not_train():
     assert not np.array_equal(everything.params["p_1_running_var"], np.ones(8))
 
 
+def test_a_lifted_model_keeps_what_it_computes_from_buffers_alone_frozen():
+    """LiftTransformParams left the running mean's lifted reshape out of
+    frozen, so a Trainer on the lifted model trained it."""
+    ref = batch_norm_mlp()
+    data = batches("index", "float64")[:3]
+    mod = aj.from_torch(ref, (torch.as_tensor(data[0][0]),))
+    lifted = aj.transform.LiftTransformParams()(mod)
+    transformed = aj.build(lifted)["main_transform_params"](*aj.from_torch_state(ref, mod).values())
+    params = {p.name_hint: np.asarray(v) for p, v in zip(lifted["main"].params[1:], transformed)}
+    trainer = T.Trainer(lifted, T.cross_entropy, T.SGD(lr=0.5), params=params)
+    (mean,) = trainer.layout.frozen
+    np.testing.assert_array_equal(params[mean], ref[1].running_mean.numpy())
+    for x, y in data:
+        trainer.step(x, y)
+    np.testing.assert_array_equal(trainer.params[mean], ref[1].running_mean.numpy())
+
+
+def test_parameters_with_requires_grad_false_are_frozen_as_torch_leaves_them():
+    """from_torch froze only the buffers: a layer with requires_grad=False
+    was trained, and its weights and the loss left torch's after a step."""
+    ref = batch_norm_mlp()
+    ref[0].weight.requires_grad_(False)
+    ref[0].bias.requires_grad_(False)
+    data = batches("index", "float64")[:10]
+    mod = aj.from_torch(ref, (torch.as_tensor(data[0][0]),))
+    assert mod["main"].frozen == ("p_0_weight", "p_0_bias", *BUFFERS)
+    trainer = T.Trainer(mod, T.cross_entropy, T.SGD(lr=0.5), params=aj.from_torch_state(ref, mod))
+    step_alongside_torch(trainer, ref, torch.optim.SGD([p for p in ref.parameters() if p.requires_grad], lr=0.5), data)
+    assert np.array_equal(trainer.params["p_0_weight"], ref[0].weight.numpy())
+
+
 def test_the_buffers_from_torch_records_survive_printing_parsing_and_pickling():
     import pickle
 

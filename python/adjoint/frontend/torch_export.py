@@ -9,8 +9,9 @@
    graph signature; the non-persistent buffers and constant tensors it
    reads become constants (float16 and bfloat16 ones float32, where torch
    converts them exactly). The function's ``frozen`` attr names the buffers
+   and the parameters with ``requires_grad=False``
    (``frozen="bn_running_mean, bn_running_var"``), which training reads
-   but does not update. Symbolic sizes become symbolic dims named after the
+   but does not update, as torch's optimizers do. Symbolic sizes become symbolic dims named after the
    ``torch.export.Dim`` they came from.
 3. Each ATen node is translated by its entry in ``torch_ops.OPS``; a node
    with no entry (or an option an entry cannot honour) is an
@@ -116,8 +117,8 @@ class _Importer:
         user = [s for s in specs if s.kind.name == "USER_INPUT"]
         weights = [s for s in specs if self._is_weight(s, placeholders[s.arg.name])]
         self._name_dims([placeholders[s.arg.name] for s in user])
-        buffers = [param_name(s.target) for s in weights if s.kind.name == "BUFFER"]
-        frozen = {"frozen": ", ".join(buffers)} if buffers else {}  # training reads, does not update them
+        kept = [param_name(s.target) for s in weights if self._is_frozen(s)]
+        frozen = {"frozen": ", ".join(kept)} if kept else {}  # training reads, does not update them
         with FunctionBuilder(func_name, num_input=len(user), **frozen) as self.bb:
             self._add_params(user, weights, placeholders)
             self._add_constants(specs, placeholders)
@@ -129,6 +130,11 @@ class _Importer:
     def _is_weight(self, spec: Any, node: Any) -> bool:
         kind = spec.kind.name
         return kind == "PARAMETER" or (kind == "BUFFER" and spec.persistent and len(node.users) > 0)
+
+    def _is_frozen(self, spec: Any) -> bool:
+        """Whether training leaves weight ``spec`` as it is: a buffer, or a
+        parameter with ``requires_grad=False`` (a frozen layer when fine-tuning)."""
+        return spec.kind.name == "BUFFER" or not self.module.get_parameter(spec.target).requires_grad
 
     def _add_params(self, user: list, weights: list, placeholders: dict) -> None:
         names: dict[str, str] = {}
