@@ -188,6 +188,26 @@ y = matmul(x, y_part_1)
 return y"""
 
 
+def test_a_sum_both_low_rank_forms_take_in_is_bound_once():
+    """A product of two low-rank sums: the left rule expands around x, the
+    right sum, which both new matmuls read; x was bound once per reader
+    (W2 + A2@B2 computed twice, and lifted twice for weights)."""
+    params = {"W1": (64, 64), "B1": (64, 2), "A1": (2, 64), "W2": (64, 2), "A2": (64, 2), "B2": (2, 2)}
+    mod = function(params, [("ba", (64, 64), "matmul(B1, A1)"), ("s1", (64, 64), "add(W1, ba)"),
+                            ("ab", (64, 2), "matmul(A2, B2)"), ("s2", (64, 2), "add(W2, ab)"),
+                            ("y", (64, 2), "matmul(s1, s2)")])
+    out = reassociated(mod)
+    assert body(out) == """\
+y_part = matmul(A2, B2)
+y_part_1 = add(W2, y_part)
+y_part_2 = matmul(W1, y_part_1)
+y_part_3 = matmul(A1, y_part_1)
+y_part_4 = matmul(B1, y_part_3)
+y = add(y_part_2, y_part_4)
+return y"""
+    assert (A.estimate_flops(mod["main"]), A.estimate_flops(out["main"])) == (37504, 18176)
+
+
 def test_a_chain_inside_a_low_rank_form_kept_as_it_is_is_rebracketed():
     # W = U @ V of rank 2: (U@V)@x + B@(A@x) stays expanded, and its full-rank term becomes U @ (V @ x)
     mod = function({"x": (64, 8), "U": (64, 2), "V": (2, 64), "A": (2, 64), "B": (64, 2)},

@@ -34,10 +34,15 @@ bool FormCost::computable(const Expr& form) const {
 bool FormCost::fixed_by_weights(const TypeNode& type) const { return symbols_within(type, weight_symbols_); }
 
 Dim FormCost::cost(const Expr& form) const {
+  std::unordered_set<const ExprNode*> counted;
+  return cost(form, counted);
+}
+
+Dim FormCost::cost(const Expr& form, std::unordered_set<const ExprNode*>& counted) const {
   const auto* call = as<CallNode>(form);
-  if (!call || computable(form)) return Dim(0);
+  if (!call || !counted.insert(call).second || computable(form)) return Dim(0);
   Dim total = call->op().flops ? call->op().flops(*call) : Dim(0);
-  for (const Expr& arg : call->args()) total = total + cost(arg);
+  for (const Expr& arg : call->args()) total = total + cost(arg, counted);
   return total;
 }
 

@@ -43,8 +43,9 @@
 //      ways), up to kMaxLowRankForms; a chain against the bracketings
 //      transform/matmul_chain.h proposes.
 //   2. The chosen form is bound in place of the root's value: its new
-//      inner calls as new bindings just before the root, the root's var
-//      bound to its outer call. Dead-code elimination removes the old
+//      inner calls as new bindings just before the root (a call the form
+//      reaches twice, as x in W@x + B@(A@x) when x is itself a sum a match
+//      took in, once), the root's var bound to its outer call. Dead-code elimination removes the old
 //      inner bindings.
 //   3. Rounds repeat while one changes the function (a rewrite can make a
 //      new form: a re-bracketed chain can expose a sum times a matrix), up
@@ -55,6 +56,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "adjoint/analysis/dataflow.h"
@@ -336,14 +338,20 @@ class Reassociate {
 
   // Binds form's inner calls as new bindings and returns its outer call
   // over them.
-  Expr bind_inner(FunctionBuilder& out, const Expr& form, const std::string& hint) {
+  // `form`'s call with each call under it bound first, once each: a call
+  // the form reaches twice (its DAG shares it) is bound once, in `bound`.
+  Expr bind_inner(FunctionBuilder& out, const Expr& form, const std::string& hint,
+                  std::unordered_map<const ExprNode*, Var>& bound) {
     const auto& call = static_cast<const CallNode&>(*form);
     std::vector<Expr> args;
     for (const Expr& arg : call.args()) {
       if (arg->kind() != ExprKind::kCall) { args.push_back(arg); continue; }
-      Expr inner = bind_inner(out, arg, hint);
-      Var v = std::make_shared<VarNode>(hint, inner->type());
-      out.push_binding({v, inner});
+      Var& v = bound[arg.get()];
+      if (!v) {
+        Expr inner = bind_inner(out, arg, hint, bound);
+        v = std::make_shared<VarNode>(hint, inner->type());
+        out.push_binding({v, inner});
+      }
       args.push_back(v);
     }
     return std::make_shared<CallNode>(&call.op(), std::move(args), call.attrs(), call.type());
@@ -356,7 +364,8 @@ class Reassociate {
     for (size_t b = 0; b < fn_.bindings().size(); ++b) {
       const Binding& binding = fn_.bindings()[b];
       if (!chosen[b]) { out.push_binding(binding); continue; }
-      out.push_binding({binding.var, bind_inner(out, chosen[b], binding.var->name_hint() + "_part")});
+      std::unordered_map<const ExprNode*, Var> bound;
+      out.push_binding({binding.var, bind_inner(out, chosen[b], binding.var->name_hint() + "_part", bound)});
     }
     return dead_code_elimination(out.finish(fn_.ret()));
   }

@@ -1,7 +1,8 @@
 // Choosing between algebraically equal forms of one value by their FLOPs
-// (what ReassociateMatmul does). A form is an expr tree: its calls are the
+// (what ReassociateMatmul does). A form is an expr DAG: its calls are the
 // work the form does, its leaves (vars, constants) values the function
-// already has. A form's cost is what estimate_flops(compile_time_free=True)
+// already has; a call it reaches twice (the x of W@x + B@(A@x) when x is
+// itself a call) is one value, computed and counted once. A form's cost is what estimate_flops(compile_time_free=True)
 // would count for its calls: each call's FLOP rule, or nothing when every
 // leaf under it is computable at compile time and the weights fix its shape
 // (analysis/compile_time.h).
@@ -33,8 +34,8 @@ class FormCost {
   bool computable(const Expr& form) const;
   // Whether every symbol of `type` is one the weights bind alone.
   bool fixed_by_weights(const TypeNode& type) const;
-  // The FLOPs of the form's calls that are not computable at compile time.
-  // SizeOverflowError when a count overflows.
+  // The FLOPs of the form's calls that are not computable at compile time,
+  // each distinct call once. SizeOverflowError when a count overflows.
   Dim cost(const Expr& form) const;
   // The position of the alternative to take instead of `input` (given by
   // their costs): one whose cost is no larger than the input's for every dim
@@ -44,6 +45,8 @@ class FormCost {
   const DimBounds& bounds() const { return bounds_; }
 
  private:
+  Dim cost(const Expr& form, std::unordered_set<const ExprNode*>& counted) const;
+
   std::unordered_set<const VarNode*> computable_vars_;
   std::set<std::string> weight_symbols_;
   const DimBounds& bounds_;
