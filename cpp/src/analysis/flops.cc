@@ -3,6 +3,8 @@
 // before it joins the sums; and the substitution of symbol values into dims.
 #include "adjoint/analysis/flops.h"
 
+#include <limits>
+#include <map>
 #include <unordered_map>
 
 #include "adjoint/analysis/compile_time.h"
@@ -136,15 +138,49 @@ std::set<std::string> function_symbols(const FunctionNode& fn) {
   return out;
 }
 
+namespace {
+
+std::string int128_to_string(__int128 v) {
+  if (v < 0) return "-" + int128_to_string(-v);
+  std::string digits;
+  do {
+    digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
+    v /= 10;
+  } while (v > 0);
+  return digits;
+}
+
+}  // namespace
+
+// Each term's coefficient times the values of its symbols given, in 128
+// bits, summed per monomial left: terms past int64 may cancel (k*m**2 -
+// k**2*m at m = 3e6, k = m - 1 is 9e12), so only the sums need fit int64.
 Dim substitute_symbols(const Dim& d, const SymbolValues& values) {
   if (d.is_const() || values.empty()) return d;
-  Dim out(0);
+  std::map<Monomial, __int128> sums;
   for (const DimTerm& term : d.terms()) {
-    Dim product(term.coeff);
+    __int128 product = term.coeff;
+    Monomial left;
     for (const auto& [symbol, exponent] : term.monomial) {
       auto it = values.find(symbol);
-      product = product * power(it == values.end() ? Dim::symbol(symbol) : Dim(it->second), exponent);
+      if (it == values.end()) {
+        left.emplace_back(symbol, exponent);
+        continue;
+      }
+      for (int i = 0; i < exponent; ++i)
+        if (__builtin_mul_overflow(product, static_cast<__int128>(it->second), &product))
+          throw SizeOverflowError(str("a term of ", d.to_string(), " is past 128 bits"));
     }
+    __int128& sum = sums[left];
+    if (__builtin_add_overflow(sum, product, &sum))
+      throw SizeOverflowError(str("a partial sum of ", d.to_string(), " is past 128 bits"));
+  }
+  Dim out(0);
+  for (const auto& [monomial, sum] : sums) {
+    if (sum < std::numeric_limits<int64_t>::min() || sum > std::numeric_limits<int64_t>::max())
+      throw SizeOverflowError(str(monomial.empty() ? "it is " : "a coefficient is ", int128_to_string(sum)));
+    Dim product(static_cast<int64_t>(sum));
+    for (const auto& [symbol, exponent] : monomial) product = product * power(Dim::symbol(symbol), exponent);
     out = out + product;
   }
   return out;
