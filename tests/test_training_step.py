@@ -223,8 +223,15 @@ def test_errors_of_the_step_begin_with_the_entry_point_called():
             make()
 
 
+def with_frozen_attr(text: str, frozen: str) -> aj.Module:
+    """The module of `text` with its main's frozen attr set to `frozen`
+    (the text format refuses a bad one; with_attr takes any string)."""
+    mod = aj.parse(text)
+    return mod.with_function("main", mod["main"].with_attr("frozen", frozen))
+
+
 def test_a_frozen_attr_listing_a_name_that_is_no_weight_is_an_error_saying_what_to_do():
-    mod = aj.parse(SCALED.replace('frozen="scale"', 'frozen="scale, gone"'))
+    mod = with_frozen_attr(SCALED, "scale, gone")
     with pytest.raises(aj.TransformError, match=r"the frozen attr of 'main' lists 'gone', which is not a weight "
                                                 r"of 'main' \(its weights: w, scale\); pass frozen=\[...\]"):
         T.train_step(mod, T.mse, T.SGD(lr=0.1))
@@ -236,7 +243,7 @@ def test_a_frozen_attr_on_a_function_with_no_num_input_is_the_num_input_error():
     """Trainer checked the attr's names first, against every param: "lists
     'gone', which is not a weight of 'main' (its weights: x, w, scale)",
     an input among them and nothing on the missing num_input."""
-    mod = aj.parse(SCALED.replace("num_input=1, ", "").replace('frozen="scale"', 'frozen="gone"'))
+    mod = with_frozen_attr(SCALED.replace("num_input=1, ", "").replace('frozen="scale"', 'frozen=""'), "gone")
     for make in (lambda: T.Trainer(mod, T.mse, T.SGD(lr=0.1)), lambda: T.train_step(mod, T.mse, T.SGD(lr=0.1))):
         with pytest.raises(aj.TransformError, match="function 'main' has no num_input, so its inputs cannot be told"):
             make()

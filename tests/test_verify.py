@@ -92,6 +92,18 @@ def test_a_frozen_attr_of_weights_or_blank_verifies_and_lists_them(frozen):
     assert mod["main"].frozen == tuple(n.strip() for n in frozen.split(",") if n.strip())
 
 
+@pytest.mark.parametrize("attrs, problem, column", [
+    ('num_input=1, frozen="gone"', r"frozen lists 'gone', which is not a param \(its weights: w\)", 31),
+    ('num_input=1, frozen="x"', r"frozen lists 'x', which is an input \(param 0; num_input=1\)", 31),
+    ('num_input=1, frozen="w, w"', "frozen lists 'w' twice", 31),
+    ('frozen="w"', "frozen names weights, but the function has no num_input", 18),
+])
+def test_the_text_format_refuses_a_bad_frozen_attr_where_it_is(attrs, problem, column):
+    text = f'@function({attrs})\ndef main(x: Tensor((3,), "float32"), w: Tensor((3,), "float32")):\n    return x\n'
+    with pytest.raises(aj.ParseError, match=f"^1:{column}: {problem}"):
+        aj.parse(text)
+
+
 def test_a_frozen_attr_needs_num_input_and_a_string():
     x, w = aj.Var("x", T3), aj.Var("w", T3)
     with pytest.raises(aj.VerifyError, match="attr frozen: names weights, but the function has no num_input"):

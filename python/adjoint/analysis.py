@@ -22,8 +22,10 @@ def well_formed(mod: Module) -> bool:
 def verify(mod: Module) -> None:
     """Checks that every var is bound once and before use, call arguments are
     leaves, every type equals what the op rules infer, attrs fit their op's
-    schema and ``num_input`` is within the param count. Raises
-    ``aj.VerifyError`` naming the function and the var or binding."""
+    schema, function attrs are known ones of the right type, ``num_input``
+    is within the param count and ``frozen`` names weights, once each.
+    Raises ``aj.VerifyError`` naming the function and the var, binding or
+    attr."""
     _core.verify(_module(mod, "verify"))
 
 

@@ -26,9 +26,11 @@ def _rules_docstring(summary: str, rules: Sequence[tuple[str, str]]) -> str:
 
 
 class Pass(ABC):
-    """A module-to-module transformation; call it on a module. Every pass
-    verifies its input first: malformed IR (built through the Python API)
-    is an ``aj.VerifyError`` naming the function and the var."""
+    """A module-to-module transformation; call it on a module. The passes of
+    ``aj.transform`` verify their input first: malformed IR (built through
+    the Python API) is an ``aj.VerifyError`` naming the function and the
+    var. A subclass's ``transform`` gets the module unverified (call
+    ``aj.analysis.verify`` there when it needs well-formed IR)."""
 
     name = "Pass"
 

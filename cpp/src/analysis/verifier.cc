@@ -96,48 +96,15 @@ class FunctionVerifier {
   // listed once; a function without num_input has no weights to name.
   void check_frozen() {
     const AttrValue* v = fn_.attr("frozen");
-    if (!v || !std::holds_alternative<std::string>(*v)) return;
-    where_ = Place{"attr frozen"};
-    std::vector<std::string> names = fn_.frozen_names();
-    if (names.empty()) return;
+    const auto* text = v ? std::get_if<std::string>(v) : nullptr;
+    if (!text) return;
     const AttrValue* k = fn_.attr("num_input");
-    if (!k) {
-      problem("names weights, but the function has no num_input to tell its weights from its inputs");
-      return;
-    }
-    const int64_t* n = std::get_if<int64_t>(k);
-    if (!n || *n < 0 || static_cast<size_t>(*n) > fn_.params().size()) return;  // num_input's own problem
-    const size_t num_input = static_cast<size_t>(*n);
-    std::vector<std::string> seen;
-    for (const std::string& name : names) {
-      if (name.empty()) {
-        problem("lists an empty name in ", attr_to_string(*v), " (names are separated by single commas)");
-        continue;
-      }
-      if (std::find(seen.begin(), seen.end(), name) != seen.end()) {
-        problem("lists '", name, "' twice");
-        continue;
-      }
-      seen.push_back(name);
-      problem_if_not_weight(name, num_input);
-    }
-  }
-
-  void problem_if_not_weight(const std::string& name, size_t num_input) {
-    const auto& params = fn_.params();
-    auto named = [&](size_t p) { return params[p] && params[p]->name_hint() == name; };
-    for (size_t p = num_input; p < params.size(); ++p)
-      if (named(p)) return;
-    for (size_t p = 0; p < num_input; ++p)
-      if (named(p)) {
-        problem("lists '", name, "', which is an input (param ", p, "; num_input=", num_input,
-                "), not a weight: only weights can be frozen");
-        return;
-      }
-    std::string weights;
-    for (size_t p = num_input; p < params.size(); ++p)
-      if (params[p]) weights += (weights.empty() ? "" : ", ") + params[p]->name_hint();
-    problem("lists '", name, "', which is not a param (its weights: ", weights.empty() ? "none" : weights, ")");
+    const int64_t* n = k ? std::get_if<int64_t>(k) : nullptr;
+    if (k && (!n || *n < 0 || static_cast<size_t>(*n) > fn_.params().size())) return;  // num_input's own problem
+    std::vector<std::string_view> params;
+    for (const Var& p : fn_.params()) params.push_back(p ? std::string_view(p->name_hint()) : std::string_view());
+    where_ = Place{"attr frozen"};
+    if (std::string p = frozen_attr_problem(*text, params, n ? *n : -1); !p.empty()) problem(p);
   }
 
   // A var must be bound before use.

@@ -57,6 +57,30 @@ std::vector<std::string> split_frozen_names(const std::string& text) {
   }
 }
 
+std::string frozen_attr_problem(const std::string& text, const std::vector<std::string_view>& params,
+                                int64_t num_input) {
+  std::vector<std::string> names = split_frozen_names(text);
+  if (names.empty()) return "";
+  if (num_input < 0) return "names weights, but the function has no num_input to tell its weights from its inputs";
+  const auto first_weight = params.begin() + std::min<std::ptrdiff_t>(num_input, static_cast<std::ptrdiff_t>(params.size()));
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string& name = names[i];
+    if (name.empty())
+      return str("lists an empty name in ", attr_to_string(AttrValue(text)), " (names are separated by single commas)");
+    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), name) != names.begin() + static_cast<std::ptrdiff_t>(i))
+      return str("lists '", name, "' twice");
+    if (std::find(first_weight, params.end(), name) != params.end()) continue;
+    auto input = std::find(params.begin(), first_weight, name);
+    if (input != first_weight)
+      return str("lists '", name, "', which is an input (param ", input - params.begin(), "; num_input=", num_input,
+                 "), not a weight: only weights can be frozen");
+    std::string weights;
+    for (auto w = first_weight; w != params.end(); ++w) weights += (weights.empty() ? "" : ", ") + std::string(*w);
+    return str("lists '", name, "', which is not a param (its weights: ", weights.empty() ? "none" : weights, ")");
+  }
+  return "";
+}
+
 namespace {
 
 // Where attr `name` goes: the known attrs first, in known_func_attrs()

@@ -162,26 +162,37 @@ std::string_view SyntaxParser::string_value(const Token& t) {
 
 FunctionSyntax SyntaxParser::header() {
   FunctionSyntax fn;
-  size_t num_input_off = decorator(fn);
+  WeightAttrOffsets offs = decorator(fn);
   signature(fn);
-  check_num_input(fn, num_input_off);
+  check_weight_attrs(fn, offs);
   begin_body(fn);
   return fn;
 }
 
-// num_input, when given, must be an int from 0 to the number of params.
-void SyntaxParser::check_num_input(const FunctionSyntax& fn, size_t off) const {
+// num_input, when given, must be an int from 0 to the number of params;
+// frozen's names must be weights (frozen_attr_problem).
+void SyntaxParser::check_weight_attrs(const FunctionSyntax& fn, WeightAttrOffsets offs) const {
+  int64_t num_input = -1;
   for (const auto& [key, v] : fn.attrs) {
     if (key != "num_input") continue;
     const int64_t* n = std::get_if<int64_t>(&v);
     if (!n || *n < 0 || static_cast<size_t>(*n) > fn.params.size())
-      src_.fail(off, str("num_input must be an int from 0 to ", fn.params.size(),
-                         " (the number of params), got ", attr_to_string(v)));
+      src_.fail(offs.num_input, str("num_input must be an int from 0 to ", fn.params.size(),
+                                    " (the number of params), got ", attr_to_string(v)));
+    num_input = *n;
+  }
+  for (const auto& [key, v] : fn.attrs) {
+    if (key != "frozen") continue;
+    std::vector<std::string_view> params;
+    for (const ParamSyntax& p : fn.params) params.push_back(p.name);
+    if (std::string problem = frozen_attr_problem(std::get<std::string>(v), params, num_input); !problem.empty())
+      src_.fail(offs.frozen, "frozen " + problem);
   }
 }
 
-// '@function' ['(' key=literal, ... ')'] NEWLINE; returns where num_input's value is.
-size_t SyntaxParser::decorator(FunctionSyntax& fn) {
+// '@function' ['(' key=literal, ... ')'] NEWLINE; returns where the values
+// of num_input and frozen are.
+SyntaxParser::WeightAttrOffsets SyntaxParser::decorator(FunctionSyntax& fn) {
   const Token& t = lex_.peek();
   if (!t.indent.empty()) src_.fail(t.off, "unexpected indent");
   if (t.kind == Tok::kName && src_.view(t) == "def")
@@ -190,7 +201,7 @@ size_t SyntaxParser::decorator(FunctionSyntax& fn) {
   Token name = expect(Tok::kName, "'function' after '@'");
   if (src_.view(name) != "function")
     src_.fail(name.off, str("unknown decorator '@", src_.view(name), "' (expected @function)"));
-  size_t num_input_off = 0;
+  WeightAttrOffsets offs;
   std::vector<Key> keys;
   if (lex_.peek().kind == Tok::kLParen) {
     open(lex_.next());
@@ -200,9 +211,10 @@ size_t SyntaxParser::decorator(FunctionSyntax& fn) {
       std::string_view k = src_.view(key);
       Node v = expr();
       AttrValue value = attr_value(src_, v);
-      if (k == "num_input") num_input_off = v.off;  // its range is checked once the params are read
+      if (k == "num_input") offs.num_input = v.off;  // checked against the params once they are read
       else if (std::string problem = func_attr_problem(std::string(k), value); !problem.empty())
         src_.fail(is_known_func_attr(k) ? v.off : key.off, problem);
+      if (k == "frozen") offs.frozen = v.off;
       keys.emplace_back(k, key.off);
       fn.attrs.emplace_back(std::string(k), std::move(value));
     });
@@ -210,7 +222,7 @@ size_t SyntaxParser::decorator(FunctionSyntax& fn) {
   if (auto dup = first_repeat(std::move(keys)))
     src_.fail(dup->second, str("function attr '", dup->first, "' given twice"));
   end_of_line("the decorator");
-  return num_input_off;
+  return offs;
 }
 
 // 'def' NAME '(' params ')' ['->' type] ':' NEWLINE

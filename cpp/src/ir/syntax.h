@@ -120,9 +120,13 @@ class SyntaxParser {
     int rank = -1;  // the level of the scalars, once one is seen
   };
 
-  size_t decorator(FunctionSyntax& fn);
+  // Where the values of the attrs checked against the params are.
+  struct WeightAttrOffsets {
+    size_t num_input = 0, frozen = 0;
+  };
+  WeightAttrOffsets decorator(FunctionSyntax& fn);
   void signature(FunctionSyntax& fn);
-  void check_num_input(const FunctionSyntax& fn, size_t off) const;
+  void check_weight_attrs(const FunctionSyntax& fn, WeightAttrOffsets offs) const;
   void begin_body(const FunctionSyntax& fn);
   void binding(BindingSyntax& b);
   Node exprs();
