@@ -188,6 +188,67 @@ def test_the_frozen_attr_names_the_weights_of_f_that_read_only_frozen_ones(froze
     assert_lifting_computes_the_same(aj.parse(FROZEN))
 
 
+def test_lifted_params_of_one_name_get_distinct_names_so_frozen_tells_them_apart():
+    """Gradient names its bindings lv; lifted, two became params 'lv' and
+    the attr said frozen="s, lv, lv", which then did not verify."""
+    grads = aj.transform.Gradient()(aj.parse('''
+@function(num_input=1, frozen="rv")
+def main(x: Tensor((3,), "float64"), w: Tensor((3,), "float64"), rv: Tensor((3,), "float64")) -> Tensor((), "float64"):
+    a: Tensor((3,), "float64") = abs(rv)
+    s: Tensor((3,), "float64") = sqrt(a)
+    d: Tensor((3,), "float64") = multiply(x, s)
+    e: Tensor((3,), "float64") = multiply(d, w)
+    l: Tensor((), "float64") = sum(e)
+    return l
+'''))
+    out = aj.transform.LiftTransformParams()(grads)
+    aj.analysis.verify(out)
+    adjoint = out["main_adjoint"]
+    assert [p.name_hint for p in adjoint.params] == ["x", "w", "s", "x_adjoint", "lv", "lv_1"]
+    assert adjoint.frozen == ("s", "lv", "lv_1")  # sqrt(|rv|), 2 * that, rv < 0: from rv alone
+    assert aj.structural_equal(aj.parse(out.script()), out)
+    assert_lifting_computes_the_same(grads)
+
+
+def test_the_frozen_attr_follows_the_lifted_value_not_its_name():
+    """ReassociateMatmul names its bindings y_part; with W3, W4 frozen the
+    attr named the lifted W1 @ W2 (the first y_part) instead of W3 @ W4."""
+    mod = aj.transform.ReassociateMatmul()(aj.parse('''
+@function(num_input=1, frozen="W3, W4")
+def main(x: Tensor((2, 2), "float64"), W1: Tensor((2, 100), "float64"), W2: Tensor((100, 2), "float64"), W3: Tensor((2, 100), "float64"), W4: Tensor((100, 2), "float64")) -> Tensor((2, 2), "float64"):
+    a: Tensor((2, 2), "float64") = matmul(W1, W2)
+    b: Tensor((2, 2), "float64") = matmul(a, x)
+    c: Tensor((2, 100), "float64") = matmul(b, W3)
+    y: Tensor((2, 2), "float64") = matmul(c, W4)
+    return y
+'''))
+    out = aj.transform.LiftTransformParams()(mod)
+    weights = [np.random.default_rng(0).standard_normal(p.type.shape) for p in mod["main"].params[1:]]
+    transformed = aj.build(out)["main_transform_params"](*weights)
+    (frozen,) = out["main"].frozen
+    position = [p.name_hint for p in out["main"].params[1:]].index(frozen)
+    np.testing.assert_allclose(transformed[position], weights[2] @ weights[3])
+    assert [p.name_hint for p in out["main"].params] == ["x", "y_part", "y_part_1"]
+    assert_lifting_computes_the_same(mod)
+
+
+@pytest.mark.parametrize("body", [
+    "a: Tensor((3,), \"float64\") = (w, rv)[1]",
+    "t: Tuple(Tensor((3,), \"float64\"), Tensor((3,), \"float64\")) = (w, rv)\n    a: Tensor((3,), \"float64\") = t[1]",
+])
+def test_a_tuple_item_reading_a_frozen_field_is_frozen(body):
+    out = lifted(f'''
+@function(num_input=1, frozen="rv")
+def main(x: Tensor((3,), "float64"), w: Tensor((3,), "float64"), rv: Tensor((3,), "float64")) -> Tensor((3,), "float64"):
+    {body}
+    e: Tensor((3,), "float64") = exp(w)
+    y: Tensor((3,), "float64") = multiply(x, a)
+    z: Tensor((3,), "float64") = add(y, e)
+    return z
+''')
+    assert out["main"].frozen == ("a",)
+
+
 def test_a_lifted_value_reading_a_trained_weight_is_not_frozen():
     out = lifted('''
 @function(num_input=1, frozen="mean")

@@ -104,6 +104,28 @@ def test_the_text_format_refuses_a_bad_frozen_attr_where_it_is(attrs, problem, c
         aj.parse(text)
 
 
+def test_a_frozen_name_two_params_have_is_refused():
+    x, w, w2 = aj.Var("x", T3), aj.Var("w", T3), aj.Var("w", T3)
+    with pytest.raises(aj.VerifyError, match="attr frozen: lists 'w', which 2 params are named: a frozen name must be"):
+        aj.analysis.verify(fn([x, w, w2], [], x, num_input=1, frozen="w"))
+    aj.analysis.verify(fn([x, w, w2], [], x, num_input=1))
+
+
+@pytest.mark.parametrize("hint, printed", [("x.y", "x_y"), ("def", "def_"), ("1w", "_1w")])
+def test_frozen_prints_the_names_its_params_print_as(hint, printed):
+    """The printer made a param's hint an identifier but kept the attr's
+    name, so the text did not parse back (nor pickle, which goes through it)."""
+    import pickle
+
+    x, w = aj.Var("x", T3), aj.Var(hint, T3)
+    mod = fn([x, w], [], x, num_input=1, frozen=hint)
+    aj.analysis.verify(mod)
+    text = mod.script()
+    assert f'frozen="{printed}"' in text and f"{printed}: Tensor" in text
+    assert aj.parse(text)["main"].frozen == (printed,)
+    assert pickle.loads(pickle.dumps(mod))["main"].frozen == (printed,)
+
+
 def test_a_frozen_attr_needs_num_input_and_a_string():
     x, w = aj.Var("x", T3), aj.Var("w", T3)
     with pytest.raises(aj.VerifyError, match="attr frozen: names weights, but the function has no num_input"):

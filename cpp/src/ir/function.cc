@@ -69,6 +69,9 @@ std::string frozen_attr_problem(const std::string& text, const std::vector<std::
       return str("lists an empty name in ", attr_to_string(AttrValue(text)), " (names are separated by single commas)");
     if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), name) != names.begin() + static_cast<std::ptrdiff_t>(i))
       return str("lists '", name, "' twice");
+    if (std::count(params.begin(), params.end(), name) > 1)
+      return str("lists '", name, "', which ", std::count(params.begin(), params.end(), name),
+                 " params are named: a frozen name must be one param's");
     if (std::find(first_weight, params.end(), name) != params.end()) continue;
     auto input = std::find(params.begin(), first_weight, name);
     if (input != first_weight)

@@ -261,10 +261,37 @@ class FunctionPrinter {
     if (fn_.attrs().empty()) return;
     out_ += '(';
     for (size_t i = 0; i < fn_.attrs().size(); ++i) {
+      const auto& [name, value] = fn_.attrs()[i];
       if (i) out_ += ", ";
-      out_.append(fn_.attrs()[i].first).append("=").append(attr_to_string(fn_.attrs()[i].second));
+      out_.append(name).append("=");
+      out_.append(attr_to_string(name == "frozen" ? frozen_as_printed(value) : value));
     }
     out_ += ')';
+  }
+
+  // The frozen attr with each name that is one param's replaced by the
+  // name that param prints as (a hint made an identifier, or made unique:
+  // x.y prints as x_y, so frozen="x.y" as frozen="x_y"), so the text reads
+  // back to the function printed. Other names (a malformed attr) stay, and
+  // so does the attr as written when no name is renamed.
+  AttrValue frozen_as_printed(const AttrValue& value) const {
+    const auto* text = std::get_if<std::string>(&value);
+    if (!text) return value;
+    std::unordered_map<std::string_view, const VarNode*> params;
+    for (const Var& p : fn_.params()) {
+      if (!p) continue;
+      auto [it, fresh] = params.emplace(p->name_hint(), p.get());
+      if (!fresh) it->second = nullptr;  // a name two params have names neither
+    }
+    std::string printed;
+    bool renamed = false;
+    for (const std::string& n : split_frozen_names(*text)) {
+      auto it = params.find(n);
+      std::string_view as_printed = it != params.end() && it->second ? names_(it->second) : std::string_view(n);
+      renamed = renamed || as_printed != n;
+      printed.append(printed.empty() ? "" : ", ").append(as_printed);
+    }
+    return renamed ? AttrValue(printed) : value;
   }
 
   void signature(const std::string& name) {

@@ -29,10 +29,12 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "adjoint/analysis/compile_time.h"
 #include "adjoint/analysis/dataflow.h"
+#include "adjoint/ir/substitute.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/pass_stats.h"
 #include "adjoint/transform/passes.h"
@@ -212,39 +214,103 @@ void count_lift(const FunctionNode& fn, const LiftPlan& plan) {
 }
 
 // Per definition of fn, 1 when its value reads a weight that training
-// updates (one not in fn's frozen attr), directly or through bindings.
+// updates (one not in fn's frozen attr), directly or through bindings; an
+// item of a tuple literal reads its field alone (t = (w, running_var);
+// t[1] reads no trained weight).
 std::vector<uint8_t> reads_trained_weight(const FunctionNode& fn, const DataflowIndex& index) {
   std::vector<std::string> names = fn.frozen_names();
   std::unordered_set<std::string> frozen(names.begin(), names.end());
   const size_t num_params = fn.params().size();
   std::vector<uint8_t> trained(index.num_defs(), 0);
   for (size_t p = fn.num_input(); p < num_params; ++p) trained[p] = !frozen.count(fn.params()[p]->name_hint());
-  for (size_t b = 0; b < fn.bindings().size(); ++b)
+  auto trained_use = [&](const Expr& e) {
+    bool any = false;
+    for_each_var_use(e, [&](const VarNode* v) {
+      int64_t d = index.def_index(v);
+      any = any || (d >= 0 && trained[static_cast<size_t>(d)]);
+    });
+    return any;
+  };
+  for (size_t b = 0; b < fn.bindings().size(); ++b) {
+    const Expr* field = nullptr;
+    if (index.binding_kind(b) == DefKind::kTupleGetItem)
+      field = tuple_item_source(index, static_cast<const TupleGetItemNode&>(*fn.bindings()[b].value));
+    if (field) {
+      trained[num_params + b] = trained_use(*field);
+      continue;
+    }
     for (int32_t d : index.operand_defs(b))
       if (d >= 0 && trained[static_cast<size_t>(d)]) {
         trained[num_params + b] = 1;
         break;
       }
+  }
   return trained;
 }
 
-// fn's attrs for f as lifted: its frozen attr names the weights of f that
+// fn's attrs for f as lifted (its params `main_params`, `frozen_param`
+// saying which are frozen): its frozen attr names the weights of f that
 // read no trained weight of fn: frozen weights passed through, and lifted
 // values computed from frozen weights and constants alone (a BatchNorm's
 // rsqrt(running_var + eps)), so that training f leaves them as training fn
 // left what they are computed from. The attr goes when it names none.
-FuncAttrs lifted_attrs(const FunctionNode& fn, const DataflowIndex& index, const std::vector<Var>& main_params) {
+FuncAttrs lifted_attrs(const FunctionNode& fn, const std::vector<Var>& main_params,
+                       const std::vector<uint8_t>& frozen_param) {
   FuncAttrs attrs;
   for (const auto& [name, value] : fn.attrs())
     if (name != "frozen") attrs.emplace_back(name, value);
-  if (fn.frozen_names().empty()) return attrs;
-  std::vector<uint8_t> trained = reads_trained_weight(fn, index);
   std::string kept;
-  for (size_t p = fn.num_input(); p < main_params.size(); ++p)
-    if (!trained[static_cast<size_t>(index.def_index(main_params[p].get()))])
-      kept += (kept.empty() ? "" : ", ") + main_params[p]->name_hint();
+  for (size_t p = 0; p < main_params.size(); ++p)
+    if (frozen_param[p]) kept += (kept.empty() ? "" : ", ") + main_params[p]->name_hint();
   if (!kept.empty()) attrs.emplace_back("frozen", kept);
   return attrs;
+}
+
+// Per param of f as lifted, 1 when it is a weight that reads no trained
+// weight of fn (none when fn freezes nothing).
+std::vector<uint8_t> frozen_params(const FunctionNode& fn, const DataflowIndex& index,
+                                   const std::vector<Var>& main_params) {
+  std::vector<uint8_t> out(main_params.size(), 0);
+  if (fn.frozen_names().empty()) return out;
+  std::vector<uint8_t> trained = reads_trained_weight(fn, index);
+  for (size_t p = fn.num_input(); p < main_params.size(); ++p)
+    out[p] = !trained[static_cast<size_t>(index.def_index(main_params[p].get()))];
+  return out;
+}
+
+// f's lifted params (those past `first_lifted`) made distinct from the
+// params before them: one whose name an earlier param has (Gradient binds
+// many vars 'lv') becomes a new var named as the printer would print it
+// (lv_1, lv_2, ...: the first that no var of f has), in f's bindings and
+// return too. So f's weights are told apart by name, as the frozen attr
+// and a Trainer's params tell them.
+void give_lifted_params_distinct_names(std::vector<Var>& params, size_t first_lifted, std::vector<Binding>& bindings,
+                                       Expr& ret) {
+  std::unordered_set<std::string> hints, taken;
+  for (const Var& p : params) hints.insert(p->name_hint());
+  for (const Binding& b : bindings) hints.insert(b.var->name_hint());
+  std::unordered_map<std::string, size_t> next_suffix;
+  std::unordered_map<const VarNode*, Expr> renamed;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const std::string& hint = params[i]->name_hint();
+    if (taken.insert(hint).second || i < first_lifted) continue;
+    std::string name;
+    size_t& suffix = next_suffix[hint];
+    do {
+      name = hint + "_" + std::to_string(++suffix);
+    } while (hints.count(name) || taken.count(name));
+    taken.insert(name);
+    Var fresh = std::make_shared<VarNode>(name, params[i]->type());
+    renamed.emplace(params[i].get(), fresh);
+    params[i] = fresh;
+  }
+  if (renamed.empty()) return;
+  auto replacement = [&renamed](const VarNode* v) -> const Expr* {
+    auto it = renamed.find(v);
+    return it == renamed.end() ? nullptr : &it->second;
+  };
+  for (Binding& b : bindings) b.value = substitute(b.value, replacement);
+  ret = substitute(ret, replacement);
 }
 
 // (f, f_transform_params) for a function with num_input.
@@ -260,8 +326,13 @@ std::pair<Function, Function> lift(const Function& fn) {
   auto [main_bindings, transform_bindings] = split_bindings(*fn, plan);
   auto transform = std::make_shared<FunctionNode>(std::move(weights), std::move(transform_bindings),
                                                   std::move(returned));
-  FuncAttrs attrs = lifted_attrs(*fn, index, main_params);
-  auto main = std::make_shared<FunctionNode>(std::move(main_params), std::move(main_bindings), fn->ret(),
+  std::vector<uint8_t> frozen = frozen_params(*fn, index, main_params);
+  size_t first_lifted = fn->num_input();
+  while (first_lifted < main_params.size() && index.is_param(main_params[first_lifted].get())) ++first_lifted;
+  Expr ret = fn->ret();
+  give_lifted_params_distinct_names(main_params, first_lifted, main_bindings, ret);
+  FuncAttrs attrs = lifted_attrs(*fn, main_params, frozen);
+  auto main = std::make_shared<FunctionNode>(std::move(main_params), std::move(main_bindings), std::move(ret),
                                              std::move(attrs));
   return {main, transform};
 }

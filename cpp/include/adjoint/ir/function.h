@@ -39,8 +39,9 @@ std::string func_attr_problem(const std::string& name, const AttrValue& value);
 std::vector<std::string> split_frozen_names(const std::string& text);
 // What is wrong with the frozen attr `text` of a function whose params have
 // these names and whose num_input is `num_input` (-1 when it has none), or
-// "" when nothing is: each name must be a weight (a param from num_input
-// on), listed once, not empty. The parser and the verifier both ask.
+// "" when nothing is: each name must be the name of one weight (a param
+// from num_input on, the only param of that name), listed once, not empty.
+// The parser and the verifier both ask.
 std::string frozen_attr_problem(const std::string& text, const std::vector<std::string_view>& params,
                                 int64_t num_input);
 
