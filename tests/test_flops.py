@@ -166,6 +166,16 @@ def test_terms_past_int64_that_cancel_count_what_they_sum_to():
         aj.analysis.estimate_flops(f, dims={"m": 2**33, "k": 2**32})
 
 
+def test_a_zero_dim_makes_its_terms_zero_and_a_sum_of_minus_2_to_the_127_is_an_error():
+    # regression: k**3*m**3*n at n = 0 overflowed before reaching the 0; a
+    # sum of exactly -2**127 crashed the process printing it
+    f = one_call(aj.op.exp, ("k**3*m**3*n",))
+    assert aj.analysis.estimate_flops(f, dims={"k": 2**22, "m": 2**22, "n": 0}) == 0
+    g = one_call(aj.op.exp, ("n - 2*k**3",))
+    with pytest.raises(aj.TypeInferenceError, match=rf"the dim -2\*k\*\*3 \+ n of 'p0' overflows int64: it is {-2**127}$"):
+        aj.analysis.estimate_flops(g, dims={"k": 2**42})
+
+
 def test_overflowing_counts_are_errors():
     huge = one_call(aj.op.matmul, (2**21, 2**21), (2**21, 2**21))
     with pytest.raises(aj.TypeInferenceError, match=r"overflows int64 at binding 0 'lv' \(matmul\)"):

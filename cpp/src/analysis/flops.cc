@@ -140,14 +140,16 @@ std::set<std::string> function_symbols(const FunctionNode& fn) {
 
 namespace {
 
-std::string int128_to_string(__int128 v) {
-  if (v < 0) return "-" + int128_to_string(-v);
+std::string int128_to_string(__int128 signed_value) {
+  // The magnitude as unsigned: -(-2**127) does not fit a signed __int128.
+  unsigned __int128 v = signed_value < 0 ? -static_cast<unsigned __int128>(signed_value)
+                                         : static_cast<unsigned __int128>(signed_value);
   std::string digits;
   do {
     digits.insert(digits.begin(), static_cast<char>('0' + static_cast<int>(v % 10)));
     v /= 10;
   } while (v > 0);
-  return digits;
+  return signed_value < 0 ? "-" + digits : digits;
 }
 
 }  // namespace
@@ -161,6 +163,10 @@ Dim substitute_symbols(const Dim& d, const SymbolValues& values) {
   for (const DimTerm& term : d.terms()) {
     __int128 product = term.coeff;
     Monomial left;
+    for (const auto& [symbol, exponent] : term.monomial) {
+      auto it = values.find(symbol);
+      if (it != values.end() && it->second == 0) product = 0;  // a zero factor: the term is 0, whatever the others
+    }
     for (const auto& [symbol, exponent] : term.monomial) {
       auto it = values.find(symbol);
       if (it == values.end()) {
