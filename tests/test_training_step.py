@@ -221,6 +221,13 @@ def test_errors_of_the_step_begin_with_the_entry_point_called():
                       ("SetupTrainer", lambda: T.SetupTrainer(T.mse, T.SGD(lr=0.1), frozen=["w", "scale"])(mod))]:
         with pytest.raises(aj.TransformError, match=f"^{who}: every weight of 'main' is frozen"):
             make()
+    for who, make in [("Trainer", lambda: T.Trainer(mod, T.mse, T.SGD)),
+                      ("train_step", lambda: T.train_step(mod, T.mse, T.SGD)),
+                      ("SetupTrainer", lambda: T.SetupTrainer(T.mse, T.SGD))]:
+        with pytest.raises(aj.Error, match=f"^{who}: optimizer is the class SGD; pass an instance"):
+            make()
+    with pytest.raises(aj.TransformError, match="^train_step: the module already has a function 'step'"):
+        T.train_step(T.train_step(mod, T.mse, T.SGD(lr=0.1)), T.mse, T.SGD(lr=0.1))
 
 
 def with_frozen_attr(text: str, frozen: str) -> aj.Module:

@@ -110,18 +110,26 @@ class SetupTrainer:
     trains every weight."""
 
     #: The name errors begin with: the entry point the user called
-    #: (``train_step`` and ``Trainer`` set theirs).
+    #: (``train_step`` and ``Trainer`` give theirs through ``called_from``).
     who = "SetupTrainer"
+
+    @classmethod
+    def called_from(cls, who: str, *args: Any, **kwargs: Any) -> "SetupTrainer":
+        """``SetupTrainer(*args, **kwargs)`` whose errors begin with ``who``."""
+        setup = cls.__new__(cls)
+        setup.who = who
+        setup.__init__(*args, **kwargs)
+        return setup
 
     def __init__(self, loss: Callable[..., Any], optimizer: Any, func_name: str = "main",
                  num_backbone_outputs: int = 1, step_name: str = "step", *,
                  labels: Sequence[tuple] | None = None, frozen: Iterable[str] | None = None) -> None:
         if isinstance(optimizer, type):
-            raise Error(f"SetupTrainer: optimizer is the class {optimizer.__name__}; pass an instance, "
+            raise Error(f"{self.who}: optimizer is the class {optimizer.__name__}; pass an instance, "
                         f"such as {optimizer.__name__}(lr=0.01)")
         for attr in ("state_types", "update"):
             if not hasattr(optimizer, attr):
-                raise Error(f"SetupTrainer: optimizer must be an adjoint.training optimizer (SGD, Adam, ...), "
+                raise Error(f"{self.who}: optimizer must be an adjoint.training optimizer (SGD, Adam, ...), "
                             f"got {type(optimizer).__name__}")
         self.loss = loss
         self.optimizer = optimizer
@@ -129,7 +137,7 @@ class SetupTrainer:
         self.num_backbone_outputs = num_backbone_outputs
         self.step_name = step_name
         self.labels = labels
-        self.frozen = checked_frozen("SetupTrainer", frozen)
+        self.frozen = checked_frozen(self.who, frozen)
 
     def __repr__(self) -> str:
         return f"SetupTrainer({loss_name(self.loss)}, {self.optimizer!r}, func_name={self.func_name!r})"
@@ -144,9 +152,9 @@ class SetupTrainer:
 
     def _build(self, mod: Module) -> tuple[Module, StepLayout]:
         if not isinstance(mod, Module):
-            raise Error(f"SetupTrainer: expected an aj.Module, got {type(mod).__name__}")
+            raise Error(f"{self.who}: expected an aj.Module, got {type(mod).__name__}")
         if self.step_name in mod:
-            raise TransformError(f"SetupTrainer: the module already has a function '{self.step_name}'")
+            raise TransformError(f"{self.who}: the module already has a function '{self.step_name}'")
         with_loss = AppendLoss(self.func_name, self.loss, self.num_backbone_outputs, self.labels)(mod)
         loss_fn_name = f"{self.func_name}_loss"
         loss_fn = with_loss[loss_fn_name]
@@ -190,6 +198,5 @@ def train_step(mod: Module, loss: Callable[..., Any], optimizer: Any, func_name:
                frozen: Iterable[str] | None = None) -> Module:
     """``mod`` with the training step function ``step`` added:
     ``SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels, frozen=frozen)(mod)``."""
-    setup = SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels, frozen=frozen)
-    setup.who = "train_step"
-    return setup(mod)
+    return SetupTrainer.called_from("train_step", loss, optimizer, func_name, num_backbone_outputs, labels=labels,
+                                    frozen=frozen)(mod)

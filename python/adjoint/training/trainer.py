@@ -58,8 +58,8 @@ class Trainer:
         frozen = checked_frozen("Trainer", frozen)
         if func_name in mod:
             frozen = frozen_weights("Trainer", mod[func_name], func_name, frozen)
-        setup = SetupTrainer(loss, optimizer, func_name, num_backbone_outputs, labels=labels, frozen=frozen)
-        setup.who = "Trainer"
+        setup = SetupTrainer.called_from("Trainer", loss, optimizer, func_name, num_backbone_outputs, labels=labels,
+                                         frozen=frozen)
         self.module, self.layout = setup.with_layout(mod)
         self._exe = build(Module({func_name: self.module[func_name], "step": self.module["step"]}))
         step_fn = self.module["step"]
