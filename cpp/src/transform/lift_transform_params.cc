@@ -29,6 +29,7 @@
 #include <algorithm>
 #include <set>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -286,6 +287,11 @@ std::vector<uint8_t> frozen_params(const FunctionNode& fn, const DataflowIndex& 
 // and a Trainer's params tell them.
 void give_lifted_params_distinct_names(std::vector<Var>& params, size_t first_lifted, std::vector<Binding>& bindings,
                                        Expr& ret) {
+  std::unordered_set<std::string_view> seen;
+  bool clash = false;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (!seen.insert(params[i]->name_hint()).second && i >= first_lifted) clash = true;
+  if (!clash) return;  // the usual case: no set of every hint of f to build
   std::unordered_set<std::string> hints, taken;
   for (const Var& p : params) hints.insert(p->name_hint());
   for (const Binding& b : bindings) hints.insert(b.var->name_hint());
