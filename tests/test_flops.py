@@ -166,6 +166,17 @@ def test_terms_past_int64_that_cancel_count_what_they_sum_to():
         aj.analysis.estimate_flops(f, dims={"m": 2**33, "k": 2**32})
 
 
+def test_terms_past_128_bits_that_cancel_count_the_call_with_the_values_in_its_shapes():
+    """(m - k)**3 expanded has terms of m**3 = 2**126 and more at rank 6:
+    the count of an exp over ("m - k",) * 6 at m = 2**42, k = m - 1 is 1,
+    and was an overflow error."""
+    f = one_call(aj.op.exp, ("m - k",) * 6)
+    assert aj.analysis.estimate_flops(f, dims={"m": 2**42, "k": 2**42 - 1}) == 1
+    assert aj.analysis.flops_by_op(f, dims={"m": 4194304, "k": 4194303}) == {"exp": 1}
+    with pytest.raises(aj.TypeInferenceError, match="overflows int64 with the given dims at binding 0 'lv' \\(exp\\)"):
+        aj.analysis.estimate_flops(f, dims={"m": 2**42, "k": 2**41})
+
+
 def test_a_zero_dim_makes_its_terms_zero_and_a_sum_of_minus_2_to_the_127_is_an_error():
     # regression: k**3*m**3*n at n = 0 overflowed before reaching the 0; a
     # sum of exactly -2**127 crashed the process printing it
