@@ -40,13 +40,15 @@ from numpy.lib.stride_tricks import as_strided
 
 
 def rand(seed, shape, dtype, low=-5, high=5):
-    """Random data: normal floats, ints in [low, high) or bools."""
+    """Random data: normal floats, ints in [low, high) or bools; an array
+    for every shape (for shape () NumPy gives a scalar, which the input
+    variants below cannot view as a buffer)."""
     rng = np.random.default_rng(seed)
     if dtype == "bool":
-        return rng.random(shape) < 0.5
+        return np.asarray(rng.random(shape) < 0.5)
     if np.dtype(dtype).kind in "iu":
-        return rng.integers(low, high, shape).astype(dtype)
-    return rng.standard_normal(shape).astype(dtype)
+        return np.asarray(rng.integers(low, high, shape).astype(dtype))
+    return np.asarray(rng.standard_normal(shape).astype(dtype))
 
 
 def readonly(a):
