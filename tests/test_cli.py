@@ -163,6 +163,16 @@ def test_stdout_is_utf_8_whatever_the_encoding_settings(work, env):
     assert (out.returncode, out.stdout) == (0, b"latin1_\xe9.aj: ok (1 function, 3 bindings)\n")
 
 
+def test_output_file_gets_a_file_name_as_the_bytes_it_came_in_as(work):
+    # regression: -o encoded strictly, so a name that is not UTF-8 was a UnicodeEncodeError, out.txt left empty
+    with open(os.path.join(os.fsencode(work), b"latin1_\xfe.aj"), "w") as f:
+        f.write(MLP)
+    out = subprocess.run([sys.executable.encode(), b"-m", b"adjoint", b"verify", b"latin1_\xfe.aj", b"-o", b"named.txt"],
+                         capture_output=True, cwd=work, timeout=120)
+    assert (out.returncode, out.stdout, out.stderr) == (0, b"", b"")
+    assert (work / "named.txt").read_bytes() == b"latin1_\xfe.aj: ok (1 function, 3 bindings)\n"
+
+
 def test_stdout_without_a_byte_buffer_is_written_as_text(work, monkeypatch, capsys):
     (work / "uni.aj").write_text(UNICODE, encoding="utf-8")
     assert cli.main(["print", str(work / "uni.aj")]) == 0

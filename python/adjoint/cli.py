@@ -63,15 +63,23 @@ def read_module(path: str) -> aj.Module:
 
 
 def write_text(text: str, output: str | None) -> None:
-    """``text`` as UTF-8 to ``output``, or to stdout for None or ``-``."""
+    """``text`` as UTF-8 to ``output``, or to stdout for None or ``-``; in
+    either, a file name that came in as bytes that are not UTF-8 (as
+    surrogates) goes out as those bytes."""
     if output is None or output == STDIN:
         write_stdout(text)
         return
     try:
-        with open(output, "w", encoding="utf-8") as f:
-            f.write(text)
+        with open(output, "wb") as f:
+            f.write(encode(text))
     except OSError as e:
         raise CommandError(output, os_message(e)) from e
+
+
+def encode(text: str) -> bytes:
+    """``text`` as UTF-8, with the surrogates Python reads undecodable bytes
+    of a file name as (surrogateescape) turned back into those bytes."""
+    return text.encode("utf-8", "surrogateescape")
 
 
 def write_stdout(text: str) -> None:
@@ -84,7 +92,7 @@ def write_stdout(text: str) -> None:
         sys.stdout.write(text)
         return
     sys.stdout.flush()
-    buffer.write(text.encode("utf-8", "surrogateescape"))
+    buffer.write(encode(text))
     buffer.flush()
 
 
