@@ -124,6 +124,16 @@ def test_print_from_stdin_and_to_output_file(work):
     assert (work / "printed.aj").read_text() == LORA
 
 
+def test_output_file_is_written_even_when_the_output_is_empty(work):
+    # regression: an empty output left -o alone, so an old file stayed and a new name was not created
+    (work / "empty.aj").write_text("")
+    (work / "old.aj").write_text(MLP)
+    for name in ("old.aj", "new.aj"):
+        out = adjoint(work, "print", "empty.aj", "-o", name)
+        assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+        assert (work / name).read_text() == ""
+
+
 def adjoint_bytes(cwd: Path, *args: str, stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "adjoint", *args], input=stdin, capture_output=True, cwd=cwd,
                           timeout=120, env={**os.environ, **env})

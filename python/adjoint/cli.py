@@ -140,7 +140,8 @@ def one_line(text: str) -> str:
     return "; ".join(line.strip() for line in text.strip().splitlines() if line.strip())
 
 
-# --- commands: each takes the parsed arguments and returns the text to write ---
+# --- commands: each takes the parsed arguments and returns the text to write
+# (None when it wrote its output itself, as run -o does) ---
 
 
 def cmd_demo(args: argparse.Namespace) -> str:
@@ -251,14 +252,14 @@ def flops_table(fn: aj.Function, compile_time_free: bool, dims: dict[str, int]) 
     return "\n".join(lines) + "\n"
 
 
-def cmd_run(args: argparse.Namespace) -> str:
+def cmd_run(args: argparse.Namespace) -> str | None:
     mod = read_module(args.file)
     fn = mod[args.func]
     inputs = load_inputs(args.inputs, [p.name_hint for p in fn.params])
     result = aj.build(mod)[args.func](*inputs)
     if args.output is not None and args.output != STDIN:
         save_results(result, args.output)
-        return ""
+        return None
     return format_results(result)
 
 
@@ -285,7 +286,7 @@ def names_arg(text: str) -> list[str]:
     return names
 
 
-COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], str], str]] = {
+COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], str | None], str]] = {
     "demo": (cmd_demo, "parse, print and verify an example module"),
     "print": (cmd_print, "parse FILE and print its canonical text"),
     "verify": (cmd_verify, "parse and verify FILE"),
@@ -372,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def command() -> int:
         text = COMMANDS[args.command][0](args)
-        if text:
+        if text is not None:  # even "": -o FILE is created or emptied whatever the output
             write_text(text, args.output)
         return 1 if args.failed else 0
 
