@@ -317,6 +317,25 @@ def test_run_npz_inputs_on_the_adjoint_from_stdin(work):
                           f"result_1_1: shape (3, 4), float64\n{np.array2string(gw)}\n")
 
 
+TUPLE_PARAM = MLP + """
+@function
+def pair(t: Tuple(Tensor((2,), "float64"), Tensor((2,), "float64"))) -> Tensor((2,), "float64"):
+    a: Tensor((2,), "float64") = t[0]
+    return a
+"""
+
+
+def test_run_builds_only_the_function_it_runs(work):
+    # regression: run built every function, so pair, whose tuple param the executor cannot plan, broke main
+    (work / "tuple_param.aj").write_text(TUPLE_PARAM)
+    out = adjoint(work, "run", "tuple_param.aj", "--inputs", "x.npy", "w.npy")
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout == f"result: shape (), float64\n{np.array2string(aj.build(aj.parse(MLP))['main'](X, W))}\n"
+    assert_one_line_failure(adjoint(work, "run", "tuple_param.aj", "--func", "pair", "--inputs", "x.npy"),
+                            "tuple_param.aj: ExecutionError: function 'pair', param 't': the executor takes tensor "
+                            "params only, got Tuple(Tensor((2,), \"float64\"), Tensor((2,), \"float64\"))")
+
+
 FAILURES = [
     (["print", "missing.aj"], "missing.aj: no such file"),
     (["grad", "."], ".: is a directory"),

@@ -256,7 +256,8 @@ def cmd_run(args: argparse.Namespace) -> str | None:
     mod = read_module(args.file)
     fn = mod[args.func]
     inputs = load_inputs(args.inputs, [p.name_hint for p in fn.params])
-    result = aj.build(mod)[args.func](*inputs)
+    # only the function run: another one the executor cannot plan (a tuple param) is no concern of this run
+    result = aj.build(aj.Module({args.func: fn}))[args.func](*inputs)
     if args.output is not None and args.output != STDIN:
         save_results(result, args.output)
         return None
@@ -295,7 +296,7 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], str | None], str]] = {
     "simplify": (cmd_simplify, "SimplifyGradient, EliminateCommonSubexpr and DeadCodeElimination"),
     "lift": (cmd_lift, "LiftTransformParams: move compile-time work into <func>_transform_params"),
     "flops": (cmd_flops, "estimated FLOPs of each function, by op"),
-    "run": (cmd_run, "build FILE and run one function on .npy/.npz inputs"),
+    "run": (cmd_run, "build one function of FILE and run it on .npy/.npz inputs"),
 }
 
 
