@@ -134,6 +134,18 @@ def test_output_file_is_written_even_when_the_output_is_empty(work):
         assert (work / name).read_text() == ""
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_write_failure_names_the_output(work):
+    # regression: a failure to write was blamed on the input, "mlp.aj: no space left on device"
+    assert_one_line_failure(adjoint(work, "run", "mlp.aj", "--inputs", "x.npy", "w.npy", "-o", "/dev/full"),
+                            "/dev/full: no space left on device")
+    assert_one_line_failure(adjoint(work, "print", "mlp.aj", "-o", "/dev/full"), "/dev/full: no space left on device")
+    with open("/dev/full", "w") as full:
+        out = subprocess.run([sys.executable, "-m", "adjoint", "print", "mlp.aj"], stdout=full, stderr=subprocess.PIPE,
+                             text=True, cwd=work, timeout=120)
+    assert (out.returncode, out.stderr) == (1, "<stdout>: no space left on device\n")
+
+
 def adjoint_bytes(cwd: Path, *args: str, stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "adjoint", *args], input=stdin, capture_output=True, cwd=cwd,
                           timeout=120, env={**os.environ, **env})

@@ -163,6 +163,10 @@ def format_results(result: Any) -> str:
 
 
 def save_results(result: Any, path: str) -> None:
-    """An ``.npz`` at ``path`` (as given: no suffix added) with the arrays of ``flat_results``."""
-    with open(path, "wb") as f:
-        np.savez(f, **dict(flat_results(result)))
+    """An ``.npz`` at ``path`` (as given: no suffix added) with the arrays of
+    ``flat_results``; a failure to write it is a CommandError naming ``path``."""
+    try:
+        with open(path, "wb") as f:
+            np.savez(f, **dict(flat_results(result)))
+    except OSError as e:
+        raise CommandError(path, (e.strerror or str(e)).lower()) from e

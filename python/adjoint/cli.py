@@ -21,6 +21,8 @@ from adjoint import examples
 from adjoint._cli_arrays import CommandError, format_results, load_inputs, save_results
 
 STDIN = "-"
+#: How a failure to write stdout names it.
+STDOUT = "<stdout>"
 
 
 def display_name(path: str) -> str:
@@ -86,14 +88,20 @@ def write_stdout(text: str) -> None:
     """``text`` to stdout as UTF-8 bytes, whatever the locale or
     PYTHONIOENCODING say (a file name that came in as bytes that are not
     UTF-8 goes out as those bytes); as text when stdout has no byte buffer
-    (a replacement such as io.StringIO, which takes str)."""
-    buffer = getattr(sys.stdout, "buffer", None)
-    if buffer is None:
-        sys.stdout.write(text)
-        return
-    sys.stdout.flush()
-    buffer.write(encode(text))
-    buffer.flush()
+    (a replacement such as io.StringIO, which takes str). A failure to
+    write is a CommandError naming ``<stdout>``."""
+    try:
+        buffer = getattr(sys.stdout, "buffer", None)
+        if buffer is None:
+            sys.stdout.write(text)
+            return
+        sys.stdout.flush()
+        buffer.write(encode(text))
+        buffer.flush()
+    except BrokenPipeError:
+        raise  # the reader is gone: main's own case
+    except OSError as e:
+        raise CommandError(STDOUT, os_message(e)) from e
 
 
 def plural(n: int, noun: str) -> str:
