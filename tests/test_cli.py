@@ -329,6 +329,23 @@ def test_run_npz_inputs_on_the_adjoint_from_stdin(work):
                           f"result_1_1: shape (3, 4), float64\n{np.array2string(gw)}\n")
 
 
+EMPTY_TUPLE = """@function
+def main(x: Tensor((2, 3), "float64")) -> Tuple():
+    return ()
+"""
+
+
+def test_an_empty_npz_is_an_input_that_gives_no_param(work):
+    # regression: the empty .npz run -o writes for an empty tuple was "not a .npy or .npz file"
+    (work / "empty_tuple.aj").write_text(EMPTY_TUPLE)
+    out = adjoint(work, "run", "empty_tuple.aj", "--inputs", "x.npy", "-o", "nothing.npz")
+    assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
+    assert (work / "nothing.npz").read_bytes().startswith(b"PK\x05\x06") and load_npz(work / "nothing.npz") == {}
+    out = adjoint(work, "run", "mlp.aj", "--inputs", "nothing.npz", "x.npy", "w.npy")
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout == f"result: shape (), float64\n{np.array2string(aj.build(aj.parse(MLP))['main'](X, W))}\n"
+
+
 TUPLE_PARAM = MLP + """
 @function
 def pair(t: Tuple(Tensor((2,), "float64"), Tensor((2,), "float64"))) -> Tensor((2,), "float64"):

@@ -79,8 +79,10 @@ def put(given: dict[str, np.ndarray], name: str, array: np.ndarray, params: list
     given[name] = array
 
 
-#: How .npy files and .npz (zip) archives begin.
-NPY_MAGIC, ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04"
+#: How .npy files and .npz (zip) archives begin: a zip's first entry, or the
+#: end record that is all of an empty one (np.savez of no arrays, as run -o
+#: writes for a function returning an empty tuple).
+NPY_MAGIC, ZIP_MAGIC, EMPTY_ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04", b"PK\x05\x06"
 
 
 def load_file(path: str) -> np.ndarray | dict[str, np.ndarray]:
@@ -90,7 +92,7 @@ def load_file(path: str) -> np.ndarray | dict[str, np.ndarray]:
     try:
         with open(path, "rb") as f:
             start = f.read(6)
-            if not start.startswith((NPY_MAGIC, ZIP_MAGIC)):
+            if not start.startswith((NPY_MAGIC, ZIP_MAGIC, EMPTY_ZIP_MAGIC)):
                 raise CommandError(path, "not a .npy or .npz file")
             f.seek(0)
             if start.startswith(NPY_MAGIC):
