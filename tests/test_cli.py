@@ -329,6 +329,28 @@ def test_run_npz_inputs_on_the_adjoint_from_stdin(work):
                           f"result_1_1: shape (3, 4), float64\n{np.array2string(gw)}\n")
 
 
+def test_run_inputs_from_stdin_and_from_a_pipe(work):
+    # regression: --inputs - was "<stdin>: no such file" and a pipe a NumPy message, "not seekable"
+    expected = f"result: shape (), float64\n{np.array2string(aj.build(aj.parse(MLP))['main'](X, W))}\n"
+    for inputs, data in [(["-", "w.npy"], "x.npy"), (["-"], "xw.npz"), (["w=w.npy", "x=-"], "x.npy")]:
+        out = adjoint_bytes(work, "run", "mlp.aj", "--inputs", *inputs, stdin=(work / data).read_bytes(), env={})
+        assert (out.returncode, out.stdout.decode(), out.stderr) == (0, expected, b"")
+    out = adjoint_bytes(work, "run", "mlp.aj", "--inputs", "-", stdin=(work / "huge.npz").read_bytes(), env={})
+    assert out.returncode == 1 and out.stderr.decode().startswith("<stdin>: cannot load a .npy or .npz array: x.npy: "
+                                                                  "its header declares shape (1000000000000,)")
+    if not os.path.isdir("/dev/fd"):
+        pytest.skip("no /dev/fd")
+    for data in ("x.npy", "xw.npz"):  # as a shell's process substitution <(cat x.npy) gives it
+        read, write = os.pipe()
+        os.write(write, (work / data).read_bytes())
+        os.close(write)
+        inputs = [f"/dev/fd/{read}"] + (["w.npy"] if data == "x.npy" else [])
+        out = subprocess.run([sys.executable, "-m", "adjoint", "run", "mlp.aj", "--inputs", *inputs], pass_fds=[read],
+                             capture_output=True, text=True, cwd=work, timeout=120)
+        os.close(read)
+        assert (out.returncode, out.stdout, out.stderr) == (0, expected, "")
+
+
 EMPTY_TUPLE = """@function
 def main(x: Tensor((2, 3), "float64")) -> Tuple():
     return ()

@@ -5,13 +5,19 @@ as ``.npz``; and CommandError, the one-line failure every command reports."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import os
+import sys
 import zipfile
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, Iterator
 
 import numpy as np
 from numpy.lib import format as npy_format
+
+#: The file name that means stdin.
+STDIN = "-"
 
 
 class CommandError(Exception):
@@ -86,24 +92,26 @@ NPY_MAGIC, ZIP_MAGIC, EMPTY_ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04", b"PK\x05\x0
 
 
 def load_file(path: str) -> np.ndarray | dict[str, np.ndarray]:
-    """An array (``.npy``) or {name: array} (``.npz``); never unpickles, and
-    never allocates an array larger than the bytes that hold it (a header
-    declaring more is an error before any allocation)."""
+    """An array (``.npy``) or {name: array} (``.npz``) from the file at
+    ``path``, or stdin for ``-``; never unpickles, and never allocates an
+    array larger than the bytes that hold it (a header declaring more is an
+    error before any allocation)."""
     try:
-        with open(path, "rb") as f:
+        with seekable_input(path) as (f, size):
             start = f.read(6)
             if not start.startswith((NPY_MAGIC, ZIP_MAGIC, EMPTY_ZIP_MAGIC)):
                 raise CommandError(path, "not a .npy or .npz file")
             f.seek(0)
             if start.startswith(NPY_MAGIC):
-                check_npy_size(f, os.fstat(f.fileno()).st_size, "")
+                check_npy_size(f, size, "")
             else:
                 check_npz_sizes(f)
-        loaded = np.load(path, allow_pickle=False)
-        if isinstance(loaded, np.lib.npyio.NpzFile):
-            with loaded:
-                return npz_arrays(loaded)
-        return loaded
+            f.seek(0)
+            loaded = np.load(f, allow_pickle=False)
+            if isinstance(loaded, np.lib.npyio.NpzFile):
+                with loaded:
+                    return npz_arrays(loaded)
+            return loaded
     except FileNotFoundError as e:
         raise CommandError(path, "no such file") from e
     except OSError as e:
@@ -113,6 +121,23 @@ def load_file(path: str) -> np.ndarray | dict[str, np.ndarray]:
     # RuntimeError: zipfile's for an encrypted entry or an unknown compression method
     except (ValueError, EOFError, zipfile.BadZipFile, MemoryError, RuntimeError) as e:
         raise CommandError(path, f"cannot load a .npy or .npz array: {e}") from e
+
+
+@contextlib.contextmanager
+def seekable_input(path: str) -> Iterator[tuple[BinaryIO, int]]:
+    """The file at ``path`` open for reading, and its size: the file itself
+    when it can seek (a .npz is read by seeking), else (``-`` for stdin, a
+    pipe, a process substitution) all of its bytes, read into memory."""
+    if path == STDIN:
+        data = sys.stdin.buffer.read()
+        yield io.BytesIO(data), len(data)
+        return
+    with open(path, "rb") as f:
+        if f.seekable():
+            yield f, os.fstat(f.fileno()).st_size
+        else:
+            data = f.read()
+            yield io.BytesIO(data), len(data)
 
 
 def npz_arrays(archive: np.lib.npyio.NpzFile) -> dict[str, np.ndarray]:

@@ -18,9 +18,8 @@ from typing import Callable
 
 import adjoint as aj
 from adjoint import examples
-from adjoint._cli_arrays import CommandError, format_results, load_inputs, save_results
+from adjoint._cli_arrays import STDIN, CommandError, format_results, load_inputs, save_results
 
-STDIN = "-"
 #: How a failure to write stdout names it.
 STDOUT = "<stdout>"
 
@@ -349,7 +348,7 @@ def add_flops_options(p: argparse.ArgumentParser) -> None:
 def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--func", default="main", help="the function to run (default main)")
     p.add_argument("--inputs", nargs="*", default=[], metavar="INPUT",
-                   help="X.npy (params in order), NAME=X.npy, or an .npz of arrays named after params")
+                   help="X.npy (params in order), NAME=X.npy, or an .npz of arrays named after params; - for stdin")
 
 
 def run_bench(argv: list[str]) -> int:
