@@ -437,6 +437,10 @@ USAGE_ERRORS = [
     ["flops", "lora.aj", "--dims", "m4096"],
     ["grad", "mlp.aj", "--target-index", "one"],
     ["grad", "mlp.aj", "--wrt", "x,,w"],
+    # regression: check - - read stdin twice and said the second was an empty module, ok
+    ["check", "-", "mlp.aj", "-"],
+    ["run", "-", "--inputs", "-"],
+    ["run", "mlp.aj", "--inputs", "x=-", "w=-"],
 ]
 
 
@@ -445,6 +449,8 @@ def test_usage_error_exits_2(work, args):
     out = adjoint(work, *args)
     assert out.returncode == 2 and out.stdout == ""
     assert out.stderr.startswith("usage: adjoint") and "Traceback" not in out.stderr
+    if args.count("-") + args.count("x=-") + args.count("w=-") > 1:
+        assert out.stderr.endswith(": error: - (stdin) is given more than once: stdin can be read only once\n")
 
 
 def test_debug_shows_the_traceback(work):

@@ -18,7 +18,7 @@ from typing import Callable
 
 import adjoint as aj
 from adjoint import examples
-from adjoint._cli_arrays import STDIN, CommandError, format_results, load_inputs, save_results
+from adjoint._cli_arrays import STDIN, CommandError, format_results, load_inputs, save_results, split_spec
 
 #: How a failure to write stdout names it.
 STDOUT = "<stdout>"
@@ -322,6 +322,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands = {name: sub.add_parser(name, parents=[common], help=text, description=text)
                 for name, (_, text) in COMMANDS.items()}
+    for p in commands.values():
+        p.set_defaults(command_parser=p)  # for usage errors found after parsing
     sub.add_parser("bench", add_help=False, help="run a benchmark suite: adjoint bench SUITE [--repeat N]")
     for name in ("print", "verify", "grad", "simplify", "lift", "flops", "run"):
         commands[name].add_argument("file", metavar="FILE", help="adjoint text, or - for stdin")
@@ -351,6 +353,14 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
                    help="X.npy (params in order), NAME=X.npy, or an .npz of arrays named after params; - for stdin")
 
 
+def stdin_uses(args: argparse.Namespace) -> int:
+    """How many of the command's inputs are ``-``: FILE (each FILE of check)
+    and, for run, the --inputs."""
+    paths = list(getattr(args, "files", [])) + [getattr(args, "file", None)]
+    paths += [split_spec(spec)[1] for spec in getattr(args, "inputs", [])]
+    return paths.count(STDIN)
+
+
 def run_bench(argv: list[str]) -> int:
     from adjoint.bench.__main__ import main as bench_main
 
@@ -376,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     if bench is not None:
         return guarded(lambda: run_bench(bench[1]), debug=bench[0], source="bench")
     args = build_parser().parse_args(argv)
+    if stdin_uses(args) > 1:
+        args.command_parser.error("- (stdin) is given more than once: stdin can be read only once")
     args.failed = False
     source = args.files[0] if args.command == "check" else getattr(args, "file", args.command)
 
