@@ -185,6 +185,26 @@ def test_stdout_is_utf_8_whatever_the_encoding_settings(work, env):
     assert (out.returncode, out.stdout) == (0, b"latin1_\xe9.aj: ok (1 function, 3 bindings)\n")
 
 
+@pytest.mark.parametrize("env", [{}, {"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0"}],
+                         ids=["default", "ascii", "C locale"])
+def test_error_lines_name_files_as_stdout_does(work, env):
+    # regression: stderr followed PYTHONIOENCODING (cafe\xe9 escaped under ascii), wrote b"\xff" as "\udcff",
+    # and a newline in a name split the line in two
+    def failure(name: bytes) -> tuple[int, bytes, bytes]:
+        out = subprocess.run([sys.executable.encode(), b"-m", b"adjoint", b"verify", name], capture_output=True,
+                             cwd=work, timeout=120, env={**os.environ, **env})
+        return out.returncode, out.stdout, out.stderr
+
+    assert failure(b"missing_\xff.aj") == (1, b"", b"missing_\xff.aj: no such file\n")
+    assert failure("missing_caf\u00e9.aj".encode()) == (1, b"", "missing_caf\u00e9.aj: no such file\n".encode())
+    assert failure(b"missing\nline\r\x1b.aj") == (1, b"", b"missing\\nline\\r\\x1b.aj: no such file\n")
+    (work / "new\nline.aj").write_text(UNDEFINED_VAR)
+    assert failure(b"new\nline.aj") == (1, b"", b"new\\nline.aj:3:12: ParseError: undefined var 'y'\n")
+    (work / "new\nline.aj").write_text(MLP)
+    out = adjoint_bytes(work, "check", "new\nline.aj", "missing\u2028.aj", stdin=b"", env=env)
+    assert (out.returncode, out.stdout) == (1, b"new\\nline.aj: ok (1 function, 3 bindings)\nmissing\\u2028.aj: no such file\n")
+
+
 def test_output_file_gets_a_file_name_as_the_bytes_it_came_in_as(work):
     # regression: -o encoded strictly, so a name that is not UTF-8 was a UnicodeEncodeError, out.txt left empty
     with open(os.path.join(os.fsencode(work), b"latin1_\xfe.aj"), "w") as f:

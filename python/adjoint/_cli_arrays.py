@@ -9,6 +9,7 @@ import contextlib
 import io
 import math
 import os
+import re
 import sys
 import zipfile
 from typing import Any, BinaryIO, Iterator
@@ -18,6 +19,26 @@ from numpy.lib import format as npy_format
 
 #: The file name that means stdin.
 STDIN = "-"
+
+#: Characters a name shows escaped, so that a line naming it stays one line:
+#: C0 and C1 controls (a newline, a carriage return, ESC, ...), DEL and the
+#: line and paragraph separators.
+UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def display_name(path: str) -> str:
+    """How a message names ``path``: ``<stdin>`` for ``-``; else the name
+    read as UTF-8 (whatever the file-system encoding Python read it with),
+    with its control characters escaped as in Python (``\\n``, ``\\x1b``).
+    The bytes that are not UTF-8 stay as surrogates, to be written as those
+    bytes."""
+    if path == STDIN:
+        return "<stdin>"
+    try:
+        path = os.fsencode(path).decode("utf-8", "surrogateescape")
+    except UnicodeError:
+        pass
+    return UNSHOWN.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), path)
 
 
 class CommandError(Exception):
@@ -44,7 +65,7 @@ def load_inputs(specs: list[str], params: list[str]) -> list[np.ndarray]:
             if name is not None:
                 raise CommandError(spec, f"NAME=FILE takes a .npy file, {path} holds several arrays")
             for key, array in loaded.items():
-                put(given, key, array, params, f"{path}[{key}]")
+                put(given, key, array, params, f"{display_name(path)}[{key}]")
         elif name is None:
             plain.append((path, loaded))
         else:

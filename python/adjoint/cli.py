@@ -18,14 +18,11 @@ from typing import Callable
 
 import adjoint as aj
 from adjoint import examples
-from adjoint._cli_arrays import STDIN, CommandError, format_results, load_inputs, save_results, split_spec
+from adjoint._cli_arrays import (STDIN, CommandError, display_name, format_results, load_inputs, save_results,
+                                 split_spec)
 
 #: How a failure to write stdout names it.
 STDOUT = "<stdout>"
-
-
-def display_name(path: str) -> str:
-    return "<stdin>" if path == STDIN else path
 
 
 def read_text(path: str) -> str:
@@ -103,6 +100,27 @@ def write_stdout(text: str) -> None:
         raise CommandError(STDOUT, os_message(e)) from e
 
 
+def write_stderr(line: str) -> None:
+    """``line`` and a newline to stderr as UTF-8 bytes, as write_stdout
+    writes (a file name that came in as bytes goes out as those bytes, what
+    PYTHONIOENCODING says); nothing when stderr is closed or cannot be
+    written, as there is nowhere left to say so."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        buffer = getattr(stream, "buffer", None)
+        if buffer is None:
+            stream.write(line + "\n")
+            stream.flush()
+            return
+        stream.flush()
+        buffer.write(encode(line + "\n"))
+        buffer.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def plural(n: int, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
@@ -120,7 +138,8 @@ def error_line(e: BaseException, source: str) -> str:
     if isinstance(e, aj.Error):
         return f"{located(e, source)}: {type(e).__name__}: {one_line(without_location(e))}"
     if isinstance(e, OSError):
-        return f"{e.filename or display_name(source)}: {os_message(e)}"
+        name = e.filename if isinstance(e.filename, (str, bytes)) and e.filename else source
+        return f"{display_name(os.fsdecode(name))}: {os_message(e)}"
     if isinstance(e, KeyboardInterrupt):
         return f"{display_name(source)}: interrupted"
     return f"{display_name(source)}: {type(e).__name__}: {one_line(str(e))}"
@@ -410,5 +429,5 @@ def guarded(command: Callable[[], int], debug: bool, source: str) -> int:
     except (Exception, KeyboardInterrupt) as e:
         if debug:
             raise
-        print(error_line(e, source), file=sys.stderr)
+        write_stderr(error_line(e, source))
         return 1
