@@ -424,6 +424,10 @@ FAILURES = [
     (["run", "mlp.aj", "--inputs", "x.npy", "xw.npz"],
      "x.npy: no param is left for a plain file: NAME=FILE and .npz inputs give every param (x, w)"),
     (["run", "mlp.aj", "--inputs", "x=x.npy", "x=w.npy"], "x=w.npy: param 'x' is given twice"),
+    # regression: an .npz of one array "holds several arrays"
+    (["run", "mlp.aj", "--inputs", "x=x_only.npz", "w.npy"],
+     "x=x_only.npz: NAME=FILE takes a .npy file, and x_only.npz is an .npz: give it without NAME= and its arrays "
+     "fill the params they are named after"),
     (["print", "mlp.aj", "-o", "nowhere/mlp.aj"], "nowhere/mlp.aj: no such file or directory"),
     (["run", "mlp.aj", "--inputs", "x.npy", "w.npy", "-o", "nowhere/out.npz"], "nowhere/out.npz: no such file or directory"),
     # regression: a header declaring more than the file holds was a MemoryError blamed on mlp.aj

@@ -63,7 +63,8 @@ def load_inputs(specs: list[str], params: list[str]) -> list[np.ndarray]:
         loaded = load_file(path)
         if isinstance(loaded, dict):
             if name is not None:
-                raise CommandError(spec, f"NAME=FILE takes a .npy file, {path} holds several arrays")
+                raise CommandError(spec, f"NAME=FILE takes a .npy file, and {display_name(path)} is an .npz: give it "
+                                         f"without NAME= and its arrays fill the params they are named after")
             for key, array in loaded.items():
                 put(given, key, array, params, f"{display_name(path)}[{key}]")
         elif name is None:
