@@ -477,6 +477,35 @@ def test_usage_error_exits_2(work, args):
         assert out.stderr.endswith(": error: - (stdin) is given more than once: stdin can be read only once\n")
 
 
+DIMS_ERRORS = [
+    # regression: isdigit took "²", int() refused it, and argparse said "invalid dims_arg value"
+    (["--dims", "m=\u00b2"], "expected SYMBOL=INT[,SYMBOL=INT...], got 'm=\u00b2' in 'm=\u00b2'"),
+    # regression: a symbol given twice kept its last value
+    (["--dims", "m=1,n=2,m=3"], "symbol m is given twice"),
+    (["--dims", "m=1", "--dims", "n=2,m=3"], "symbol m is given twice"),
+]
+
+
+@pytest.mark.parametrize("args, message", DIMS_ERRORS, ids=[" ".join(args) for args, _ in DIMS_ERRORS])
+def test_dims_errors_say_what_is_wrong(work, args, message):
+    out = adjoint(work, "flops", "lora.aj", *args)
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr.startswith("usage: adjoint flops") and out.stderr.endswith(f"error: argument --dims: {message}\n")
+
+
+def test_repeated_list_options_add_up(work):
+    # regression: a second --dims, --inputs or --wrt silently replaced the first
+    one = adjoint(work, "flops", "lora.aj", "--dims", "m=64,n=32,r=4")
+    assert one.returncode == 0, one.stderr
+    assert adjoint(work, "flops", "lora.aj", "--dims", "m=64", "--dims", "n=32,r=4").stdout == one.stdout
+    one = adjoint(work, "run", "mlp.aj", "--inputs", "x.npy", "w.npy")
+    assert one.returncode == 0, one.stderr
+    assert adjoint(work, "run", "mlp.aj", "--inputs", "x.npy", "--inputs", "w.npy").stdout == one.stdout
+    one = adjoint(work, "grad", "mlp.aj", "--wrt", "x,w")
+    assert one.returncode == 0, one.stderr
+    assert adjoint(work, "grad", "mlp.aj", "--wrt", "x", "--wrt", "w").stdout == one.stdout
+
+
 def test_debug_shows_the_traceback(work):
     out = adjoint(work, "--debug", "print", "missing.aj")
     assert out.returncode == 1 and out.stderr.startswith("Traceback") and "FileNotFoundError" in out.stderr

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import Callable
 
@@ -293,16 +294,35 @@ def cmd_run(args: argparse.Namespace) -> str | None:
 # --- the parser ---
 
 
-def dims_arg(text: str) -> dict[str, int]:
-    """``n=4096,m=1024`` -> {"n": 4096, "m": 1024}; anything else is a usage error."""
-    out: dict[str, int] = {}
+def dims_arg(text: str) -> list[tuple[str, int]]:
+    """``n=4096,m=1024`` -> [("n", 4096), ("m", 1024)]; anything else (an INT
+    of other than the digits 0-9 too) is a usage error."""
+    out = []
     for item in text.split(","):
         symbol, eq, value = item.partition("=")
         symbol, value = symbol.strip(), value.strip()
-        if not eq or not symbol.isidentifier() or not value.isdigit():
+        if not eq or not symbol.isidentifier() or not DIGITS.fullmatch(value):
             raise argparse.ArgumentTypeError(f"expected SYMBOL=INT[,SYMBOL=INT...], got {item!r} in {text!r}")
-        out[symbol] = int(value)
+        out.append((symbol, int(value)))
     return out
+
+
+#: An INT of --dims: str.isdigit also takes digits int() refuses, as "²".
+DIGITS = re.compile("[0-9]+")
+
+
+class DimsAction(argparse.Action):
+    """Merges the symbols of each --dims into one dict; a symbol given twice,
+    in one --dims or in two, is a usage error."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        dims = dict(getattr(namespace, self.dest) or {})
+        for symbol, value in values:  # type: ignore[attr-defined]
+            if symbol in dims:
+                raise argparse.ArgumentError(self, f"symbol {symbol} is given twice")
+            dims[symbol] = value
+        setattr(namespace, self.dest, dims)
 
 
 def names_arg(text: str) -> list[str]:
@@ -355,7 +375,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_grad_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--func", default="main", help="the function to differentiate (default main)")
-    p.add_argument("--wrt", type=names_arg, metavar="A,B", help="params or vars to differentiate by (default: float params)")
+    p.add_argument("--wrt", type=names_arg, action="extend", metavar="A,B",
+                   help="params or vars to differentiate by (default: float params; more than one --wrt adds up)")
     p.add_argument("--target-index", type=int, default=0, metavar="N", help="the field of a tuple result to differentiate")
     p.add_argument("--no-simplify", action="store_true", help="keep the raw reverse-mode adjoint")
 
@@ -363,13 +384,15 @@ def add_grad_options(p: argparse.ArgumentParser) -> None:
 def add_flops_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--func", help="only this function (default: every function)")
     p.add_argument("--compile-time-free", action="store_true", help="count work computable at compile time as free")
-    p.add_argument("--dims", type=dims_arg, default={}, metavar="N=4096,...", help="substitute symbol values")
+    p.add_argument("--dims", type=dims_arg, action=DimsAction, default={}, metavar="N=4096,...",
+                   help="substitute symbol values (more than one --dims adds up)")
 
 
 def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--func", default="main", help="the function to run (default main)")
-    p.add_argument("--inputs", nargs="*", default=[], metavar="INPUT",
-                   help="X.npy (params in order), NAME=X.npy, or an .npz of arrays named after params; - for stdin")
+    p.add_argument("--inputs", nargs="*", action="extend", default=[], metavar="INPUT",
+                   help="X.npy (params in order), NAME=X.npy, or an .npz of arrays named after params; - for stdin "
+                        "(more than one --inputs adds up)")
 
 
 def stdin_uses(args: argparse.Namespace) -> int:
