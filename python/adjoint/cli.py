@@ -442,8 +442,13 @@ def main(argv: list[str] | None = None) -> int:
     return guarded(command, debug=args.debug, source=source)
 
 
+#: The exit status after Ctrl-C: 128 + SIGINT, as a shell reports a command SIGINT ended.
+INTERRUPTED = 130
+
+
 def guarded(command: Callable[[], int], debug: bool, source: str) -> int:
-    """Runs ``command``: a failure is one line on stderr and exit status 1 (re-raised with ``debug``)."""
+    """Runs ``command``: a failure is one line on stderr and exit status 1,
+    Ctrl-C one line and INTERRUPTED (re-raised with ``debug``)."""
     try:
         return command()
     except BrokenPipeError:
@@ -453,4 +458,4 @@ def guarded(command: Callable[[], int], debug: bool, source: str) -> int:
         if debug:
             raise
         write_stderr(error_line(e, source))
-        return 1
+        return INTERRUPTED if isinstance(e, KeyboardInterrupt) else 1
