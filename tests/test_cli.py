@@ -146,6 +146,35 @@ def test_a_write_failure_names_the_output(work):
     assert (out.returncode, out.stderr) == (1, "<stdout>: no space left on device\n")
 
 
+def long_chain(n: int) -> str:
+    body = "".join(f"    lv{i + 1}: Tensor((3,), \"float32\") = tanh(lv{i})\n" for i in range(n))
+    return ('@function\ndef main(lv0: Tensor((3,), "float32")) -> Tensor((3,), "float32"):\n'
+            f"{body}    return lv{n}\n")
+
+
+@pytest.mark.parametrize("lines_read", [0, 1], ids=["| true", "| head -1"])
+def test_a_reader_that_goes_away_is_exit_status_1_without_a_message(work, lines_read):
+    # regression: | head -1 exited 0, as the write of the rest, cut short when head left, went unnoticed
+    (work / "long.aj").write_text(long_chain(5000))  # some 300 kB, more than a pipe holds
+    proc = subprocess.Popen([sys.executable, "-m", "adjoint", "print", "long.aj"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=work)
+    for _ in range(lines_read):
+        assert proc.stdout.readline() == b"@function\n"
+    proc.stdout.close()
+    stderr = proc.stderr.read()
+    assert (proc.wait(timeout=120), stderr) == (1, b"")
+
+
+def test_a_short_write_is_written_on(monkeypatch):
+    class Short(io.BytesIO):
+        def write(self, data):
+            return super().write(bytes(data[:3]))
+
+    out = Short()
+    cli.write_all(out, b"0123456789")
+    assert out.getvalue() == b"0123456789"
+
+
 def adjoint_bytes(cwd: Path, *args: str, stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "adjoint", *args], input=stdin, capture_output=True, cwd=cwd,
                           timeout=120, env={**os.environ, **env})

@@ -12,10 +12,11 @@ shows the traceback instead.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import re
 import sys
-from typing import Callable
+from typing import BinaryIO, Callable
 
 import adjoint as aj
 from adjoint import examples
@@ -70,7 +71,7 @@ def write_text(text: str, output: str | None) -> None:
         return
     try:
         with open(output, "wb") as f:
-            f.write(encode(text))
+            write_all(f, encode(text))
     except OSError as e:
         raise CommandError(output, os_message(e)) from e
 
@@ -93,19 +94,32 @@ def write_stdout(text: str) -> None:
             sys.stdout.write(text)
             return
         sys.stdout.flush()
-        buffer.write(encode(text))
+        write_all(buffer, encode(text))
         buffer.flush()
     except BrokenPipeError:
-        raise  # the reader is gone: main's own case
+        raise  # the reader is gone: guarded's own case
     except OSError as e:
         raise CommandError(STDOUT, os_message(e)) from e
 
 
+def write_all(stream: BinaryIO, data: bytes) -> None:
+    """All of ``data`` to ``stream``. A write may take only part of it (a
+    BufferedWriter writing a large block to a pipe whose reader goes away
+    returns the count the pipe took): the next write then raises what stopped
+    the first, BrokenPipeError for a pipe."""
+    view = memoryview(data)
+    while view:
+        n = stream.write(view)
+        if not n:
+            raise OSError(errno.EIO, "wrote nothing")
+        view = view[n:]
+
+
 def write_stderr(line: str) -> None:
     """``line`` and a newline to stderr as UTF-8 bytes, as write_stdout
-    writes (a file name that came in as bytes goes out as those bytes, what
-    PYTHONIOENCODING says); nothing when stderr is closed or cannot be
-    written, as there is nowhere left to say so."""
+    writes (a file name that came in as bytes goes out as those bytes,
+    whatever PYTHONIOENCODING says); nothing when stderr is closed or cannot
+    be written, as there is nowhere left to say so."""
     stream = sys.stderr
     if stream is None:
         return
@@ -116,7 +130,7 @@ def write_stderr(line: str) -> None:
             stream.flush()
             return
         stream.flush()
-        buffer.write(encode(line + "\n"))
+        write_all(buffer, encode(line + "\n"))
         buffer.flush()
     except (OSError, ValueError):
         pass
@@ -452,7 +466,13 @@ def guarded(command: Callable[[], int], debug: bool, source: str) -> int:
     try:
         return command()
     except BrokenPipeError:
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        # The reader of stdout is gone (print big.aj | head -1): no message, as the reader is what
+        # would show it, and status 1, as the output was not all written. Stdout now goes nowhere,
+        # so the interpreter's flush of it at exit does not fail again.
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (AttributeError, OSError, ValueError):  # not a file: io.StringIO, or None
+            pass
         return 1
     except (Exception, KeyboardInterrupt) as e:
         if debug:
