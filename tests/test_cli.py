@@ -175,6 +175,18 @@ def test_a_short_write_is_written_on(monkeypatch):
     assert out.getvalue() == b"0123456789"
 
 
+@pytest.mark.parametrize("args, closed, line", [
+    (["verify", "-"], 0, "<stdin>: closed"),
+    (["run", "mlp.aj", "--inputs", "-", "w.npy"], 0, "<stdin>: closed"),
+    (["check", "mlp.aj"], 1, "<stdout>: closed"),
+], ids=["verify - <&-", "run --inputs - <&-", "check >&-"])
+def test_a_closed_stdin_or_stdout_is_one_line(work, args, closed, line):
+    # regression: Python has no sys.stdin (sys.stdout) then: "AttributeError: 'NoneType' object has no attribute 'buffer'"
+    out = subprocess.run([sys.executable, "-m", "adjoint", *args], stderr=subprocess.PIPE, text=True, cwd=work,
+                         timeout=120, preexec_fn=lambda: os.close(closed))
+    assert (out.returncode, out.stderr) == (1, line + "\n")
+
+
 def adjoint_bytes(cwd: Path, *args: str, stdin: bytes, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "adjoint", *args], input=stdin, capture_output=True, cwd=cwd,
                           timeout=120, env={**os.environ, **env})

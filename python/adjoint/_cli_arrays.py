@@ -26,6 +26,17 @@ STDIN = "-"
 UNSHOWN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
+def stdin_bytes() -> bytes:
+    """All of stdin; a CommandError naming ``<stdin>`` when it is closed (the
+    shell's ``<&-``: Python then has no sys.stdin) or cannot be read."""
+    if sys.stdin is None:
+        raise CommandError(STDIN, "closed")
+    try:
+        return sys.stdin.buffer.read()
+    except OSError as e:
+        raise CommandError(STDIN, (e.strerror or str(e)).lower()) from e
+
+
 def display_name(path: str) -> str:
     """How a message names ``path``: ``<stdin>`` for ``-``; else the name
     read as UTF-8 (whatever the file-system encoding Python read it with),
@@ -151,7 +162,7 @@ def seekable_input(path: str) -> Iterator[tuple[BinaryIO, int]]:
     when it can seek (a .npz is read by seeking), else (``-`` for stdin, a
     pipe, a process substitution) all of its bytes, read into memory."""
     if path == STDIN:
-        data = sys.stdin.buffer.read()
+        data = stdin_bytes()
         yield io.BytesIO(data), len(data)
         return
     with open(path, "rb") as f:

@@ -21,7 +21,7 @@ from typing import BinaryIO, Callable
 import adjoint as aj
 from adjoint import examples
 from adjoint._cli_arrays import (STDIN, CommandError, display_name, format_results, load_inputs, save_results,
-                                 split_spec)
+                                 split_spec, stdin_bytes)
 
 #: How a failure to write stdout names it.
 STDOUT = "<stdout>"
@@ -33,7 +33,7 @@ def read_text(path: str) -> str:
     reads a file. A missing or unreadable file, or bytes that are not UTF-8, are
     a CommandError."""
     if path == STDIN:
-        return decode_text(sys.stdin.buffer.read(), path)
+        return decode_text(stdin_bytes(), path)
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -87,7 +87,10 @@ def write_stdout(text: str) -> None:
     PYTHONIOENCODING say (a file name that came in as bytes that are not
     UTF-8 goes out as those bytes); as text when stdout has no byte buffer
     (a replacement such as io.StringIO, which takes str). A failure to
-    write is a CommandError naming ``<stdout>``."""
+    write, or a closed stdout (the shell's ``>&-``: Python then has no
+    sys.stdout), is a CommandError naming ``<stdout>``."""
+    if sys.stdout is None:
+        raise CommandError(STDOUT, "closed")
     try:
         buffer = getattr(sys.stdout, "buffer", None)
         if buffer is None:
