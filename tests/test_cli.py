@@ -547,6 +547,29 @@ def test_repeated_list_options_add_up(work):
     assert adjoint(work, "grad", "mlp.aj", "--wrt", "x", "--wrt", "w").stdout == one.stdout
 
 
+HINT = "put FILE before --inputs, whose list takes every argument after it, or -- between them"
+MISSING_FILE = [
+    # regression: FILE after --inputs went into the inputs, and the error said only that FILE was required
+    (["--inputs", "x.npy", "w.npy", "mlp.aj"], f"FILE is missing: --inputs took mlp.aj, which is no .npy or .npz: {HINT}"),
+    (["--inputs", "x.npy", "w.npy"], f"the following arguments are required: FILE ({HINT})"),
+    ([], "the following arguments are required: FILE"),
+]
+
+
+@pytest.mark.parametrize("args, message", MISSING_FILE, ids=[" ".join(args) or "nothing" for args, _ in MISSING_FILE])
+def test_run_without_file_says_where_it_went(work, args, message):
+    out = adjoint(work, "run", *args)
+    assert (out.returncode, out.stdout) == (2, "")
+    assert out.stderr == ("usage: adjoint run [-h] [-o FILE] [--func FUNC] [--inputs [INPUT ...]] FILE\n"
+                          f"adjoint run: error: {message}\n")
+
+
+def test_run_file_after_inputs_and_double_dash(work):
+    out = adjoint(work, "run", "--inputs", "x.npy", "w.npy", "--", "mlp.aj")
+    assert (out.returncode, out.stderr) == (0, "")
+    assert out.stdout == f"result: shape (), float64\n{np.array2string(aj.build(aj.parse(MLP))['main'](X, W))}\n"
+
+
 def test_debug_shows_the_traceback(work):
     out = adjoint(work, "--debug", "print", "missing.aj")
     assert out.returncode == 1 and out.stderr.startswith("Traceback") and "FileNotFoundError" in out.stderr

@@ -122,6 +122,7 @@ def put(given: dict[str, np.ndarray], name: str, array: np.ndarray, params: list
 #: end record that is all of an empty one (np.savez of no arrays, as run -o
 #: writes for a function returning an empty tuple).
 NPY_MAGIC, ZIP_MAGIC, EMPTY_ZIP_MAGIC = b"\x93NUMPY", b"PK\x03\x04", b"PK\x05\x06"
+ARRAY_MAGICS = (NPY_MAGIC, ZIP_MAGIC, EMPTY_ZIP_MAGIC)
 
 
 def load_file(path: str) -> np.ndarray | dict[str, np.ndarray]:
@@ -132,7 +133,7 @@ def load_file(path: str) -> np.ndarray | dict[str, np.ndarray]:
     try:
         with seekable_input(path) as (f, size):
             start = f.read(6)
-            if not start.startswith((NPY_MAGIC, ZIP_MAGIC, EMPTY_ZIP_MAGIC)):
+            if not start.startswith(ARRAY_MAGICS):
                 raise CommandError(path, "not a .npy or .npz file")
             f.seek(0)
             if start.startswith(NPY_MAGIC):

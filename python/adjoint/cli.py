@@ -20,8 +20,8 @@ from typing import BinaryIO, Callable
 
 import adjoint as aj
 from adjoint import examples
-from adjoint._cli_arrays import (STDIN, CommandError, display_name, format_results, load_inputs, save_results,
-                                 split_spec, stdin_bytes)
+from adjoint._cli_arrays import (ARRAY_MAGICS, STDIN, CommandError, display_name, format_results, load_inputs,
+                                 save_results, split_spec, stdin_bytes)
 
 #: How a failure to write stdout names it.
 STDOUT = "<stdout>"
@@ -381,13 +381,41 @@ def build_parser() -> argparse.ArgumentParser:
     for p in commands.values():
         p.set_defaults(command_parser=p)  # for usage errors found after parsing
     sub.add_parser("bench", add_help=False, help="run a benchmark suite: adjoint bench SUITE [--repeat N]")
-    for name in ("print", "verify", "grad", "simplify", "lift", "flops", "run"):
-        commands[name].add_argument("file", metavar="FILE", help="adjoint text, or - for stdin")
+    files = {name: commands[name].add_argument("file", metavar="FILE", help="adjoint text, or - for stdin")
+             for name in ("print", "verify", "grad", "simplify", "lift", "flops", "run")}
     commands["check"].add_argument("files", metavar="FILE", nargs="+", help="adjoint text, or - for stdin")
     add_grad_options(commands["grad"])
     add_flops_options(commands["flops"])
     add_run_options(commands["run"])
+    required_after_parsing(commands["run"], files["run"])
     return parser
+
+
+def required_after_parsing(p: argparse.ArgumentParser, file: argparse.Action) -> None:
+    """Makes run's FILE optional to argparse, the usage still showing it
+    required, so that main, which sees the --inputs that took it, can say
+    what went wrong (missing_run_file)."""
+    p.usage = p.format_usage().removeprefix("usage: ").rstrip("\n")
+    file.nargs, file.required = "?", False
+
+
+def missing_run_file(inputs: list[str]) -> str:
+    """The usage error of run without FILE: --inputs takes every argument
+    after it, and so took FILE when it came last; said outright when the
+    last input is a file that is no array (adjoint text, likely)."""
+    hint = "put FILE before --inputs, whose list takes every argument after it, or -- between them"
+    if inputs and is_other_file(split_spec(inputs[-1])[1]):
+        return f"FILE is missing: --inputs took {display_name(inputs[-1])}, which is no .npy or .npz: {hint}"
+    return "the following arguments are required: FILE" + (f" ({hint})" if inputs else "")
+
+
+def is_other_file(path: str) -> bool:
+    """Whether ``path`` is a file that does not begin as a .npy or .npz does."""
+    try:
+        with open(path, "rb") as f:
+            return not f.read(6).startswith(ARRAY_MAGICS)
+    except OSError:
+        return False
 
 
 def add_grad_options(p: argparse.ArgumentParser) -> None:
@@ -445,6 +473,8 @@ def main(argv: list[str] | None = None) -> int:
     if bench is not None:
         return guarded(lambda: run_bench(bench[1]), debug=bench[0], source="bench")
     args = build_parser().parse_args(argv)
+    if args.command == "run" and args.file is None:
+        args.command_parser.error(missing_run_file(args.inputs))
     if stdin_uses(args) > 1:
         args.command_parser.error("- (stdin) is given more than once: stdin can be read only once")
     args.failed = False
