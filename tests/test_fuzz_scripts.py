@@ -153,9 +153,38 @@ def test_exec_oracle_notices_a_modified_input():
     assert info.value.kind == "input-modified"
 
 
-def test_the_cli_refuses_bad_options(capsys):
+BAD_OPTIONS = [
+    (["--timeout", "0"], "argument --timeout: expected a finite number > 0, got '0'"),
+    # regression: nan (and inf) passed the > 0 check, and a hang was never detected
+    (["--timeout", "nan"], "argument --timeout: expected a finite number > 0, got 'nan'"),
+    (["--timeout", "inf"], "argument --timeout: expected a finite number > 0, got 'inf'"),
+    (["--memory-limit", "-1"], "argument --memory-limit: expected an int >= 0, got '-1'"),
+    (["--max-saved", "-2"], "argument --max-saved: expected an int >= 0, got '-2'"),
+    (["--start", "x"], "argument --start: expected an int >= 0, got 'x'"),
+]
+
+
+@pytest.mark.parametrize("options, message", BAD_OPTIONS, ids=[" ".join(o) for o, _ in BAD_OPTIONS])
+def test_the_cli_refuses_bad_options(capsys, options, message):
     from adjoint.fuzz.__main__ import main
 
     with pytest.raises(SystemExit) as info:
-        main(["exec", "10", "--timeout", "0"])
-    assert info.value.code == 2 and "--timeout" in capsys.readouterr().err
+        main(["exec", "10", *options])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith("usage: python -m adjoint.fuzz") and err.endswith(f"error: {message}\n")
+    with pytest.raises(SystemExit) as info:
+        main(["exec", "-1"])
+    assert info.value.code == 2 and capsys.readouterr().err.endswith("error: argument N: expected an int >= 0, got '-1'\n")
+
+
+def test_the_help_shows_the_defaults(capsys):
+    # regression: --help did not say the defaults of --timeout, --memory-limit and --max-saved
+    from adjoint.fuzz.__main__ import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert info.value.code == 0
+    for default in ("(default 0)", "(default 0;", "(default fuzz-findings/)", "hang (default 10)", "(default 4096; 0: none)",
+                    "finding (default 5)"):
+        assert default in help_text, default
