@@ -7,6 +7,7 @@ invalid calls."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 
 from adjoint.fuzz import exec as fuzz_exec
 from adjoint.fuzz import parse as fuzz_parse
-from adjoint.fuzz.runner import Finding
+from adjoint.fuzz.runner import Finding, Options, fuzz
 
 RUNS = {
     "parse": ["parse", "300", "--seed", "1"],
@@ -175,6 +176,33 @@ def test_the_cli_refuses_bad_options(capsys, options, message):
     with pytest.raises(SystemExit) as info:
         main(["exec", "-1"])
     assert info.value.code == 2 and capsys.readouterr().err.endswith("error: argument N: expected an int >= 0, got '-1'\n")
+
+
+def test_an_unusable_out_is_refused_before_the_run(tmp_path, capsys, monkeypatch):
+    # regression: the first finding's save raised FileExistsError or PermissionError, a traceback mid-run
+    from adjoint.fuzz.__main__ import main
+
+    (tmp_path / "file").write_text("")
+    (tmp_path / "ro").mkdir(mode=0o555)
+    access = os.access  # as a user who is not root sees a directory of mode 555 (root writes anywhere)
+    monkeypatch.setattr(os, "access", lambda path, mode: access(path, mode) and os.path.basename(path) != "ro")
+    cases = [(tmp_path / "file", f"{tmp_path / 'file'} is not a directory"),
+             (tmp_path / "file" / "sub", f"cannot make {tmp_path / 'file' / 'sub'}: {tmp_path / 'file'} is not a directory"),
+             (tmp_path / "ro", f"{tmp_path / 'ro'} is not writable"),
+             (tmp_path / "ro" / "new" / "er", f"cannot make {tmp_path / 'ro' / 'new' / 'er'}: {tmp_path / 'ro'} is not writable")]
+    for out, message in cases:
+        with pytest.raises(SystemExit) as info:
+            main(["exec", "1", "--out", str(out)])
+        assert info.value.code == 2 and capsys.readouterr().err.endswith(f"error: argument --out: {message}\n")
+
+
+def test_a_finding_that_cannot_be_saved_is_one_line_and_the_run_goes_on(tmp_path, capsys):
+    (tmp_path / "file").write_text("")
+    status = fuzz(Options("exec", 2, seed=1, out=str(tmp_path / "file"), selftest={"crash": 0}))
+    out, err = capsys.readouterr()
+    assert status == 1 and "Traceback" not in err
+    assert f"adjoint.fuzz: cannot save the finding of input 0 under {tmp_path / 'file'}: [Errno 17] File exists" in err
+    assert "2 inputs" in out and "findings: 1 (1 kind(s))" in out
 
 
 def test_the_help_shows_the_defaults(capsys):

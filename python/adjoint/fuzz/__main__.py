@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 
 from adjoint.fuzz import TARGETS
@@ -32,6 +33,23 @@ def seconds_arg(text: str) -> float:
     return value
 
 
+def out_problem(out: str) -> str | None:
+    """Why findings could not be saved under ``out``, checked before the run
+    (the directory is made only when the first finding is saved): it is not
+    a directory, or it or the directory it would be made in cannot be
+    written. None when it looks usable."""
+    if os.path.exists(out):
+        if not os.path.isdir(out):
+            return f"{out} is not a directory"
+        return None if os.access(out, os.W_OK | os.X_OK) else f"{out} is not writable"
+    parent = os.path.dirname(os.path.abspath(out))
+    while not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if not os.path.isdir(parent):
+        return f"cannot make {out}: {parent} is not a directory"
+    return None if os.access(parent, os.W_OK | os.X_OK) else f"cannot make {out}: {parent} is not writable"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m adjoint.fuzz",
@@ -56,6 +74,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--selftest-hang", type=int, metavar="K", help=argparse.SUPPRESS)
     parser.add_argument("--selftest-raise", type=int, metavar="K", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    problem = out_problem(args.out)
+    if problem:
+        parser.error(f"argument --out: {problem}")
     selftest = {name: k for name, k in (("crash", args.selftest_crash), ("hang", args.selftest_hang),
                                         ("raise", args.selftest_raise)) if k is not None}
     return fuzz(Options(args.target, args.n, seed=args.seed, start=args.start, out=args.out, timeout=args.timeout,

@@ -196,21 +196,29 @@ class Run:
         self.signatures[signature] = count
         entry = {"index": index, "kind": kind, "signature": signature, "files": []}
         if count <= self.opts.max_saved:
-            o = self.opts
-            rerun = f"rerun: python -m adjoint.fuzz {o.target} 1 --seed {o.seed} --start {index}"
-            os.makedirs(o.out, exist_ok=True)
-            stem = os.path.join(o.out, f"{o.target}-s{o.seed}-i{index}-{kind}")
             try:
-                inp = self.fuzzer().make(index)
-                header = (f"adjoint fuzz finding: {kind}\ntarget {o.target}, seed {o.seed}, input {index}: "
-                          f"{self.fuzzer().describe(inp)}\n{rerun}\n\n{detail.rstrip()}\n")
-                entry["files"] = self.fuzzer().save(inp, stem, header)
-            except Exception:  # noqa: BLE001 (the input cannot be made again here: save what is known)
-                with open(stem + ".txt", "w", encoding="utf-8", errors="backslashreplace") as f:
-                    f.write(f"adjoint fuzz finding: {kind}\ntarget {o.target}, seed {o.seed}, input {index}\n{rerun}\n\n"
-                            f"{detail.rstrip()}\n\nmaking the input again failed:\n{traceback.format_exc()}")
-                entry["files"] = [stem + ".txt"]
+                entry["files"] = self.save(index, kind, detail)
+            except OSError as e:  # --out was checked at the start; it may have gone since, or the disk filled up
+                print(f"adjoint.fuzz: cannot save the finding of input {index} under {self.opts.out}: {e}",
+                      file=sys.stderr, flush=True)
         self.findings.append(entry)
+
+    def save(self, index: int, kind: str, detail: str) -> list[str]:
+        """Saves the reproducer of a finding under --out; returns its paths."""
+        o = self.opts
+        rerun = f"rerun: python -m adjoint.fuzz {o.target} 1 --seed {o.seed} --start {index}"
+        os.makedirs(o.out, exist_ok=True)
+        stem = os.path.join(o.out, f"{o.target}-s{o.seed}-i{index}-{kind}")
+        try:
+            inp = self.fuzzer().make(index)
+            header = (f"adjoint fuzz finding: {kind}\ntarget {o.target}, seed {o.seed}, input {index}: "
+                      f"{self.fuzzer().describe(inp)}\n{rerun}\n\n{detail.rstrip()}\n")
+            return self.fuzzer().save(inp, stem, header)
+        except Exception:  # noqa: BLE001 (the input cannot be made again here: save what is known)
+            with open(stem + ".txt", "w", encoding="utf-8", errors="backslashreplace") as f:
+                f.write(f"adjoint fuzz finding: {kind}\ntarget {o.target}, seed {o.seed}, input {index}\n{rerun}\n\n"
+                        f"{detail.rstrip()}\n\nmaking the input again failed:\n{traceback.format_exc()}")
+            return [stem + ".txt"]
 
     def read_reports(self) -> None:
         with open(os.path.join(self.tmp, "report.jsonl"), encoding="utf-8") as f:
