@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -203,6 +205,80 @@ def test_a_finding_that_cannot_be_saved_is_one_line_and_the_run_goes_on(tmp_path
     assert status == 1 and "Traceback" not in err
     assert f"adjoint.fuzz: cannot save the finding of input 0 under {tmp_path / 'file'}: [Errno 17] File exists" in err
     assert "2 inputs" in out and "findings: 1 (1 kind(s))" in out
+
+
+def children(pid: int) -> list[int]:
+    """The pids whose parent is ``pid``, from /proc."""
+    kids = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text() if entry.isdigit() else ""
+        except OSError:
+            continue
+        if stat and int(stat[stat.rindex(")") + 2:].split()[1]) == pid:
+            kids.append(int(entry))
+    return kids
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` has ended (a zombie waiting for a parent to reap it counts as ended)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat[stat.rindex(")") + 2] in "ZX"
+
+
+def wait_until(condition, what: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def hanging_run(tmp_path):
+    """A fuzz run (in a session of its own, SIGINT handled as at a terminal) whose worker hangs on input 0:
+    (the parent, its worker's pid, its temporary directory)."""
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("needs /proc")
+    proc = subprocess.Popen([sys.executable, "-m", "adjoint.fuzz", "exec", "10", "--selftest-hang", "0", "--timeout", "600",
+                             "--out", str(tmp_path / "out")], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "TMPDIR": str(tmp_path)}, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        wait_until(lambda: len(children(proc.pid)) == 1, "the worker")
+        worker = children(proc.pid)[0]
+        page = next(tmp_path.glob("adjoint-fuzz-exec-*/page"))
+        wait_until(lambda: np.frombuffer(page.read_bytes()[:8], np.int64)[0] == 0, "the worker to reach input 0")
+        yield proc, worker, page.parent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate()
+
+
+def test_the_worker_dies_with_a_killed_parent(hanging_run):
+    # regression: kill -9 of the parent left its worker running, reparented to init
+    proc, worker, _ = hanging_run
+    proc.kill()
+    proc.wait()
+    wait_until(lambda: gone(worker), "the worker to die", seconds=20)
+
+
+@pytest.mark.parametrize("signum, status, why", [(signal.SIGINT, 130, "interrupted"),
+                                                 (signal.SIGTERM, 143, "stopped by SIGTERM")], ids=["SIGINT", "SIGTERM"])
+def test_a_stopped_run_is_one_line_and_cleans_up(hanging_run, signum, status, why):
+    # regression: Ctrl-C was a KeyboardInterrupt traceback, and SIGTERM left the worker and the temporary directory
+    proc, worker, tmp = hanging_run
+    if signum == signal.SIGINT:
+        os.killpg(proc.pid, signum)  # as Ctrl-C at a terminal: to the parent and its worker
+    else:
+        proc.send_signal(signum)
+    stdout, stderr = proc.communicate(timeout=60)
+    assert (proc.returncode, stdout) == (status, "")
+    assert stderr == f"adjoint.fuzz exec: {why} after 0 of 10 inputs; 0 finding(s)\n"
+    assert gone(worker) and not tmp.exists()
 
 
 def test_the_help_shows_the_defaults(capsys):

@@ -84,4 +84,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # before the run (fuzz handles Ctrl-C during it)
+        print("adjoint.fuzz: interrupted", file=sys.stderr)
+        sys.exit(130)

@@ -19,6 +19,7 @@ the next input and goes on.
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import json
 import mmap
@@ -30,6 +31,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import warnings
@@ -111,6 +113,8 @@ def worker_main() -> None:
     """Entry point of the worker process: runs inputs start..end-1 of the
     target and reports through the page and the report file."""
     config = json.loads(sys.argv[1])
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and ends the worker
+    _die_with_parent(config["parent"])
     import faulthandler
 
     faulthandler.enable()  # a crash prints the Python stack to the worker's log
@@ -152,6 +156,34 @@ def worker_main() -> None:
     os._exit(0)  # skip interpreter teardown: its crashes are not the inputs'
 
 
+#: prctl's option to have a signal sent when the parent dies (linux/prctl.h).
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(parent: int) -> None:
+    """Makes this worker end when its parent does, however the parent ends
+    (kill -9 too, which runs none of its clean-up), so that no worker goes on
+    alone: on Linux by prctl(PR_SET_PDEATHSIG, SIGKILL), which works even
+    while the worker is stuck in native code; elsewhere by a thread that
+    polls the parent's pid."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0:
+                if os.getppid() != parent:  # the parent died before prctl
+                    os._exit(1)
+                return
+        except (OSError, AttributeError):
+            pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="die-with-parent", daemon=True).start()
+
+
 def _report(report, k: int, kind: str, detail: str, signature: str) -> None:
     report.write(json.dumps({"index": k, "kind": kind, "detail": detail, "signature": f"{kind}: {signature}"}) + "\n")
     report.flush()
@@ -181,6 +213,7 @@ class Run:
     page: Page
     report_pos: int = 0
     workers: int = 0
+    proc: subprocess.Popen | None = None  # the current worker
     findings: list[dict] = field(default_factory=list)
     signatures: dict[str, int] = field(default_factory=dict)
     _fuzzer: Any = None
@@ -239,12 +272,27 @@ def _start_worker(run: Run, start: int, end: int) -> tuple[subprocess.Popen, str
     log = os.path.join(run.tmp, f"worker-{run.workers}.log")
     env, memory_mb = _memory_limit_env(o.memory_mb)
     config = {"target": o.target, "seed": o.seed, "start": start, "end": end, "page": os.path.join(run.tmp, "page"),
-              "report": os.path.join(run.tmp, "report.jsonl"), "memory_mb": memory_mb, "selftest": o.selftest}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-c", "from adjoint.fuzz.runner import worker_main; worker_main()", json.dumps(config)],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
-    return proc, log
+              "report": os.path.join(run.tmp, "report.jsonl"), "memory_mb": memory_mb, "selftest": o.selftest,
+              "parent": os.getpid()}
+    # The worker starts with SIGINT ignored (an ignored signal stays ignored across exec, and Python then
+    # installs no handler): Ctrl-C, which a terminal sends to both, is the parent's to handle.
+    sigint = signal.getsignal(signal.SIGINT) if _in_main_thread() else None  # None: not one Python can set back
+    if sigint is not None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        with open(log, "wb") as out:
+            run.proc = subprocess.Popen(
+                [sys.executable, "-c", "from adjoint.fuzz.runner import worker_main; worker_main()", json.dumps(config)],
+                stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, env=env)
+    finally:
+        if sigint is not None:
+            signal.signal(signal.SIGINT, sigint)
+    return run.proc, log
+
+
+def _in_main_thread() -> bool:
+    """Whether this is the main thread, the only one that may set signal handlers."""
+    return threading.current_thread() is threading.main_thread()
 
 
 def _memory_limit_env(memory_mb: int) -> tuple[dict[str, str], int]:
@@ -281,66 +329,124 @@ def _how_it_died(rc: int) -> str:
     return f"exited with status {rc}"
 
 
+class Stopped(BaseException):
+    """Raised in the parent by SIGTERM or SIGHUP (as KeyboardInterrupt is by
+    SIGINT), so that the run ends as after Ctrl-C: the worker killed, the
+    temporary directory removed, one line on stderr."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame: Any) -> None:
+    raise Stopped(signum)
+
+
+def _catch_stop_signals() -> dict[int, Any]:
+    """SIGTERM and SIGHUP raise Stopped; returns the handlers they had. Only
+    in the main thread, the only one that may set a handler."""
+    if not _in_main_thread():
+        return {}
+    signums = [signal.SIGTERM] + ([signal.SIGHUP] if hasattr(signal, "SIGHUP") else [])
+    return {signum: signal.signal(signum, _raise_stopped) for signum in signums}
+
+
 def fuzz(opts: Options) -> int:
     """Runs inputs opts.start .. opts.start + opts.n - 1, prints the summary;
-    returns the exit status (1 if anything was found, 2 if no worker could start)."""
+    returns the exit status (1 if anything was found, 2 if no worker could
+    start, 128 + the signal after Ctrl-C, SIGTERM or SIGHUP, which end the
+    run with one line on stderr). However the run ends, its worker is killed
+    and its temporary directory removed; a worker whose parent is killed
+    otherwise (SIGKILL) dies with it (see _die_with_parent)."""
     target = importlib.import_module(TARGETS[opts.target])
-    tmp = tempfile.mkdtemp(prefix=f"adjoint-fuzz-{opts.target}-")
-    open(os.path.join(tmp, "report.jsonl"), "w").close()
-    run = Run(opts, target, tmp, Page(os.path.join(tmp, "page"), labels_of(target), list(target.REACHED), create=True))
+    previous = _catch_stop_signals()
+    tmp = None
+    run = None
+    try:
+        tmp = tempfile.mkdtemp(prefix=f"adjoint-fuzz-{opts.target}-")
+        open(os.path.join(tmp, "report.jsonl"), "w").close()
+        run = Run(opts, target, tmp, Page(os.path.join(tmp, "page"), labels_of(target), list(target.REACHED), create=True))
+        return _run_inputs(run)
+    except KeyboardInterrupt:
+        print(_stopped_line(opts, run, "interrupted"), file=sys.stderr, flush=True)
+        return 128 + signal.SIGINT
+    except Stopped as e:
+        print(_stopped_line(opts, run, f"stopped by {signal.Signals(e.signum).name}"), file=sys.stderr, flush=True)
+        return 128 + e.signum
+    finally:
+        if run is not None and run.proc is not None and run.proc.poll() is None:
+            run.proc.kill()
+            run.proc.wait()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _stopped_line(opts: Options, run: Run | None, why: str) -> str:
+    """One line for a run that ended early: where, and what it found."""
+    if run is None:
+        return f"adjoint.fuzz {opts.target}: {why} before the first input"
+    done = sum(run.page.counts().values())
+    saved = sum(len(e["files"]) for e in run.findings)
+    return (f"adjoint.fuzz {opts.target}: {why} after {done} of {opts.n} inputs; "
+            f"{len(run.findings)} finding(s)" + (f", {saved} file(s) saved under {opts.out}/" if saved else ""))
+
+
+def _run_inputs(run: Run) -> int:
+    """The parent loop of fuzz: starts workers, watches them, records what they find."""
+    opts = run.opts
     end = opts.start + opts.n
     start = opts.start
     t0 = time.perf_counter()
     next_progress = t0 + PROGRESS_SECONDS
-    try:
-        while start < end:
-            proc, log = _start_worker(run, start, end)
-            last_index, last_change = -1, time.monotonic()
-            while True:
-                rc = proc.poll()
-                run.read_reports()
-                index = int(run.page.slots[0])
-                if rc is not None:
-                    done = int(run.page.slots[1])
-                    if rc == 0 and done >= end:
-                        start = end
-                        break
-                    if index < 0:
-                        print(f"adjoint.fuzz: the worker could not start ({_how_it_died(rc)}):\n{_tail(log)}", file=sys.stderr)
-                        return 2
-                    after = " after it returned" if done > index else ""
-                    detail = f"the worker was {_how_it_died(rc)} on this input{after}\n--- worker log:\n{_tail(log)}"
-                    _crash_finding(run, index, "crash", detail, _how_it_died(rc))
-                    start = index + 1
+    while start < end:
+        proc, log = _start_worker(run, start, end)
+        last_index, last_change = -1, time.monotonic()
+        while True:
+            rc = proc.poll()
+            run.read_reports()
+            index = int(run.page.slots[0])
+            if rc is not None:
+                done = int(run.page.slots[1])
+                if rc == 0 and done >= end:
+                    start = end
                     break
-                now = time.monotonic()
-                if index != last_index:
-                    last_index, last_change = index, now
-                elif now - last_change > (STARTUP_SECONDS if index < 0 else opts.timeout):
-                    if index >= 0:
-                        proc.send_signal(signal.SIGUSR1)  # faulthandler: the Python stack, into the log
-                        time.sleep(0.3)
-                    proc.kill()
-                    proc.wait()
-                    if index < 0:
-                        print(f"adjoint.fuzz: the worker did not start in {STARTUP_SECONDS:.0f} s:\n{_tail(log)}", file=sys.stderr)
-                        return 2
-                    detail = f"no progress for {opts.timeout:g} s on this input\n--- worker log:\n{_tail(log)}"
-                    _crash_finding(run, index, "hang", detail, f"timeout {opts.timeout:g} s")
-                    start = index + 1
-                    break
-                if time.perf_counter() > next_progress:
-                    next_progress += PROGRESS_SECONDS
-                    done = int(run.page.slots[1]) - opts.start
-                    print(f"adjoint.fuzz {opts.target}: {done}/{opts.n} inputs, {done / (time.perf_counter() - t0):.0f}/s, "
-                          f"{len(run.findings)} finding(s)", file=sys.stderr, flush=True)
-                time.sleep(POLL_SECONDS)
-        run.read_reports()
-        elapsed = time.perf_counter() - t0
-        _summary(run, elapsed)
-        return 1 if run.findings else 0
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+                if index < 0:
+                    print(f"adjoint.fuzz: the worker could not start ({_how_it_died(rc)}):\n{_tail(log)}", file=sys.stderr)
+                    return 2
+                after = " after it returned" if done > index else ""
+                detail = f"the worker was {_how_it_died(rc)} on this input{after}\n--- worker log:\n{_tail(log)}"
+                _crash_finding(run, index, "crash", detail, _how_it_died(rc))
+                start = index + 1
+                break
+            now = time.monotonic()
+            if index != last_index:
+                last_index, last_change = index, now
+            elif now - last_change > (STARTUP_SECONDS if index < 0 else opts.timeout):
+                if index >= 0:
+                    proc.send_signal(signal.SIGUSR1)  # faulthandler: the Python stack, into the log
+                    time.sleep(0.3)
+                proc.kill()
+                proc.wait()
+                if index < 0:
+                    print(f"adjoint.fuzz: the worker did not start in {STARTUP_SECONDS:.0f} s:\n{_tail(log)}", file=sys.stderr)
+                    return 2
+                detail = f"no progress for {opts.timeout:g} s on this input\n--- worker log:\n{_tail(log)}"
+                _crash_finding(run, index, "hang", detail, f"timeout {opts.timeout:g} s")
+                start = index + 1
+                break
+            if time.perf_counter() > next_progress:
+                next_progress += PROGRESS_SECONDS
+                done = int(run.page.slots[1]) - opts.start
+                print(f"adjoint.fuzz {opts.target}: {done}/{opts.n} inputs, {done / (time.perf_counter() - t0):.0f}/s, "
+                      f"{len(run.findings)} finding(s)", file=sys.stderr, flush=True)
+            time.sleep(POLL_SECONDS)
+    run.read_reports()
+    elapsed = time.perf_counter() - t0
+    _summary(run, elapsed)
+    return 1 if run.findings else 0
 
 
 def _crash_finding(run: Run, index: int, kind: str, detail: str, signature: str) -> None:
