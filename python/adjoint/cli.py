@@ -2,11 +2,15 @@
 check, differentiate, simplify, lift, count FLOPs of and run modules written
 as adjoint text, and run the benchmarks.
 
-Every command reads a file or ``-`` (stdin) and writes to stdout or ``-o
-FILE``. A failure is one line on stderr, ``file:line:col: Kind: message``
-(``file: message`` when there is no place in the text), with exit status 1;
-a usage error is argparse's usage message with exit status 2. ``--debug``
-shows the traceback instead.
+Every command reads a file or ``-`` (stdin, once) and writes to stdout or
+``-o FILE``, as UTF-8 bytes, file names as the bytes they came in as, their
+control characters escaped. A failure is one line on stderr,
+``file:line:col: Kind: message`` (``file: message`` when there is no place
+in the text; a failure to write names the output), with exit status 1; a
+usage error is argparse's usage message with exit status 2; Ctrl-C is one
+line with exit status 130; a reader of stdout that goes away ends the
+command quietly with exit status 1. ``--debug`` shows the traceback instead.
+docs/cli.md says it all at length.
 """
 
 from __future__ import annotations
@@ -365,7 +369,8 @@ COMMANDS: dict[str, tuple[Callable[[argparse.Namespace], str | None], str]] = {
 
 DESCRIPTION = "Work on modules written as adjoint text: print, verify, differentiate, simplify, lift, count FLOPs, run."
 EPILOG = ("Every command reads FILE or - (stdin) and writes to stdout or -o FILE. A failure is one line, "
-          "file:line:col: Kind: message, with exit status 1 (2 for a usage error); --debug shows the traceback.")
+          "file:line:col: Kind: message, with exit status 1 (2 for a usage error, 130 after Ctrl-C); "
+          "--debug shows the traceback.")
 
 
 def build_parser() -> argparse.ArgumentParser:
