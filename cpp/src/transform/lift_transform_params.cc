@@ -288,6 +288,7 @@ std::vector<uint8_t> frozen_params(const FunctionNode& fn, const DataflowIndex& 
 void give_lifted_params_distinct_names(std::vector<Var>& params, size_t first_lifted, std::vector<Binding>& bindings,
                                        Expr& ret) {
   std::unordered_set<std::string_view> seen;
+  seen.reserve(params.size());
   bool clash = false;
   for (size_t i = 0; i < params.size(); ++i)
     if (!seen.insert(params[i]->name_hint()).second && i >= first_lifted) clash = true;
