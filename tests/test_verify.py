@@ -104,6 +104,13 @@ def test_the_text_format_refuses_a_bad_frozen_attr_where_it_is(attrs, problem, c
         aj.parse(text)
 
 
+def test_a_frozen_name_no_param_has_lists_twenty_weights_at_most():
+    params = [aj.Var("x", T3)] + [aj.Var(f"w{i}", T3) for i in range(30)]
+    weights = ", ".join(f"w{i}" for i in range(20))
+    with pytest.raises(aj.VerifyError, match=rf"lists 'nope', which is not a param \(its weights: {weights} and 10 more\)$"):
+        aj.analysis.verify(fn(params, [], params[0], num_input=1, frozen="w3, nope"))
+
+
 def test_a_frozen_name_two_params_have_is_refused():
     x, w, w2 = aj.Var("x", T3), aj.Var("w", T3), aj.Var("w", T3)
     with pytest.raises(aj.VerifyError, match="attr frozen: lists 'w', which 2 params are named: a frozen name must be"):

@@ -3,6 +3,8 @@
 #include "adjoint/ir/function.h"
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "adjoint/ir/binding_walk.h"
 #include "adjoint/ir/names.h"
@@ -62,24 +64,34 @@ std::string frozen_attr_problem(const std::string& text, const std::vector<std::
   std::vector<std::string> names = split_frozen_names(text);
   if (names.empty()) return "";
   if (num_input < 0) return "names weights, but the function has no num_input to tell its weights from its inputs";
-  const auto first_weight = params.begin() + std::min<std::ptrdiff_t>(num_input, static_cast<std::ptrdiff_t>(params.size()));
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::string& name = names[i];
+  const size_t first_weight = std::min(static_cast<size_t>(num_input), params.size());
+  // Per param name: how many params have it, and the position of one.
+  std::unordered_map<std::string_view, std::pair<size_t, size_t>> by_name;
+  by_name.reserve(params.size());
+  for (size_t p = 0; p < params.size(); ++p) {
+    auto& [count, at] = by_name[params[p]];
+    ++count;
+    at = p;
+  }
+  std::unordered_set<std::string_view> listed;
+  for (const std::string& name : names) {
     if (name.empty())
       return str("lists an empty name in ", attr_to_string(AttrValue(text)), " (names are separated by single commas)");
-    if (std::find(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(i), name) != names.begin() + static_cast<std::ptrdiff_t>(i))
-      return str("lists '", name, "' twice");
-    if (std::count(params.begin(), params.end(), name) > 1)
-      return str("lists '", name, "', which ", std::count(params.begin(), params.end(), name),
-                 " params are named: a frozen name must be one param's");
-    if (std::find(first_weight, params.end(), name) != params.end()) continue;
-    auto input = std::find(params.begin(), first_weight, name);
-    if (input != first_weight)
-      return str("lists '", name, "', which is an input (param ", input - params.begin(), "; num_input=", num_input,
+    if (!listed.insert(name).second) return str("lists '", name, "' twice");
+    auto it = by_name.find(name);
+    if (it == by_name.end()) {
+      constexpr size_t kShown = 20;
+      std::string weights;
+      for (size_t w = first_weight; w < params.size() && w < first_weight + kShown; ++w)
+        weights += (weights.empty() ? "" : ", ") + std::string(params[w]);
+      if (params.size() - first_weight > kShown) weights += str(" and ", params.size() - first_weight - kShown, " more");
+      return str("lists '", name, "', which is not a param (its weights: ", weights.empty() ? "none" : weights, ")");
+    }
+    const auto [count, at] = it->second;
+    if (count > 1) return str("lists '", name, "', which ", count, " params are named: a frozen name must be one param's");
+    if (at < first_weight)
+      return str("lists '", name, "', which is an input (param ", at, "; num_input=", num_input,
                  "), not a weight: only weights can be frozen");
-    std::string weights;
-    for (auto w = first_weight; w != params.end(); ++w) weights += (weights.empty() ? "" : ", ") + std::string(*w);
-    return str("lists '", name, "', which is not a param (its weights: ", weights.empty() ? "none" : weights, ")");
   }
   return "";
 }
