@@ -210,6 +210,21 @@ def main(x: Tensor((3,), "float64"), w: Tensor((3,), "float64"), rv: Tensor((3,)
     assert_lifting_computes_the_same(grads)
 
 
+def test_a_lifted_param_whose_name_is_no_identifier_is_named_as_it_prints():
+    """A var made from Python may be named 'w.exp'; lifted, its param takes
+    the name the text gives it, as a lifted param whose name another has does."""
+    T = aj.TensorType((3,), "float64")
+    x, w = aj.Var("x", T), aj.Var("w", T)
+    e, s, y, l = aj.Var("w.exp", T), aj.Var("w.exp", T), aj.Var("y", T), aj.Var("l", aj.TensorType((), "float64"))
+    fn = aj.Function([x, w], [(e, aj.Call("exp", [w])), (s, aj.Call("sqrt", [e])), (y, aj.Call("multiply", [x, s])),
+                              (l, aj.Call("sum", [y]))], l, {"num_input": 1})
+    mod = aj.Module({"main": fn})
+    out = aj.transform.LiftTransformParams()(mod)
+    assert [p.name_hint for p in out["main"].params] == ["x", "w_exp"]
+    assert aj.structural_equal(aj.parse(out.script()), out)
+    assert_lifting_computes_the_same(mod)
+
+
 def test_the_frozen_attr_follows_the_lifted_value_not_its_name():
     """ReassociateMatmul names its bindings y_part; with W3, W4 frozen the
     attr named the lifted W1 @ W2 (the first y_part) instead of W3 @ W4."""

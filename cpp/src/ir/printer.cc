@@ -490,4 +490,12 @@ std::string print_return(const Function& fn) {
   return out;
 }
 
+std::vector<std::string> printed_param_names(const FunctionNode& fn) {
+  VarNames names(fn);
+  std::vector<std::string> out;
+  out.reserve(fn.params().size());
+  for (const Var& p : fn.params()) out.emplace_back(names(p.get()));
+  return out;
+}
+
 }  // namespace aj

@@ -35,6 +35,8 @@
 
 #include "adjoint/analysis/compile_time.h"
 #include "adjoint/analysis/dataflow.h"
+#include "adjoint/ir/names.h"
+#include "adjoint/ir/printer.h"
 #include "adjoint/ir/substitute.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/pass_stats.h"
@@ -279,39 +281,31 @@ std::vector<uint8_t> frozen_params(const FunctionNode& fn, const DataflowIndex& 
   return out;
 }
 
-// f's lifted params (those past `first_lifted`) made distinct from the
-// params before them: one whose name an earlier param has (Gradient binds
-// many vars 'lv') becomes a new var named as the printer would print it
-// (lv_1, lv_2, ...: the first that no var of f has), in f's bindings and
-// return too. So f's weights are told apart by name, as the frozen attr
-// and a Trainer's params tell them.
+// f's lifted params (those past `first_lifted`) named as the printer
+// prints them (printed_param_names): one whose name an earlier param has
+// (Gradient binds many vars 'lv') becomes a new var named lv_1, lv_2, ...
+// (the first that no var of f has), one whose name is no identifier a var
+// named as one, in f's bindings and return too. So f's weights are told
+// apart by name, as the frozen attr and a Trainer's params tell them.
 void give_lifted_params_distinct_names(std::vector<Var>& params, size_t first_lifted, std::vector<Binding>& bindings,
                                        Expr& ret) {
   std::unordered_set<std::string_view> seen;
   seen.reserve(params.size());
   bool clash = false;
   for (size_t i = 0; i < params.size(); ++i)
-    if (!seen.insert(params[i]->name_hint()).second && i >= first_lifted) clash = true;
-  if (!clash) return;  // the usual case: no set of every hint of f to build
-  std::unordered_set<std::string> hints, taken;
-  for (const Var& p : params) hints.insert(p->name_hint());
-  for (const Binding& b : bindings) hints.insert(b.var->name_hint());
-  std::unordered_map<std::string, size_t> next_suffix;
+    if ((!seen.insert(params[i]->name_hint()).second || !is_valid_name(params[i]->name_hint())) && i >= first_lifted)
+      clash = true;
+  if (!clash) return;  // the usual case: no name of f's bindings is read
+  Function f = std::make_shared<FunctionNode>(params, std::move(bindings), ret);
+  std::vector<std::string> printed = printed_param_names(*f);
+  bindings = std::move(*FunctionNode::sole_bindings(f));
   std::unordered_map<const VarNode*, Expr> renamed;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const std::string& hint = params[i]->name_hint();
-    if (taken.insert(hint).second || i < first_lifted) continue;
-    std::string name;
-    size_t& suffix = next_suffix[hint];
-    do {
-      name = hint + "_" + std::to_string(++suffix);
-    } while (hints.count(name) || taken.count(name));
-    taken.insert(name);
-    Var fresh = std::make_shared<VarNode>(name, params[i]->type());
+  for (size_t i = first_lifted; i < params.size(); ++i) {
+    if (printed[i] == params[i]->name_hint()) continue;
+    Var fresh = std::make_shared<VarNode>(printed[i], params[i]->type());
     renamed.emplace(params[i].get(), fresh);
     params[i] = fresh;
   }
-  if (renamed.empty()) return;
   auto replacement = [&renamed](const VarNode* v) -> const Expr* {
     auto it = renamed.find(v);
     return it == renamed.end() ? nullptr : &it->second;

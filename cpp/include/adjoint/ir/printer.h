@@ -32,6 +32,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "adjoint/ir/function.h"
 
@@ -47,6 +48,9 @@ std::string print_decorator(const Function& fn);                        // @func
 std::string print_signature(const std::string& name, const Function& fn);  // def main(x: ...) -> T:
 std::string print_binding(const Function& fn, size_t index);            // lv: T = op(x)
 std::string print_return(const Function& fn);                           // return lv
+// The names print_function gives fn's params, in order (each hint made an
+// identifier and unique, as "Var names" above says).
+std::vector<std::string> printed_param_names(const FunctionNode& fn);
 
 // Shortest round-trip text of a float, with a '.' or exponent ("1.0", "1e-05", "inf", "nan").
 std::string format_double(double v);
