@@ -246,6 +246,21 @@ def test_error_lines_name_files_as_stdout_does(work, env):
     assert (out.returncode, out.stdout) == (1, b"new\\nline.aj: ok (1 function, 3 bindings)\nmissing\\u2028.aj: no such file\n")
 
 
+@pytest.mark.parametrize("env", [{}, {"PYTHONIOENCODING": "ascii"}, {"LC_ALL": "C", "PYTHONUTF8": "0"}],
+                         ids=["default", "ascii", "C locale"])
+def test_usage_errors_show_bytes_that_are_not_utf8_as_error_lines_do(work, env):
+    # regression: argparse's messages showed b"\xff" as "\udcff", both quoted and as it is
+    def usage_error(*args: bytes) -> bytes:
+        out = subprocess.run([sys.executable.encode(), b"-m", b"adjoint", *args], capture_output=True,
+                             cwd=work, timeout=120, env={**os.environ, **env})
+        assert (out.returncode, out.stdout) == (2, b"")
+        return out.stderr.splitlines()[-1]
+
+    assert usage_error(b"\xff").startswith(b"adjoint: error: argument COMMAND: invalid choice: '\\xff' (choose from")
+    assert usage_error(b"print", b"--bogus\xff", b"x.aj").endswith(b": error: unrecognized arguments: --bogus\xff")
+    assert usage_error(b"print", "--caf\u00e9".encode(), b"x.aj").endswith("--caf\u00e9".encode())
+
+
 def test_output_file_gets_a_file_name_as_the_bytes_it_came_in_as(work):
     # regression: -o encoded strictly, so a name that is not UTF-8 was a UnicodeEncodeError, out.txt left empty
     with open(os.path.join(os.fsencode(work), b"latin1_\xfe.aj"), "w") as f:

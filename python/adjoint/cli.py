@@ -373,11 +373,28 @@ EPILOG = ("Every command reads FILE or - (stdin) and writes to stdout or -o FILE
           "--debug shows the traceback.")
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, its messages written as every other line is
+    (write_stderr: an argument that came in as bytes that are not UTF-8
+    goes out as those bytes), and an argument it quotes (``invalid choice:
+    '...'``) showing such a byte as ``\\xff``, not as the surrogate Python
+    reads it as (``\\udcff``). Its subparsers are of this class too."""
+
+    def _print_message(self, message: str, file: object = None) -> None:
+        if file is not None and file is not sys.stderr:
+            super()._print_message(message, file)  # --help and --version, to stdout
+        elif message:
+            write_stderr(message.rstrip("\n"))
+
+    def error(self, message: str) -> None:
+        super().error(re.sub(r"\\udc([89a-f][0-9a-f])", r"\\x\1", message))
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="adjoint", description=DESCRIPTION, epilog=EPILOG)
+    parser = Parser(prog="adjoint", description=DESCRIPTION, epilog=EPILOG)
     parser.add_argument("--version", action="version", version=f"adjoint {aj.__version__}")
     parser.add_argument("--debug", action="store_true", help="show the traceback of a failure")
-    common = argparse.ArgumentParser(add_help=False)
+    common = Parser(add_help=False)
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     common.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
