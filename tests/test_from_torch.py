@@ -332,6 +332,28 @@ OP_CASES = {  # name: (module, inputs)
                                                          (randn(4, 2, 6), PADDED)),
     "encoder_key_padding_mask": (PaddedEncoder(), (randn(2, 5, 8), torch.tensor([[False] * 5,
                                                                                  [False] * 3 + [True] * 2]))),
+    "clamp_clip_hardtanh_relu6": (Fn(lambda x: torch.clamp(x, -0.5, 0.7) + x.clamp(min=0.1) + x.clamp(max=0.2)
+                                     + torch.clip(x, x * 0.5, x * 0.5 + 1) + F.hardtanh(x, -0.3, 0.4) + F.relu6(x * 4)),
+                                  (randn(4, 6),)),
+    "hardswish_hardsigmoid_leaky_relu": (Fn(lambda x: F.hardswish(x * 3) + F.hardsigmoid(x * 3)
+                                            + F.leaky_relu(x, 0.2)), (randn(4, 6),)),
+    "prelu": (nn.Sequential(nn.Conv2d(3, 3, 1), nn.PReLU(3), nn.PReLU()), (randn(2, 3, 2, 2),)),
+    "elu_selu_celu": (Fn(lambda x: F.elu(x, 0.7) + F.selu(x) + F.celu(x, 0.5) + F.elu(x * 100)), (randn(4, 6),)),
+    "softplus_mish_log_sigmoid": (Fn(lambda x: F.softplus(x, 2.0, 1.0) + F.softplus(x * 100) + F.mish(x)
+                                     + F.logsigmoid(x * 100) + F.logsigmoid(x)), (randn(4, 6),)),
+    "cat_stack": (Fn(lambda x: torch.cat([x, x * 2], 0).sum(0) + torch.stack([x, x + 1], -1).sum((0, 2))),
+                  (randn(4, 6),)),
+    "flip_roll_pad": (Fn(lambda x: torch.flip(x, [0, 1]) + torch.roll(x, (1, -2), (0, 1)) + torch.roll(x, 5)
+                         + F.pad(x, (1, -1, -1, 1), value=0.5)), (randn(4, 6),)),
+    "cumsum_var_std": (Fn(lambda x: torch.cumsum(x, 1) + x.var(-1, keepdim=True) + x.std(0)
+                          + torch.var(x, 1, correction=0)[:, None] + x.var()), (randn(4, 6),)),
+    "logsumexp_norm": (Fn(lambda x: torch.logsumexp(x, -1, keepdim=True) + F.normalize(x, dim=0)
+                          + torch.linalg.vector_norm(x, 1, -1)[:, None] + x.norm(3) + x.abs().amax() * 0
+                          + torch.linalg.vector_norm(x, float("inf"), 0)), (randn(4, 6),)),
+    "conv1d": (nn.Sequential(nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2),
+                             nn.Conv1d(6, 6, 3, padding="same", bias=False)), (randn(2, 4, 9),)),
+    "group_norm_instance_norm": (nn.Sequential(nn.Conv1d(4, 4, 1), nn.GroupNorm(2, 4), nn.InstanceNorm1d(4, affine=True)),
+                                 (randn(2, 4, 5),)),
 }
 
 
@@ -373,6 +395,34 @@ def test_unsupported_op_names_the_op_and_the_source_line():
     message = str(info.value)
     assert "aten.cumprod.default" in message
     assert f"test_from_torch.py:{line}: return torch.cumprod(x, 0)" in message
+
+
+class BoolAndIntOps(nn.Module):
+    def forward(self, x):
+        positive = x > 0
+        counts = torch.cumsum(positive.int(), 0) + torch.cat([positive.int(), torch.ones(4, 1, dtype=torch.int32)], 1)[:, :6]
+        return positive.any(-1), (x > -3).all(), x.any(), counts, torch.clamp(counts, 1, 2)
+
+
+def test_bool_and_int_results_of_any_all_cumsum_cat_clamp_equal_torch():
+    x = torch.randn(4, 6).masked_fill(torch.eye(4, 6).bool(), 0.0)
+    mod = aj.from_torch(BoolAndIntOps(), (x,))
+    got = aj.build(mod)["main"](x.numpy())
+    for g, want in zip(got, BoolAndIntOps()(x)):
+        assert g.dtype == want.numpy().dtype and np.array_equal(g, want.numpy())
+
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_pad_modes_but_constant_are_errors_naming_the_mode(mode):
+    with pytest.raises(aj.UnsupportedOpError, match=f"with mode='{mode}' \\(only 'constant'\\) is not supported"):
+        aj.from_torch(Fn(lambda x: F.pad(x, (1, 1), mode=mode)), (torch.randn(2, 3, 6),))
+
+
+def test_group_norm_over_a_dynamic_dim_is_an_error_naming_it():
+    length = torch.export.Dim("length")
+    with pytest.raises(aj.UnsupportedOpError, match=r"group_norm.default' with dynamic channel and spatial dims "
+                                                    r"\(4, 'length'\) is not supported"):
+        aj.from_torch(nn.GroupNorm(2, 4), (torch.randn(2, 4, 5),), dynamic_shapes=({2: length},))
 
 
 def test_dropout_in_training_mode_is_an_error():

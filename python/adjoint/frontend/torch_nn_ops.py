@@ -54,6 +54,51 @@ def _batch_norm(cx: Any, a: Args) -> Any:
     return op.add(op.multiply(op.subtract(x, channel(a.running_mean, 0.0)), scale), channel(a.bias, 0.0))
 
 
+def _per_channel(v: Any, x: Any) -> Any:
+    """A (C,) weight or bias shaped to broadcast along x's axis 1."""
+    return op.reshape(v, (x.type.shape[1],) + (1,) * (x.type.ndim - 2))
+
+
+def _affine(x: Any, weight: Any, bias: Any) -> Any:
+    """x * weight + bias per channel (axis 1), each left out when None."""
+    if weight is not None:
+        x = op.multiply(x, _per_channel(weight, x))
+    return x if bias is None else op.add(x, _per_channel(bias, x))
+
+
+def _static_dims(cx: Any, x: Any, dims: tuple, what: str) -> None:
+    if not all(isinstance(d, int) for d in dims):
+        raise cx.unsupported(f"with dynamic {what} {tuple(dims)}")
+
+
+@aten("group_norm")
+def _group_norm(cx: Any, a: Args) -> Any:
+    x, groups = a.input, a.num_groups
+    if x.type.ndim < 2:
+        raise cx.unsupported(f"on a rank-{x.type.ndim} input")
+    shape = x.type.shape
+    _static_dims(cx, x, shape[1:], "channel and spatial dims")
+    size = math.prod(shape[1:]) // groups  # the elements of one group of one sample
+    grouped = op.reshape(x, (shape[0], groups, size))
+    unit = cx.constant(np.ones(size), like=x), cx.constant(np.zeros(size), like=x)
+    normalized = op.reshape(op.layer_norm(grouped, *unit, [-1], a.eps), shape)
+    return _affine(normalized, a.weight, a.bias)
+
+
+@aten("instance_norm")
+def _instance_norm(cx: Any, a: Args) -> Any:
+    x = a.input
+    if x.type.ndim < 3:
+        raise cx.unsupported(f"on a rank-{x.type.ndim} input (it takes N, C and spatial dims)")
+    if not a.use_input_stats:  # running statistics, as BatchNorm in eval mode
+        return _batch_norm(cx, Args(a, training=False))
+    spatial = x.type.shape[2:]
+    _static_dims(cx, x, spatial, "spatial dims")
+    unit = cx.constant(np.ones(spatial), like=x), cx.constant(np.zeros(spatial), like=x)
+    normalized = op.layer_norm(x, *unit, list(range(2, x.type.ndim)), a.eps)
+    return _affine(normalized, a.weight, a.bias)
+
+
 # -- convolution and pooling ------------------------------------------------------
 
 
@@ -72,6 +117,26 @@ def _conv2d(cx: Any, a: Args) -> Any:
         padding = _same_padding(cx, w, dilation) if padding == "same" else [0, 0]
     y = op.conv2d(x, w, _pair(a.stride), _pair(padding), dilation, a.groups)
     return y if a.bias is None else op.add(y, op.reshape(a.bias, (w.type.shape[0], 1, 1)))
+
+
+@aten("conv1d")
+def _conv1d(cx: Any, a: Args) -> Any:
+    x, w = a.input, a.weight  # as a conv2d over a height of 1: (N, C, 1, L) by (O, C/groups, 1, K)
+    if x.type.ndim != 3:
+        raise cx.unsupported(f"on a rank-{x.type.ndim} input (it takes N, C, L)")
+    dilation = [1, _single(a.dilation)]
+    padding = a.padding
+    if isinstance(padding, str):
+        padding = _same_padding(cx, op.expand_dims(w, 2), dilation) if padding == "same" else [0, 0]
+    else:
+        padding = [0, _single(padding)]
+    y = op.conv2d(op.expand_dims(x, 2), op.expand_dims(w, 2), [1, _single(a.stride)], padding, dilation, a.groups)
+    y = op.squeeze(y, [2])
+    return y if a.bias is None else op.add(y, op.reshape(a.bias, (w.type.shape[0], 1)))
+
+
+def _single(v: Any) -> int:
+    return v if isinstance(v, int) else v[0]
 
 
 def _same_padding(cx: Any, w: Any, dilation: list[int]) -> list[int]:

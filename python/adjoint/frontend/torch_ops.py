@@ -11,7 +11,8 @@ builder. Shape-only ops take their result shape from torch's fake result,
 so symbolic sizes need no arithmetic here. Ops of several operands cast
 them to the dtype torch computes in (``_promoted``, by ``torch_promote``)
 first, as adjoint's ops take one dtype. The nn ops are in
-``torch_nn_ops``, which adds its entries to the same table.
+``torch_nn_ops`` and the activations adjoint has no op for in
+``torch_activations``; each adds its entries to the same table.
 """
 
 from __future__ import annotations
@@ -388,6 +389,83 @@ def _slice(cx: Any, a: Args) -> Any:
     return op.strided_slice(x, [axis], [begin], [end], None if step == 1 else [step])
 
 
+@aten("cat", "concat", "concatenate")
+def _cat(cx: Any, a: Args) -> Any:
+    rank = len(cx.out_shape())  # torch skips an empty 1-D tensor among tensors of another rank
+    tensors = _promoted(cx, *[t for t in a.tensors if t.type.ndim == rank], dtype=cx.out_dtype())
+    axis = (a.dim or 0) % tensors[0].type.ndim
+    return tensors[0] if len(tensors) == 1 else op.concat(tensors, axis=axis)
+
+
+@aten("stack")
+def _stack(cx: Any, a: Args) -> Any:
+    tensors = _promoted(cx, *a.tensors, dtype=cx.out_dtype())
+    axis = (a.dim or 0) % (tensors[0].type.ndim + 1)
+    return op.concat([op.expand_dims(t, axis) for t in tensors], axis=axis)
+
+
+@aten("flip")
+def _flip(cx: Any, a: Args) -> Any:
+    x = a.self
+    axes = sorted(set(_axes(a.dims, x.type.ndim)))
+    if not axes:
+        return x
+    return op.strided_slice(x, axes, [_TO_THE_END] * len(axes), [-_TO_THE_END] * len(axes), [-1] * len(axes))
+
+
+@aten("roll")
+def _roll(cx: Any, a: Args) -> Any:
+    x = a.self
+    shifts = [a.shifts] if isinstance(a.shifts, int) else list(a.shifts)
+    if not a.dims:  # rolled as one flat row, then shaped back
+        if x.type.ndim == 1:
+            return _rolled(cx, x, shifts[0], 0)
+        return op.reshape(_rolled(cx, op.reshape(x, (_reduced_count(cx, x, None),)), shifts[0], 0), x.type.shape)
+    for shift, axis in zip(shifts, _axes(a.dims, x.type.ndim)):
+        x = _rolled(cx, x, shift, axis)
+    return x
+
+
+def _rolled(cx: Any, x: Any, shift: int, axis: int) -> Any:
+    """x rolled by ``shift`` along ``axis``: its last ``shift`` entries first."""
+    n = x.type.shape[axis]
+    if not isinstance(n, int) or not isinstance(shift, int):
+        raise cx.unsupported(f"along a dynamic axis or by a dynamic shift ({n}, {shift})")
+    shift = shift % n if n else 0
+    if shift == 0:
+        return x
+    head = op.strided_slice(x, [axis], [n - shift], [n])
+    tail = op.strided_slice(x, [axis], [0], [n - shift])
+    return op.concat([head, tail], axis=axis)
+
+
+@aten("pad", "constant_pad_nd")
+def _pad(cx: Any, a: Args) -> Any:
+    mode = a.mode or "constant"
+    if mode != "constant":
+        raise cx.unsupported(f"with mode='{mode}' (only 'constant')")
+    x = a.self
+    value = 0 if a.value is None else a.value
+    pads = list(a.pad)
+    for k in range(len(pads) // 2):  # (left, right) of the last axis, then of the one before, ...
+        x = _padded(cx, x, x.type.ndim - 1 - k, pads[2 * k], pads[2 * k + 1], value)
+    return x
+
+
+def _padded(cx: Any, x: Any, axis: int, before: int, after: int, value: Any) -> Any:
+    """x with ``before`` and ``after`` entries of ``value`` added along
+    ``axis`` (a negative count takes entries away)."""
+    if before < 0 or after < 0:  # strided_slice reads a negative end from the end, as Python does
+        x = op.strided_slice(x, [axis], [max(-before, 0)], [after if after < 0 else _TO_THE_END])
+    parts = []
+    for count in (before, after):
+        shape = list(x.type.shape)
+        shape[axis] = count
+        parts.append(op.full(tuple(shape), float(value), x.type.dtype) if count > 0 else None)
+    pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
+    return pieces[0] if len(pieces) == 1 else op.concat(pieces, axis=axis)
+
+
 # -- creation -------------------------------------------------------------------
 
 
@@ -457,3 +535,79 @@ def _amax(cx: Any, a: Args) -> Any:
     if x.type.dtype == "bool":  # any / all: the max / min of 0s and 1s
         return op.astype(fn(op.astype(x, "int32"), axis=axis, keepdims=keepdims), "bool")
     return fn(x, axis=axis, keepdims=keepdims)
+
+
+@aten("any", "all")
+def _any_all(cx: Any, a: Args) -> Any:
+    x = a.self  # any / all: the max / min of 0s and 1s
+    fn = op.max if cx.node.target._overloadpacket.__name__ == "any" else op.min
+    dims = a.dim if a.dim is not None else None
+    axis = None if dims is None or dims == [] else _axes(dims, x.type.ndim)
+    truth = op.astype(op.not_equal(x, cx.constant(np.zeros((), x.type.dtype), like=x)), "int32") if (
+        x.type.dtype != "bool") else op.astype(x, "int32")
+    return op.astype(fn(truth, axis=axis, keepdims=bool(a.keepdim)), "bool")
+
+
+@aten("cumsum")
+def _cumsum(cx: Any, a: Args) -> Any:
+    x = _cast(a.self, cx.out_dtype())  # an int or bool input sums in int64, as in torch
+    return op.cumsum(x, axis=a.dim % max(x.type.ndim, 1)) if x.type.ndim else x
+
+
+def _reduced_count(cx: Any, x: Any, axis: list[int] | None) -> int:
+    dims = x.type.shape if axis is None else [x.type.shape[i] for i in axis]
+    if not all(isinstance(d, int) for d in dims):
+        raise cx.unsupported(f"over the dynamic dims {tuple(dims)}")
+    return math.prod(dims)
+
+
+@aten("var", "std")
+def _var_std(cx: Any, a: Args) -> Any:
+    x = _cast(a.self, cx.out_dtype())
+    axis = None if a.dim is None or a.dim == [] else _axes(a.dim, x.type.ndim)
+    correction = a.correction if a.correction is not None else (0 if a.unbiased is False else 1)
+    n = _reduced_count(cx, x, axis)
+    var = op.variance(x, axis=axis, keepdims=bool(a.keepdim))
+    if correction:  # the count minus the correction divides (none left: inf, as torch gives inf or nan)
+        var = op.multiply(var, n / (n - correction) if n > correction else math.inf)
+    return op.sqrt(var) if cx.node.target._overloadpacket.__name__ == "std" else var
+
+
+@aten("logsumexp")
+def _logsumexp(cx: Any, a: Args) -> Any:
+    x = _cast(a.self, cx.out_dtype())
+    axis = None if a.dim is None or a.dim == [] else _axes(a.dim, x.type.ndim)
+    keepdims = bool(a.keepdim)
+    top = op.max(x, axis=axis, keepdims=True)
+    # an infinite max shifts by 0 instead: exp(x - inf) would be NaN, and torch gives -inf or inf there
+    top = op.where(op.equal(op.abs(top), math.inf), op.zeros_like(top), top)
+    total = op.log(op.sum(op.exp(op.subtract(x, top)), axis=axis, keepdims=keepdims))
+    return op.add(total, top if keepdims else op.squeeze(top, axis if axis is not None else list(range(x.type.ndim))))
+
+
+@aten("linalg_vector_norm", "norm")
+def _vector_norm(cx: Any, a: Args) -> Any:
+    x = _cast(a.self, cx.out_dtype())
+    order = 2 if a.ord is None and a.p is None else (a.ord if a.ord is not None else a.p)
+    if not isinstance(order, (int, float)) or isinstance(order, bool):
+        raise cx.unsupported(f"with ord={order!r}")
+    axis = None if a.dim is None or a.dim == [] else _axes(a.dim, x.type.ndim)
+    keepdims = bool(a.keepdim)
+    if order == math.inf or order == -math.inf:
+        return (op.max if order > 0 else op.min)(op.abs(x), axis=axis, keepdims=keepdims)
+    if order == 0:
+        return op.sum(op.astype(op.not_equal(x, 0.0), x.type.dtype), axis=axis, keepdims=keepdims)
+    if order == 1:
+        return op.sum(op.abs(x), axis=axis, keepdims=keepdims)
+    powered = op.square(x) if order == 2 else op.power(op.abs(x), float(order))
+    return _root_with_zero_gradient_at_zero(op.sum(powered, axis=axis, keepdims=keepdims), order)
+
+
+def _root_with_zero_gradient_at_zero(total: Any, order: float) -> Any:
+    """total ** (1 / order), whose gradient at a total of 0 is 0, as torch's
+    norm gives for a zero vector (the root's own is inf there, and inf * 0
+    NaN): the root reads 1 where the total is 0, and ``where`` drops it."""
+    zero = op.equal(total, 0.0)
+    safe = op.where(zero, op.ones_like(total), total)
+    root = op.sqrt(safe) if order == 2 else op.power(safe, 1.0 / order)
+    return op.where(zero, op.zeros_like(total), root)
