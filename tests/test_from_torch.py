@@ -412,6 +412,45 @@ def test_bool_and_int_results_of_any_all_cumsum_cat_clamp_equal_torch():
         assert g.dtype == want.numpy().dtype and np.array_equal(g, want.numpy())
 
 
+SPECIAL_VALUE_CASES = {  # where a composition of adjoint's ops could give NaN or inf where torch does not
+    "logsumexp": lambda x: torch.logsumexp(x, -1),
+    "clamp_hardtanh": lambda x: torch.clamp(x, -0.5, 0.7) + F.hardtanh(x),
+    "leaky_relu_elu": lambda x: F.leaky_relu(x) + F.elu(x),
+    "softplus_mish_log_sigmoid": lambda x: F.softplus(x) + F.mish(x) + F.logsigmoid(x),
+    "var_of_one": lambda x: x[:, :1].var(-1),
+    "normalize_norm": lambda x: F.normalize(x, dim=-1) + torch.linalg.vector_norm(x, 2, -1, keepdim=True),
+}
+
+
+class Plain(nn.Module):
+    """fn(x), with no parameters."""
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, x):
+        return self.fn(x)
+
+
+@pytest.mark.parametrize("name", list(SPECIAL_VALUE_CASES))
+def test_infinities_nans_and_zero_rows_equal_torch(name):
+    f = SPECIAL_VALUE_CASES[name]
+    x = torch.tensor([[-np.inf, -np.inf, -np.inf], [1.0, np.inf, 0.0], [1.0, 2.0, np.nan], [0.0, 0.0, 0.0]],
+                     dtype=torch.float64)
+    got = aj.build(aj.from_torch(Plain(f), (x,)))["main"](x.numpy())
+    np.testing.assert_allclose(got, f(x).numpy(), rtol=1e-12)
+
+
+def test_gradient_of_the_norm_of_a_zero_vector_is_zero_as_in_torch():
+    x = torch.tensor([[0.0, 0.0, 0.0], [1.0, 2.0, 2.0]], dtype=torch.float64, requires_grad=True)
+    f = Plain(lambda x: torch.linalg.vector_norm(x, 2, -1).sum() + torch.linalg.vector_norm(x, 3, -1).sum())
+    f(x).backward()
+    mod = aj.transform.Gradient()(aj.from_torch(f, (x.detach(),)))
+    _, (grad,) = aj.build(mod)["main_adjoint"](x.detach().numpy())
+    np.testing.assert_allclose(grad, x.grad.numpy(), rtol=1e-12)
+
+
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
 def test_pad_modes_but_constant_are_errors_naming_the_mode(mode):
     with pytest.raises(aj.UnsupportedOpError, match=f"with mode='{mode}' \\(only 'constant'\\) is not supported"):
