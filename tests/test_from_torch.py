@@ -350,6 +350,17 @@ OP_CASES = {  # name: (module, inputs)
     "logsumexp_norm": (Fn(lambda x: torch.logsumexp(x, -1, keepdim=True) + F.normalize(x, dim=0)
                           + torch.linalg.vector_norm(x, 1, -1)[:, None] + x.norm(3) + x.abs().amax() * 0
                           + torch.linalg.vector_norm(x, float("inf"), 0)), (randn(4, 6),)),
+    "max_min_overloads": (Fn(lambda x: x.max() + torch.max(x, x * 2) + x.max(1).values[:, None]
+                             + x.min(0, keepdim=True)[0]), (randn(4, 6),)),
+    "index_select_repeat": (Fn(lambda x: x.index_select(1, torch.tensor([0, 2, 2])).repeat(1, 2)
+                               + x.repeat_interleave(2, 0)[:4, :6].sum() + x.repeat(2, 1, 1).sum(0)[:, :6]),
+                            (randn(4, 6),)),
+    "upsample_nearest": (nn.Sequential(nn.Conv2d(2, 2, 1), nn.Upsample(scale_factor=2), nn.Upsample(size=(8, 12))),
+                         (randn(1, 2, 2, 3),)),
+    "floor_trunc_divide_remainder": (Fn(lambda x, y: torch.div(x, 0.3, rounding_mode="floor")
+                                        + torch.div(x, y, rounding_mode="floor")
+                                        + torch.remainder(x, 0.4) + x % y + torch.div(x, -0.2, rounding_mode="trunc")),
+                                     (randn(4, 6), randn(4, 6).abs() + 0.5)),
     "conv1d": (nn.Sequential(nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2),
                              nn.Conv1d(6, 6, 3, padding="same", bias=False)), (randn(2, 4, 9),)),
     "group_norm_instance_norm": (nn.Sequential(nn.Conv1d(4, 4, 1), nn.GroupNorm(2, 4), nn.InstanceNorm1d(4, affine=True)),
@@ -401,11 +412,16 @@ class BoolAndIntOps(nn.Module):
     def forward(self, x):
         positive = x > 0
         counts = torch.cumsum(positive.int(), 0) + torch.cat([positive.int(), torch.ones(4, 1, dtype=torch.int32)], 1)[:, :6]
-        return positive.any(-1), (x > -3).all(), x.any(), counts, torch.clamp(counts, 1, 2)
+        ints = (x * 10).int()
+        divided = (torch.div(ints, 3, rounding_mode="trunc") + torch.div(ints, -3, rounding_mode="trunc") + ints // 3
+                   + ints % -3 + (x // 0.3).int())
+        return (positive.any(-1), (x > -3).all(), x.any(), counts, torch.clamp(counts, 1, 2), x.argmax(-1),
+                x.argmin(), x.argmax(0, keepdim=True), x.max(1).indices, x.min(0)[1], divided)
 
 
-def test_bool_and_int_results_of_any_all_cumsum_cat_clamp_equal_torch():
+def test_bool_and_int_results_of_any_all_cumsum_cat_clamp_argmax_divide_equal_torch():
     x = torch.randn(4, 6).masked_fill(torch.eye(4, 6).bool(), 0.0)
+    x[2, 3] = x[2, 5] = x[2].max() + 1  # a tie: the first index, as torch gives
     mod = aj.from_torch(BoolAndIntOps(), (x,))
     got = aj.build(mod)["main"](x.numpy())
     for g, want in zip(got, BoolAndIntOps()(x)):

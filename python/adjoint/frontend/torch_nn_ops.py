@@ -178,6 +178,17 @@ def _adaptive_avg_pool2d(cx: Any, a: Args) -> Any:
     return op.avg_pool2d(x, kernel, kernel)
 
 
+@aten("upsample_nearest2d")
+def _upsample_nearest2d(cx: Any, a: Args) -> Any:
+    x = a.input  # each pixel repeated by whole factors: (N, C, H, 1, W, 1) broadcast to (N, C, H, fh, W, fw)
+    _require_nchw(cx, x)
+    (n, c, h, w), (out_h, out_w) = x.type.shape, cx.out_shape()[2:]
+    if not all(isinstance(d, int) and d > 0 for d in (h, w, out_h, out_w)) or out_h % h or out_w % w:
+        raise cx.unsupported(f"from {(h, w)} to {(out_h, out_w)} (only whole factors of static sizes)")
+    spread = op.broadcast_to(op.reshape(x, (n, c, h, 1, w, 1)), (n, c, h, out_h // h, w, out_w // w))
+    return op.reshape(spread, (n, c, out_h, out_w))
+
+
 # -- embedding and losses --------------------------------------------------------
 
 

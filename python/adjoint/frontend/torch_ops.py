@@ -192,12 +192,42 @@ def _mul(cx: Any, a: Args) -> Any:
 
 @aten("div")
 def _div(cx: Any, a: Args) -> Any:
+    if a.rounding_mode == "floor":
+        return op.floor_divide(*_wrapped(cx, a.self, a.other))
+    if a.rounding_mode == "trunc":
+        return _trunc_divide(cx, a)
     if a.rounding_mode is not None:
         raise cx.unsupported(f"with rounding_mode='{a.rounding_mode}'")
     dtype = result_dtype(cx.default_float, a.self, a.other)
     if not dtype.startswith("float"):  # true division of ints and bools is torch's default float
         dtype = cx.default_float
     return op.divide(*_promoted(cx, a.self, a.other, dtype=dtype))
+
+
+def _trunc_divide(cx: Any, a: Args) -> Any:
+    """self / other rounded toward zero, in torch's result dtype."""
+    x, y = _wrapped(cx, a.self, a.other)
+    if result_dtype(cx.default_float, a.self, a.other).startswith("float"):  # the true quotient, truncated
+        quotient = op.divide(x, y)
+        whole = op.floor_divide(op.abs(quotient), 1.0)
+        truncated = op.where(op.less(quotient, 0.0), op.negative(whole), whole)
+        return op.where(op.equal(op.abs(quotient), math.inf), quotient, truncated)  # inf // 1 would be NaN
+    # ints: the floor quotient, one more where a remainder is left and the signs differ
+    quotient = op.floor_divide(x, y)
+    inexact = op.not_equal(op.floor_mod(x, y), 0)
+    negative = [op.less(v, 0) if isinstance(v, _core.Expr) else _core.Constant(np.asarray(v < 0)) for v in (x, y)]
+    signs_differ = op.not_equal(*negative)
+    return op.where(op.where(inexact, signs_differ, inexact), op.add(quotient, 1), quotient)
+
+
+@aten("floor_divide")
+def _floor_divide(cx: Any, a: Args) -> Any:
+    return op.floor_divide(*_wrapped(cx, a.self, a.other))
+
+
+@aten("remainder")
+def _remainder(cx: Any, a: Args) -> Any:
+    return op.floor_mod(*_wrapped(cx, a.self, a.other))  # the sign of the divisor, as Python's %
 
 
 @aten("pow")
@@ -404,6 +434,33 @@ def _stack(cx: Any, a: Args) -> Any:
     return op.concat([op.expand_dims(t, axis) for t in tensors], axis=axis)
 
 
+@aten("index_select")
+def _index_select(cx: Any, a: Args) -> Any:
+    return op.take(a.self, a.index, axis=a.dim % max(a.self.type.ndim, 1))
+
+
+@aten("repeat")
+def _repeat(cx: Any, a: Args) -> Any:
+    x, repeats = a.self, list(a.repeats)  # x tiled: leading dims of 1 added for the repeats past its rank
+    shape = (1,) * (len(repeats) - x.type.ndim) + tuple(x.type.shape)
+    spread = [d for s in shape for d in (1, s)]  # (1, s0, 1, s1, ...) broadcast to (r0, s0, r1, s1, ...)
+    tiled = [d for r, s in zip(repeats, shape) for d in (r, s)]
+    return op.reshape(op.broadcast_to(op.reshape(x, tuple(spread)), tuple(tiled)), cx.out_shape())
+
+
+@aten("repeat_interleave")
+def _repeat_interleave(cx: Any, a: Args) -> Any:
+    x, repeats = a.self, a.repeats
+    if not isinstance(repeats, int):
+        raise cx.unsupported("with a tensor of repeats (its result's length depends on their values)")
+    if a.dim is None:  # each entry of x flattened, repeated
+        x = op.reshape(x, (_reduced_count(cx, x, None),)) if x.type.ndim != 1 else x
+    axis = 0 if a.dim is None else a.dim % x.type.ndim
+    shape = tuple(x.type.shape)
+    spread = op.broadcast_to(op.expand_dims(x, axis + 1), shape[:axis + 1] + (repeats,) + shape[axis + 1:])
+    return op.reshape(spread, cx.out_shape())
+
+
 @aten("flip")
 def _flip(cx: Any, a: Args) -> Any:
     x = a.self
@@ -529,23 +586,17 @@ OPS["mean"] = _reduce(op.mean)
 
 @aten("amax", "amin")
 def _amax(cx: Any, a: Args) -> Any:
-    fn = op.max if cx.node.target._overloadpacket.__name__ == "amax" else op.min
     x = a.self
-    axis, keepdims = _axes(a.dim, x.type.ndim) or None, bool(a.keepdim)
-    if x.type.dtype == "bool":  # any / all: the max / min of 0s and 1s
-        return op.astype(fn(op.astype(x, "int32"), axis=axis, keepdims=keepdims), "bool")
-    return fn(x, axis=axis, keepdims=keepdims)
+    largest = cx.node.target._overloadpacket.__name__ == "amax"
+    return _extreme(x, _axes(a.dim, x.type.ndim) or None, bool(a.keepdim), largest)
 
 
 @aten("any", "all")
 def _any_all(cx: Any, a: Args) -> Any:
-    x = a.self  # any / all: the max / min of 0s and 1s
-    fn = op.max if cx.node.target._overloadpacket.__name__ == "any" else op.min
-    dims = a.dim if a.dim is not None else None
-    axis = None if dims is None or dims == [] else _axes(dims, x.type.ndim)
-    truth = op.astype(op.not_equal(x, cx.constant(np.zeros((), x.type.dtype), like=x)), "int32") if (
-        x.type.dtype != "bool") else op.astype(x, "int32")
-    return op.astype(fn(truth, axis=axis, keepdims=bool(a.keepdim)), "bool")
+    x = a.self
+    truth = x if x.type.dtype == "bool" else op.not_equal(x, cx.constant(np.zeros((), x.type.dtype), like=x))
+    axis = None if a.dim is None or a.dim == [] else _axes(a.dim, x.type.ndim)
+    return _extreme(truth, axis, bool(a.keepdim), cx.node.target._overloadpacket.__name__ == "any")
 
 
 @aten("cumsum")
@@ -611,3 +662,50 @@ def _root_with_zero_gradient_at_zero(total: Any, order: float) -> Any:
     safe = op.where(zero, op.ones_like(total), total)
     root = op.sqrt(safe) if order == 2 else op.power(safe, 1.0 / order)
     return op.where(zero, op.zeros_like(total), root)
+
+
+@aten("max", "min")
+def _max_min(cx: Any, a: Args) -> Any:
+    largest = cx.node.target._overloadpacket.__name__ == "max"
+    overload = cx.node.target._overloadname
+    if overload == "other":  # torch.max(x, y): elementwise
+        return (op.maximum if largest else op.minimum)(*_wrapped(cx, a.self, a.other))
+    x = a.self
+    if overload != "dim":
+        return _extreme(x, None, False, largest)
+    axis = a.dim % max(x.type.ndim, 1)
+    return [_extreme(x, [axis], bool(a.keepdim), largest), _arg_extreme(x, axis, bool(a.keepdim), largest)]
+
+
+@aten("argmax", "argmin")
+def _argmax(cx: Any, a: Args) -> Any:
+    x = a.self
+    largest = cx.node.target._overloadpacket.__name__ == "argmax"
+    if a.dim is not None:
+        return _arg_extreme(x, a.dim % max(x.type.ndim, 1), bool(a.keepdim), largest)
+    flat = op.reshape(x, (-1,)) if x.type.ndim != 1 else x  # the index into x flattened
+    index = _arg_extreme(flat, 0, False, largest)
+    return op.reshape(index, (1,) * x.type.ndim) if a.keepdim else index
+
+
+def _extreme(x: Any, axis: list[int] | None, keepdims: bool, largest: bool) -> Any:
+    """max (min) over ``axis``; of a bool x, any (all): the max (min) of 0s and 1s."""
+    fn = op.max if largest else op.min
+    if x.type.dtype == "bool":
+        return op.astype(fn(op.astype(x, "int32"), axis=axis, keepdims=keepdims), "bool")
+    return fn(x, axis=axis, keepdims=keepdims)
+
+
+def _arg_extreme(x: Any, axis: int, keepdims: bool, largest: bool) -> Any:
+    """The int64 index of the first largest (smallest) entry along ``axis``,
+    as torch gives it: the first NaN where there is one (torch's max is NaN
+    there)."""
+    if x.type.dtype == "bool":
+        x = op.astype(x, "int32")
+    top = _extreme(x, [axis], True, largest)
+    hit = op.equal(x, top)
+    if x.type.dtype.startswith("float"):
+        hit = op.where(op.not_equal(x, x), op.not_equal(x, x), hit)  # NaN: where torch's max is
+    positions = op.subtract(op.cumsum(op.ones_like(x, "int64"), axis=axis), 1)  # 0, 1, ... along axis
+    beyond = _core.Constant(np.asarray(np.iinfo(np.int64).max), "int64")
+    return op.min(op.where(hit, positions, beyond), axis=[axis], keepdims=keepdims)
