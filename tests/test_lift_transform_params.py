@@ -484,6 +484,27 @@ def test_a_function_without_num_input_is_unchanged():
     assert list(out.functions) == ["main"]
 
 
+@pytest.mark.parametrize("dims", ['("n*n",)', '("m + n",)', '("n", "m*n")'])
+def test_a_function_whose_weights_do_not_bind_their_symbols_is_unchanged(dims):
+    """A weight of n*n beside an input of n: f_transform_params would take
+    the weights alone, and no call of it could give n (found by the passes
+    fuzzer: main_transform_params(w: n**2) was made, and every call of it
+    was an ExecutionError)."""
+    mod = aj.parse(textwrap.dedent(f'''\
+        @function(num_input=1)
+        def main(x: Tensor(("n", "m"), "float32"), w: Tensor({dims}, "float32")):
+            s = sum(w)
+            e = exp(s)
+            y = multiply(x, e)
+            return y
+    '''))
+    report = LIFT.explain(mod)
+    aj.assert_structural_equal(report.module, mod)
+    assert list(report.module.functions) == ["main"]
+    assert report.counts == {"LiftTransformParams": {
+        "functions left: a weight's dim has a symbol the weights do not bind": 1}}
+
+
 def test_no_weights_gives_an_empty_transform():
     mod = aj.parse(MIXED.replace("num_input=1", "num_input=2"))
     out = LIFT(mod)

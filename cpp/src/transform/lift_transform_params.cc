@@ -23,7 +23,9 @@
 // Both sweeps skip what nothing needs, so dead code leaves both functions.
 // A function whose split would lift nothing and pass every weight through in
 // order is left alone when the module already has its f_transform_params:
-// the pass's output is its own fixed point.
+// the pass's output is its own fixed point. So is a function whose weights
+// do not bind every symbol of their dims (a weight of n*n beside an input
+// of n): f_transform_params, taking the weights alone, could not be called.
 // Vars are shared between the two functions (no renaming): each function
 // binds each of its vars once. Linear in the function's size.
 #include <algorithm>
@@ -344,6 +346,19 @@ bool lifts_nothing(const FunctionNode& fn, const FunctionNode& main, const Funct
   return transform.bindings().empty() && main.params() == fn.params();
 }
 
+// Whether the weights of fn bind every symbol of their own dims, as the
+// executor binds symbols (a dim k or a*k + b): else f_transform_params,
+// which takes the weights alone, could never be called (a weight of n*n
+// beside an input of n).
+bool weights_bind_their_symbols(const FunctionNode& fn) {
+  std::set<std::string> used, bound;
+  for (size_t p = fn.num_input(); p < fn.params().size(); ++p) {
+    add_type_symbols(*fn.params()[p]->type(), false, used);
+    add_param_bound_symbols(*fn.params()[p]->type(), bound);
+  }
+  return std::includes(bound.begin(), bound.end(), used.begin(), used.end());
+}
+
 // `base`, or base_1, base_2, ... : the first not in `taken`, which then holds it.
 std::string unique_name(const std::string& base, std::unordered_set<std::string>& taken) {
   std::string name = base;
@@ -361,6 +376,11 @@ Module lift_transform_params(const Module& mod) {
   bool changed = false;
   for (const auto& [name, fn] : mod->functions()) {
     if (!fn->attr("num_input")) {
+      out.emplace_back(name, fn);
+      continue;
+    }
+    if (!weights_bind_their_symbols(*fn)) {
+      count_pass_stat("functions left: a weight's dim has a symbol the weights do not bind");
       out.emplace_back(name, fn);
       continue;
     }
