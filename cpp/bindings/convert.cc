@@ -248,7 +248,14 @@ const py::dtype& numpy_dtype(DType t) {
 py::array ndarray_to_py(const NDArray& a, bool writeable) {
   auto* keep = new std::shared_ptr<void>(a.owner());
   py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
-  py::array out(numpy_dtype(a.dtype()), a.shape(), a.data(), base);
+  py::array out;
+  try {
+    out = py::array(numpy_dtype(a.dtype()), a.shape(), a.data(), base);
+  } catch (py::error_already_set& e) {  // NumPy refuses dims whose product passes its limit, even beside a 0
+    if (!e.matches(PyExc_ValueError)) throw;
+    throw SizeOverflowError(str("an array of shape ", shape_to_string(Shape(a.shape().begin(), a.shape().end())),
+                                " ", dtype_name(a.dtype()), ", which NumPy cannot make: ", e.what()));
+  }
   if (!writeable) out.attr("flags").attr("writeable") = false;
   return out;
 }

@@ -152,13 +152,21 @@ NDArray view_of(const py::array& a, DType dtype) {
 
 // The result as the type nests it; flat tensor k is `given[k]` when set (a
 // donated input's array).
-py::object rebuild(const Type& t, const std::vector<NDArray>& flat, const std::vector<py::object>& given, size_t& pos) {
+// A result NumPy cannot make (a 0-size shape whose other dims multiply past
+// its limit) is an ExecutionError naming the function and the result.
+py::object rebuild(const Type& t, const std::vector<NDArray>& flat, const std::vector<py::object>& given, size_t& pos,
+                   const std::string& fn_name) {
   if (t->is_tensor()) {
     size_t k = pos++;
-    return given[k] ? given[k] : ndarray_to_py(flat[k], /*writeable=*/true);
+    if (given[k]) return given[k];
+    try {
+      return ndarray_to_py(flat[k], /*writeable=*/true);
+    } catch (const SizeOverflowError& e) {
+      throw ExecutionError(str("function '", fn_name, "', result ", k, ": ", e.what()));
+    }
   }
   py::tuple out(t->fields().size());
-  for (size_t i = 0; i < t->fields().size(); ++i) out[i] = rebuild(t->fields()[i], flat, given, pos);
+  for (size_t i = 0; i < t->fields().size(); ++i) out[i] = rebuild(t->fields()[i], flat, given, pos, fn_name);
   return out;
 }
 
@@ -261,7 +269,7 @@ struct ExecFunction {
     std::vector<py::object> same(out.size());
     for (const Alias& a : fn->aliases()) same[a.output] = given[a.param];
     size_t pos = 0;
-    return rebuild(fn->function()->ret_type(), out, same, pos);
+    return rebuild(fn->function()->ret_type(), out, same, pos, fn->name());
   }
 
   // Bool inputs with bytes other than 0 and 1 (NumPy reads any nonzero byte
