@@ -1,4 +1,4 @@
-"""The fuzz scripts (python -m adjoint.fuzz parse|exec N), run for a few
+"""The fuzz scripts (python -m adjoint.fuzz parse|exec|passes N), run for a few
 hundred inputs in subprocesses: the summary and the exit status, and the
 crash catcher: an input that aborts the worker, one that hangs and one that
 raises are saved as findings and the run goes on. Also: inputs are made from
@@ -20,11 +20,13 @@ import pytest
 
 from adjoint.fuzz import exec as fuzz_exec
 from adjoint.fuzz import parse as fuzz_parse
+from adjoint.fuzz import passes as fuzz_passes
 from adjoint.fuzz.runner import Finding, Options, fuzz
 
 RUNS = {
     "parse": ["parse", "300", "--seed", "1"],
     "exec": ["exec", "300", "--seed", "1"],
+    "passes": ["passes", "300", "--seed", "1"],
     # the crash catcher: input 7 aborts the worker, input 12 raises, input 20 hangs
     "selftest": ["exec", "40", "--seed", "1", "--selftest-crash", "7", "--selftest-raise", "12",
                  "--selftest-hang", "20", "--timeout", "1"],
@@ -54,7 +56,7 @@ def summary(stdout: str) -> tuple[int, dict[str, int]]:
     return total, counts
 
 
-@pytest.mark.parametrize("name", ["parse", "exec"])
+@pytest.mark.parametrize("name", ["parse", "exec", "passes"])
 def test_a_clean_run_sums_up_and_exits_0(runs, name):
     status, stdout, out = runs[name]
     assert status == 0, stdout
@@ -101,7 +103,7 @@ def test_a_parse_finding_is_saved_as_its_exact_text(tmp_path):
     assert note.endswith(".txt") and repr(inp["text"]) in Path(note).read_text()
 
 
-@pytest.mark.parametrize("target", [fuzz_parse, fuzz_exec])
+@pytest.mark.parametrize("target", [fuzz_parse, fuzz_exec, fuzz_passes])
 def test_input_k_is_made_from_seed_and_k_alone(target):
     a, b = target.Fuzzer(3), target.Fuzzer(3)
     assert [a.make(k) for k in (0, 1, 50)] == [b.make(k) for k in (50, 1, 0)][::-1]

@@ -53,7 +53,7 @@ def out_problem(out: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m adjoint.fuzz",
-        description="Fuzz parse or executables in a worker process; crashes, hangs, non-aj.Error "
+        description="Fuzz parse, executables or passes in a worker process; crashes, hangs, non-aj.Error "
                     "exceptions and wrong results are saved as reproducers. Exit status 1 if any.")
     parser.add_argument("target", choices=sorted(TARGETS), help="what to fuzz")
     parser.add_argument("n", type=count_arg, metavar="N", help="how many inputs to run")

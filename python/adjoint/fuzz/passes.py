@@ -1,0 +1,834 @@
+"""Fuzz target ``passes``: random pipelines of ``aj.transform`` passes on
+valid programs.
+
+An input is a valid program and a pipeline of one to six passes drawn from
+everything ``aj.transform`` exports (``Sequential`` of one or two of them
+too), with random but valid options (``Gradient``'s function, required
+grads, target index and ``simplify``; ``ReassociateMatmul``'s
+``dim_bounds``; ``ConvertDType``'s two dtypes; ``CombineParallelMatmul``'s
+``check``); a few options are bad on purpose. The program is a text of the
+``parse`` target's corpus or of ``PASS_TEXTS`` here (parallel matmuls,
+low-rank updates, matmul chains, concats of permuted fields, weights
+transformed at compile time), taken as it is or mutated by the ``parse``
+target's mutations until it parses and verifies (a bounded number of
+tries), sometimes given a ``num_input`` attr and a ``frozen`` one naming
+some of its weights (what LiftTransformParams and Trainer read).
+
+After each pass: only ``aj.Error`` may come out (a pass refusing a program,
+Gradient on a non-scalar result, is a label, and the pipeline goes on with
+the module it had); the input module is left as it was; the output is an
+``aj.Module`` that verifies, prints and parses back to a structurally
+equal module with the same print and hash; DeadCodeElimination,
+EliminateCommonSubexpr, SimplifyGradient, ConvertDType and
+LiftTransformParams are their own fixed points; Gradient leaves the other
+functions as they were. When a function's params are small concrete shapes
+(symbols bound to 1..3), it is built and run on random inputs before the
+pipeline, and after each pass the output module is built and run on the
+same inputs and must give the same results (floats within a tolerance of
+their dtype, loose after passes that may round otherwise, NaN and inf at
+the same places; ints and bools exactly): through ``f_transform_params``
+first after LiftTransformParams (its weights, then ``f`` on the inputs and
+what it returned), with float arguments cast after ConvertDType. A
+function Gradient adds is run too: its first output must be the
+function's result, and its results are the reference from then on.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import adjoint as aj
+from adjoint.fuzz import parse as fuzz_parse
+from adjoint.fuzz.runner import Finding, error_label
+
+LABELS = ["ok", "ok, nothing run"]
+REACHED = ["mutated", "attrs set", "pass ran", "pass refused", "verified", "round trip", "fixed point", "built",
+           "compared", "compared after a dtype change", "lifted compared", "adjoint compared"]
+
+PASS_TEXTS = [
+    # parallel matmuls sharing their LHS (biases, activations), then attention; weights, one frozen
+    '''\
+@function(num_input=1, frozen="bk")
+def main(x: Tensor((4, 8), "float32"), wq: Tensor((8, 3), "float32"), wk: Tensor((8, 3), "float32"), wv: Tensor((8, 5), "float32"), bq: Tensor((3,), "float32"), bk: Tensor((3,), "float32"), bv: Tensor((5,), "float32")):
+    q = matmul(x, wq)
+    k = matmul(x, wk)
+    v = matmul(x, wv)
+    qb = add(q, bq)
+    kb = add(bk, k)
+    vb = add(v, bv)
+    qa = gelu(qb)
+    ka = gelu(kb)
+    va = relu(vb)
+    kt = permute_dims(ka, axes=[1, 0])
+    s = matmul(qa, kt)
+    p = softmax(s, axis=-1)
+    o = matmul(p, va)
+    loss = mean(o)
+    return loss
+''',
+    # parallel matmuls sharing their RHS, symbolic rows; a tuple result
+    '''\
+@function(num_input=2)
+def main(a: Tensor(("n", 6), "float64"), b: Tensor(("m", 6), "float64"), w: Tensor((6, 4), "float64"), c: Tensor((4,), "float64")):
+    ya = matmul(a, w)
+    yb = matmul(b, w)
+    za = add(ya, c)
+    zb = add(yb, c)
+    ta = tanh(za)
+    tb = tanh(zb)
+    sa = sum(ta)
+    sb = sum(tb)
+    l = add(sa, sb)
+    return (l, ta)
+''',
+    # batched parallel matmuls
+    '''\
+@function
+def main(x: Tensor((2, 3, 4), "float32"), w1: Tensor((2, 4, 5), "float32"), w2: Tensor((2, 4, 2), "float32"), w3: Tensor((2, 4, 5), "float32")):
+    y1 = matmul(x, w1)
+    y2 = matmul(x, w2)
+    y3 = matmul(x, w3)
+    s1 = silu(y1)
+    s2 = silu(y2)
+    s3 = silu(y3)
+    a = sum(s1)
+    b = sum(s2)
+    c = sum(s3)
+    d = add(a, b)
+    e = add(d, c)
+    return e
+''',
+    # a low-rank update on the left, weights: (W + B @ A) @ x
+    '''\
+@function(num_input=1)
+def main(x: Tensor((8, 2), "float32"), W: Tensor((6, 8), "float32"), B: Tensor((6, 2), "float32"), A: Tensor((2, 8), "float32")):
+    ba = matmul(B, A)
+    s = add(W, ba)
+    y = matmul(s, x)
+    l = sum(y)
+    return l
+''',
+    # the expanded form, inputs: W @ x + B @ (A @ x)
+    '''\
+@function
+def main(x: Tensor((8, "k"), "float64"), W: Tensor((6, 8), "float64"), B: Tensor((6, 2), "float64"), A: Tensor((2, 8), "float64")):
+    wx = matmul(W, x)
+    ax = matmul(A, x)
+    bax = matmul(B, ax)
+    y = add(wx, bax)
+    return y
+''',
+    # a low-rank update on the right, LoRA-like, symbolic rank
+    '''\
+@function(num_input=1)
+def main(x: Tensor(("n", 6), "float32"), w: Tensor((6, 5), "float32"), a: Tensor((6, "r"), "float32"), b: Tensor(("r", 5), "float32")):
+    ab = matmul(a, b)
+    s = add(w, ab)
+    y = matmul(x, s)
+    r = relu(y)
+    l = sum(r)
+    return l
+''',
+    # matmul chains
+    '''\
+@function
+def main(a: Tensor((10, 2), "float64"), b: Tensor((2, 10), "float64"), c: Tensor((10, 3), "float64"), d: Tensor((3, 1), "float64")):
+    ab = matmul(a, b)
+    abc = matmul(ab, c)
+    abcd = matmul(abc, d)
+    l = sum(abcd)
+    return (l, abcd)
+''',
+    '''\
+@function(num_input=1)
+def main(x: Tensor(("n", 4), "float32"), w1: Tensor((4, 16), "float32"), w2: Tensor((16, 2), "float32"), w3: Tensor((2, 3), "float32")):
+    h = matmul(x, w1)
+    h2 = matmul(h, w2)
+    h3 = matmul(h2, w3)
+    w12 = matmul(w1, w2)
+    g = matmul(x, w12)
+    s = sum(h3)
+    t = sum(g)
+    u = add(s, t)
+    return u
+''',
+    # concats of permuted fields
+    '''\
+@function
+def main(a: Tensor((2, 3, 4), "float32"), b: Tensor((2, 3, 4), "float32"), c: Tensor((2, 3, 1), "float32")):
+    pa = permute_dims(a, axes=[2, 0, 1])
+    pb = permute_dims(b, axes=[2, 0, 1])
+    pc = permute_dims(c, axes=[2, 0, 1])
+    cat = concat((pa, pb, pc), axis=0)
+    e = exp(cat)
+    s = sum(e)
+    return s
+''',
+    '''\
+@function
+def main(a: Tensor(("n", 3), "float64"), b: Tensor(("m", 3), "float64")):
+    pa = permute_dims(a)
+    pb = permute_dims(b)
+    cat = concat((pa, pb), axis=1)
+    t = (cat, pa)
+    f = t[0]
+    g = t[1]
+    return (f, g)
+''',
+    # weights transformed at compile time; frozen statistics, as a BatchNorm keeps them
+    '''\
+@function(num_input=1, frozen="running_mean, running_var")
+def main(x: Tensor(("n", 4), "float32"), w: Tensor((3, 4), "float32"), gamma: Tensor((3,), "float32"), running_mean: Tensor((3,), "float32"), running_var: Tensor((3,), "float32")):
+    wt = permute_dims(w)
+    y = matmul(x, wt)
+    eps = const(1e-05, "float32")
+    v = add(running_var, eps)
+    inv = rsqrt(v)
+    scale = multiply(gamma, inv)
+    c = subtract(y, running_mean)
+    z = multiply(c, scale)
+    zz = zeros((16,), "int32")
+    t = (w, x)
+    ww = t[0]
+    s = sum(ww)
+    o = add(z, s)
+    l = sum(o)
+    return (l, zz)
+''',
+    # layer norm and cross entropy, weights, float64
+    '''\
+@function(num_input=2)
+def main(x: Tensor((3, 5), "float64"), y: Tensor((3, 4), "float64"), w: Tensor((5, 4), "float64"), g: Tensor((5,), "float64"), b: Tensor((5,), "float64")):
+    n = layer_norm(x, g, b, axes=[-1])
+    gw = multiply(g, g)
+    h = matmul(n, w)
+    lbl = softmax(y, axis=-1)
+    ce = cross_entropy_with_logits(h, lbl)
+    s = sum(gw)
+    l = add(ce, s)
+    return l
+''',
+    # ints and bools among the floats, a tuple of weights
+    '''\
+@function(num_input=2)
+def main(x: Tensor((4, 3), "float32"), i: Tensor((2,), "int64"), e: Tensor((5, 3), "float32"), m: Tensor((3,), "float32")):
+    rows = take(e, i, axis=0)
+    big = greater(x, const(0.0, "float32"))
+    xm = where(big, x, zeros_like(x))
+    em = multiply(e, m)
+    p = (em, m)
+    pe = p[0]
+    q = matmul(xm, permute_dims(pe))
+    r = sum(q, axis=[1])
+    s = sum(rows)
+    u = add(r, s)
+    v = sum(u)
+    return (v, big)
+''',
+    # attention with batched matmuls and a softmax
+    '''\
+@function(num_input=1)
+def main(x: Tensor((2, 3, 4), "float32"), wq: Tensor((4, 4), "float32"), wk: Tensor((4, 4), "float32")):
+    q = matmul(x, wq)
+    k = matmul(x, wk)
+    kt = permute_dims(k, axes=[0, 2, 1])
+    s = matmul(q, kt)
+    c = const(0.5, "float32")
+    sc = multiply(s, c)
+    p = softmax(sc, axis=-1)
+    o = matmul(p, x)
+    l = sum(o)
+    return l
+''',
+]
+
+#: pass name -> weight in a pipeline
+PASSES = {"DeadCodeElimination": 8, "EliminateCommonSubexpr": 8, "SimplifyGradient": 8, "Gradient": 14,
+          "CombineParallelMatmul": 12, "ReorderPermuteDimsAfterConcat": 8, "LiftTransformParams": 12,
+          "ReassociateMatmul": 12, "ConvertDType": 8, "Sequential": 4}
+#: passes documented as their own fixed point: run twice, they give what once gave
+FIXED_POINT = {"DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyGradient", "ConvertDType",
+               "LiftTransformParams"}
+#: passes after which results may round otherwise (sums reassociated, matmuls combined, dtypes changed)
+ROUNDING = {"SimplifyGradient", "CombineParallelMatmul", "ReassociateMatmul", "ConvertDType"}
+#: CombineParallelMatmul's check, by name
+CHECKS = {"none": None, "yes": "lambda lhs, rhs: True", "no": "lambda lhs, rhs: False",
+          "numpy": "lambda lhs, rhs: np.bool_(True)", "lhs only": "lambda lhs, rhs: isinstance(rhs, list)",
+          "pairs": "lambda lhs, rhs: len(rhs if isinstance(rhs, list) else lhs) == 2"}
+#: parse mutations that keep a text close to valid, with their weights
+MUTATIONS = [("m_call", 30), ("m_attr", 8), ("m_line", 8), ("m_number", 6), ("m_string", 6), ("m_splice", 3),
+             ("m_token", 4), ("m_shape", 2)]
+MUTATION_TRIES = 12
+COST_LIMIT = 2e7
+SIZE_LIMIT = 4096
+
+
+def pass_code(spec: dict) -> str:
+    """The Python expression making the pass of a pipeline entry (``aj`` and ``np`` in scope)."""
+    name = spec["pass"]
+    if name == "Sequential":
+        return f"aj.transform.Sequential([{', '.join(pass_code(s) for s in spec['passes'])}])"
+    if name == "Gradient":
+        return (f"aj.transform.Gradient(func_name={spec['func_name']!r}, require_grads={spec['require_grads']!r}, "
+                f"target_index={spec['target_index']}, simplify={spec['simplify']})")
+    if name == "ReassociateMatmul":
+        bounds = spec["dim_bounds"]
+        return "aj.transform.ReassociateMatmul()" if bounds is None else \
+            f"aj.transform.ReassociateMatmul(dim_bounds={ {k: tuple(v) for k, v in bounds.items()}!r})"
+    if name == "ConvertDType":
+        return f"aj.transform.ConvertDType({spec['dtype']!r}, from_dtype={spec['from_dtype']!r})"
+    if name == "CombineParallelMatmul":
+        check = CHECKS[spec["check"]]
+        return "aj.transform.CombineParallelMatmul()" if check is None else \
+            f"aj.transform.CombineParallelMatmul(check={check})"
+    return f"aj.transform.{name}()"
+
+
+def make_pass(spec: dict) -> aj.transform.Pass:
+    return eval(pass_code(spec), {"aj": aj, "np": np})  # noqa: S307 (our own generated code)
+
+
+def leaf_specs(spec: dict) -> list[dict]:
+    """The entries an entry runs (a Sequential's, in order)."""
+    return [leaf for s in spec["passes"] for leaf in leaf_specs(s)] if spec["pass"] == "Sequential" else [spec]
+
+
+def pass_names(spec: dict) -> list[str]:
+    """The passes an entry runs (a Sequential's, in order)."""
+    return [n for s in spec["passes"] for n in pass_names(s)] if spec["pass"] == "Sequential" else [spec["pass"]]
+
+
+# ---------------------------------------------------------------- tracking functions across the pipeline
+
+
+@dataclass
+class Track:
+    """A function run after each pass: how its args come from the original
+    function's args (``steps``), and the results it must give."""
+
+    steps: tuple  # ("lift", num_input, transform_params name) or ("weights", num_input)
+    args: list  # the original function's args
+    want: Any
+    converted: bool = False  # a float dtype changed on the way: compare loosely, where finite
+    rounding: bool = False  # a pass ran that may round otherwise
+    sensitive: bool = False  # ints or bools computed from floats: rounding may flip them
+
+
+def conform(args: list, fn: aj.Function) -> list:
+    """The args cast to the float dtypes of fn's params (after ConvertDType)."""
+    out = []
+    for a, p in zip(args, fn.params):
+        t = p.type
+        if t.is_tensor and isinstance(a, np.ndarray) and a.dtype.kind == "f" and t.dtype.startswith("float") \
+                and a.dtype.name != t.dtype:
+            a = a.astype(t.dtype)
+        out.append(a)
+    return out
+
+
+def call(exe: Any, mod: aj.Module, name: str, track: Track) -> Any:
+    args = list(track.args)
+    for step in track.steps:
+        if step[0] == "lift":
+            _, n, tp = step
+            got = exe[tp](*conform(args[n:], mod[tp]))
+            args = args[:n] + (list(got) if isinstance(got, tuple) else [got])
+        else:
+            args = args[step[1]:]
+    if len(args) != len(mod[name].params):
+        raise Finding("signature", f"function {name!r} takes {len(mod[name].params)} params, but its calling "
+                                   f"convention gives {len(args)} args", "params")
+    return exe[name](*conform(args, mod[name]))
+
+
+def sensitive(fn: aj.Function) -> bool:
+    """Whether fn makes ints or bools from floats (comparisons, astype,
+    floor ops), or reads argmax positions: values rounded otherwise may then
+    differ by whole steps."""
+    for b in fn.bindings:
+        v = b.value
+        if not isinstance(v, aj.Call):
+            continue
+        if v.op in ("floor_divide", "floor_mod", "max_pool2d_backward", "max", "min"):
+            return True
+        floats_in = any(hasattr(a, "type") and _has_float(a.type) for a in v.args)
+        if floats_in and not _has_float(b.var.type):
+            return True
+    return False
+
+
+def _has_float(t: aj.Type) -> bool:
+    return any(_has_float(f) for f in t.fields) if t.is_tuple else t.dtype.startswith("float")
+
+
+def compare(got: Any, want: Any, track: Track, where: str) -> None:
+    if isinstance(want, tuple):
+        if not isinstance(got, tuple) or len(got) != len(want):
+            raise Finding("wrong-result", f"{where} is {_summary(got)}, want {_summary(want)}", "structure")
+        for i, (g, w) in enumerate(zip(got, want)):
+            compare(g, w, track, f"{where}[{i}]")
+        return
+    if not isinstance(got, np.ndarray) or got.shape != want.shape:
+        raise Finding("wrong-result", f"{where} is {_summary(got)}, want {_summary(want)}", "shape")
+    if want.dtype.kind != "f" or got.dtype.kind != "f":
+        if got.dtype != want.dtype:
+            raise Finding("wrong-result", f"{where} is {_summary(got)}, want {_summary(want)}", "dtype")
+        if not np.array_equal(got, want) and not (track.rounding and track.sensitive):
+            raise Finding("wrong-result", f"{where} differs:\ngot  {got!r}\nwant {want!r}", "ints")
+        return
+    if got.dtype != want.dtype and not track.converted:
+        raise Finding("wrong-result", f"{where} is {_summary(got)}, want {_summary(want)}", "dtype")
+    if track.rounding and track.sensitive:
+        return
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    if track.converted:  # float32 on the way: compare where both are finite, loosely
+        both = np.isfinite(g) & np.isfinite(w)
+        g, w = g[both], w[both]
+        rtol = 1e-3
+    else:
+        same = (np.isnan(g) == np.isnan(w)) & (np.isposinf(g) == np.isposinf(w)) & (np.isneginf(g) == np.isneginf(w))
+        if not np.all(same):
+            raise Finding("wrong-result", f"{where}: NaN or inf at other places:\ngot  {got!r}\nwant {want!r}",
+                          "nan-inf")
+        finite = np.isfinite(w)
+        g, w = g[finite], w[finite]
+        small = want.dtype == np.float32
+        rtol = (2e-4 if small else 1e-9) if track.rounding else (1e-5 if small else 1e-12)
+    scale = max(1.0, float(np.abs(w).max())) if w.size else 1.0
+    bad = np.abs(g - w) > rtol * np.abs(w) + rtol * scale
+    if np.any(bad):
+        i = int(np.argmax(bad))
+        raise Finding("wrong-result", f"{where} differs ({int(bad.sum())} of {bad.size} elements; "
+                                      f"first got {g[i]!r}, want {w[i]!r}):\ngot  {got!r}\nwant {want!r}", "floats")
+
+
+def _summary(v: Any) -> str:
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_summary(x) for x in v) + ")"
+    if isinstance(v, np.ndarray):
+        return f"array{v.shape} {v.dtype}"
+    return type(v).__name__
+
+
+def small_inputs(fn: aj.Function, rng: np.random.Generator) -> list | None:
+    """Random inputs when every param is a tensor of a small shape once its
+    symbols are bound to 1..3, else None."""
+    env: dict[str, int] = {}
+    for p in fn.params:
+        if not p.type.is_tensor:
+            return None
+        for d in p.type.shape:
+            if isinstance(d, str) and d.isidentifier():
+                env.setdefault(d, int(rng.integers(1, 4)))
+    args = []
+    for p in fn.params:
+        t = p.type
+        try:
+            shape = tuple(d if isinstance(d, int) else int(aj.Dim(d).evaluate(env)) for d in t.shape)
+        except aj.Error:
+            return None
+        if any(d < 0 or d > SIZE_LIMIT for d in shape) or int(np.prod(shape, dtype=object)) > SIZE_LIMIT:
+            return None
+        if t.dtype == "bool":
+            args.append(np.asarray(rng.random(shape) < 0.5))
+        elif t.dtype.startswith("int"):
+            args.append(np.asarray(rng.integers(0, 3, shape).astype(t.dtype)))
+        else:
+            args.append(np.asarray(rng.standard_normal(shape).astype(t.dtype)))
+    return args
+
+
+def cost(fn: aj.Function, args: list) -> float:
+    """parse's rough bound on a run's work, with the symbols as bound by args."""
+    env: dict[str, int] = {}
+    for p, a in zip(fn.params, args):
+        for d, n in zip(p.type.shape, a.shape):
+            if isinstance(d, str) and d.isidentifier():
+                env[d] = n
+    total = 0.0
+    for b in fn.bindings:
+        n = _elements(b.var.type, env)
+        if n is None:
+            return float("inf")
+        total += n
+        v = b.value
+        if isinstance(v, aj.Call) and v.op in ("matmul", "conv2d", "conv2d_backward_data", "conv2d_backward_weight"):
+            for a in v.args:
+                m = _elements(a.type, env) if hasattr(a, "type") else None
+                if m is None:
+                    return float("inf")
+                total += float(m) * max(1, n)
+    return total
+
+
+def _elements(t: aj.Type, env: dict) -> float | None:
+    if t.is_tuple:
+        parts = [_elements(f, env) for f in t.fields]
+        return None if any(p is None for p in parts) else float(sum(parts))
+    n = 1.0
+    for d in t.shape:
+        try:
+            n *= d if isinstance(d, int) else aj.Dim(d).evaluate(env)
+        except aj.Error:
+            return None
+    return n
+
+
+# ---------------------------------------------------------------- the target
+
+
+class Fuzzer:
+    def __init__(self, seed: int):
+        self.seed = seed
+        self.parse = fuzz_parse.Fuzzer(seed)
+        texts = list(self.parse.corpus)
+        for text in PASS_TEXTS:
+            mod = aj.parse(text)
+            texts += [text, mod.script()]
+            for p in (aj.transform.Gradient(), aj.transform.LiftTransformParams()):
+                try:
+                    texts.append(p(mod).script())
+                except aj.Error:
+                    pass
+        seen: set[str] = set()
+        self.corpus = []
+        for t in texts:
+            if t in seen:
+                continue
+            seen.add(t)
+            try:
+                aj.analysis.verify(aj.parse(t))
+            except aj.Error:
+                continue
+            self.corpus.append(t)
+            if t not in self.parse.types:
+                self.parse.types[t] = fuzz_parse._var_types(t)
+        self.parse.corpus = self.corpus  # splices draw from these texts too
+
+    # ---- making input k ----
+
+    def make(self, k: int) -> dict:
+        rng = random.Random(f"passes:{self.seed}:{k}")
+        base = rng.randrange(len(self.corpus))
+        text, mutations = self.corpus[base], []
+        mod = aj.parse(text)
+        if rng.random() < 0.6:
+            for _ in range(MUTATION_TRIES):
+                new, names = text, []
+                for _ in range(rng.choice([1, 1, 2])):
+                    mutate = getattr(self.parse, rng.choices([m for m, _ in MUTATIONS], [w for _, w in MUTATIONS])[0])
+                    new, name = mutate(rng, new)
+                    names.append(name)
+                got = _valid(new)
+                if got is not None:
+                    text, mod, mutations = new, got, names
+                    break
+        if rng.random() < 0.3:
+            text, mod, attrs = _with_attrs(rng, text, mod)
+            if attrs:
+                mutations.append(attrs)
+        names = set(mod.functions)  # the functions as the pipeline goes (Gradient and LiftTransformParams add some)
+        passes = [self._pass(rng, mod, names) for _ in range(rng.choices(range(1, 7), [20, 25, 20, 15, 10, 10])[0])]
+        return {"base": base, "mutations": mutations, "text": text, "passes": passes}
+
+    def _pass(self, rng: random.Random, mod: aj.Module, names: set, nested: bool = False) -> dict:
+        weights = {n: w for n, w in PASSES.items() if not (nested and n == "Sequential")}
+        name = rng.choices(list(weights), list(weights.values()))[0]
+        spec: dict[str, Any] = {"pass": name}
+        if name == "Sequential":
+            spec["passes"] = [self._pass(rng, mod, names, nested=True) for _ in range(rng.choice([1, 2]))]
+        elif name == "Gradient":
+            # mostly a function with a float scalar to differentiate, not differentiated yet
+            targets = {f: _scalar_fields(mod[f].ret_type) for f in sorted(names)
+                       if f in mod and f + "_adjoint" not in names}
+            good = [f for f, fields in targets.items() if fields]
+            func = rng.choice(good) if good and rng.random() < 0.9 else rng.choice(sorted(names))
+            if rng.random() < 0.02:
+                func = "no_such_function"
+            fields = targets.get(func) or [0]
+            index = rng.choice(fields) if rng.random() < 0.95 else rng.choice([0, 1, 2])
+            if rng.random() < 0.5 or func not in mod:
+                grads = None
+            else:
+                fn = mod[func]
+                candidates = [p.name_hint for p in fn.params if _has_float(p.type)] + \
+                             [b.var.name_hint for b in fn.bindings if _has_float(b.var.type)]
+                grads = rng.sample(candidates, min(len(candidates), rng.randint(1, 3))) if candidates else None
+                if grads and rng.random() < 0.03:
+                    grads.append("no_such_var")
+            spec.update(func_name=func, require_grads=grads, target_index=index, simplify=rng.random() < 0.7)
+            names.add(func + "_adjoint")
+        elif name == "ReassociateMatmul":
+            symbols = _symbols(mod)
+            bounds = None
+            if rng.random() < 0.6 and symbols:
+                bounds = {}
+                for s in rng.sample(symbols, rng.randint(1, len(symbols))):
+                    low = rng.choice([0, 1, 1, 2, 16, 1024])
+                    high = rng.choice([None, low, low + 1, low + 64, 2**20])
+                    bounds[s] = [low, high]
+                if rng.random() < 0.03:
+                    bounds["unused_symbol"] = [1, 2]
+            spec["dim_bounds"] = bounds
+        elif name == "ConvertDType":
+            dtype = rng.choice(["float32", "float64"])
+            spec["dtype"] = dtype if rng.random() < 0.97 else "float16"
+            spec["from_dtype"] = "float64" if dtype == "float32" else "float32"
+        elif name == "CombineParallelMatmul":
+            spec["check"] = rng.choices(list(CHECKS), [10, 2, 2, 1, 2, 2])[0]
+        elif name == "LiftTransformParams":
+            names |= {f + "_transform_params" for f in list(names) if f in mod and "num_input" in mod[f].attrs}
+        return spec
+
+    def save(self, inp: dict, stem: str, header: str) -> list[str]:
+        """The program as a .aj file, and a script that runs the pipeline on it."""
+        aj_path, py_path = stem + ".aj", stem + ".py"
+        with open(aj_path, "w", encoding="utf-8", errors="surrogatepass", newline="") as f:
+            f.write(inp["text"])
+        lines = ["# " + line if line else "#" for line in header.splitlines()]
+        body = [*lines, "", "import numpy as np", "", "import adjoint as aj", "", f"TEXT = {inp['text']!r}",
+                "mod = aj.parse(TEXT)", "aj.analysis.verify(mod)",
+                *[f"mod = {pass_code(s)}(mod)  # pass {i + 1}" for i, s in enumerate(inp["passes"])],
+                "aj.analysis.verify(mod)", "print(mod.script())", ""]
+        with open(py_path, "w", encoding="utf-8", errors="backslashreplace") as f:
+            f.write("\n".join(body))
+        return [aj_path, py_path]
+
+    def describe(self, inp: dict) -> str:
+        mutated = f" with {', '.join(inp['mutations'])}" if inp["mutations"] else ""
+        return f"corpus text {inp['base']}{mutated}; " + " -> ".join(
+            "+".join(pass_names(s)) for s in inp["passes"])
+
+    def group(self, inp: dict) -> str:
+        return ""
+
+    # ---- running it ----
+
+    def run(self, inp: dict, reach: Callable[[str], None]) -> str:
+        if inp["mutations"]:
+            reach("mutated")
+        mod = aj.parse(inp["text"])
+        aj.analysis.verify(mod)
+        if any(m.startswith("attrs") for m in inp["mutations"]):
+            reach("attrs set")
+        tracks = self._tracks(mod)
+        label = "ok" if tracks else "ok, nothing run"
+        for i, spec in enumerate(inp["passes"]):
+            where = f"pass {i + 1} ({pass_code(spec)})"
+            try:
+                p = make_pass(spec)
+            except aj.Error as e:
+                reach("pass refused")
+                label = label if label.startswith("aj.") else error_label(e)
+                continue
+            before = mod.script()
+            try:
+                out = p(mod)
+            except aj.Error as e:
+                reach("pass refused")
+                label = label if label.startswith("aj.") else error_label(e)
+                continue
+            reach("pass ran")
+            if mod.script() != before:
+                raise Finding("input-changed", f"{where} changed its input module", spec["pass"])
+            if not isinstance(out, aj.Module):
+                raise Finding("not-a-module", f"{where} returned {type(out).__name__}", spec["pass"])
+            self._check_output(spec, where, mod, out, reach)
+            if tracks:
+                tracks = self._check_results(spec, where, mod, out, tracks, reach)
+            mod = out
+        return label
+
+    def _tracks(self, mod: aj.Module) -> dict[str, Track]:
+        try:
+            exe = aj.build(mod)
+        except aj.Error:
+            return {}
+        rng = np.random.default_rng(len(mod.script()))
+        tracks = {}
+        for name, fn in list(mod.functions.items())[:4]:
+            args = small_inputs(fn, rng)
+            if args is None or cost(fn, args) > COST_LIMIT:
+                continue
+            try:
+                want = exe[name](*args)
+            except aj.Error:
+                continue
+            tracks[name] = Track((), args, want, sensitive=sensitive(fn))
+        return tracks
+
+    def _check_output(self, spec: dict, where: str, mod: aj.Module, out: aj.Module, reach) -> None:
+        name = spec["pass"]
+        try:
+            aj.analysis.verify(out)
+        except aj.Error as e:
+            raise Finding("invalid-output", f"{where} gave a module that does not verify: {type(e).__name__}: {e}\n"
+                                            f"--- output:\n{_script(out)}", f"{name}: {type(e).__name__}") from None
+        reach("verified")
+        printed = out.script()
+        try:
+            again = aj.parse(printed)
+        except aj.Error as e:
+            raise Finding("reparse", f"{where}: its printed output does not parse: {type(e).__name__}: {e}\n"
+                                     f"--- printed:\n{printed}", f"{name}: {type(e).__name__}") from None
+        if not aj.structural_equal(out, again):
+            raise Finding("roundtrip", f"{where}: parse(print(out)) differs from out:\n"
+                                       f"{aj.structural_diff(out, again)}\n--- printed:\n{printed}", name)
+        if again.script() != printed or aj.structural_hash(again) != aj.structural_hash(out):
+            raise Finding("roundtrip", f"{where}: print or hash unstable\n--- printed:\n{printed}", name)
+        reach("round trip")
+        if name in FIXED_POINT:
+            try:
+                twice = make_pass(spec)(out)
+            except aj.Error as e:
+                raise Finding("fixed-point", f"{where}: a second run raised {type(e).__name__}: {e}\n"
+                                             f"--- after one run:\n{printed}", name) from None
+            if not aj.structural_equal(twice, out):
+                raise Finding("fixed-point", f"{where}: a second run changed the module:\n"
+                                             f"{aj.structural_diff(out, twice)}\n--- after one run:\n{printed}\n"
+                                             f"--- after two:\n{_script(twice)}", name)
+            reach("fixed point")
+        if name == "Gradient":
+            adjoint = spec["func_name"] + "_adjoint"
+            if set(out.functions) != set(mod.functions) | {adjoint} or adjoint in mod:
+                raise Finding("gradient-functions", f"{where}: functions {sorted(mod.functions)} became "
+                                                    f"{sorted(out.functions)}", name)
+            for f in mod.functions:
+                if not aj.structural_equal(mod[f], out[f]):
+                    raise Finding("gradient-changed", f"{where} changed function {f!r}:\n"
+                                                      f"{aj.structural_diff(mod[f], out[f])}", name)
+        else:
+            lost = [f for f in mod.functions if f not in out]
+            if lost:
+                raise Finding("function-lost", f"{where} dropped functions {lost}", name)
+
+    def _check_results(self, spec: dict, where: str, mod: aj.Module, out: aj.Module, tracks: dict, reach) -> dict:
+        names = pass_names(spec)
+        rounding = any(n in ROUNDING for n in names)
+        converted = "ConvertDType" in names
+        new = [f for f in out.functions if f not in mod]
+        updated = {f: Track(t.steps, t.args, t.want, t.converted or converted, t.rounding or rounding,
+                            t.sensitive or sensitive(out[f])) for f, t in tracks.items() if f in out}
+        # the functions the passes added, in the order they ran (a Sequential may differentiate, then lift)
+        taken: set[str] = set()
+        for leaf in leaf_specs(spec):
+            if leaf["pass"] == "Gradient":
+                g = leaf["func_name"]
+                if g + "_adjoint" in new and g in updated and g + "_adjoint" not in updated:
+                    t = updated[g]
+                    updated[g + "_adjoint"] = Track(t.steps, t.args, None, t.converted, t.rounding,
+                                                    t.sensitive or sensitive(out[g + "_adjoint"]))
+            elif leaf["pass"] == "LiftTransformParams":
+                for f in list(updated):
+                    lifted = sorted((n for n in new if n not in taken and
+                                     re.fullmatch(re.escape(f) + r"_transform_params(_\d+)?", n)), key=len)
+                    if not lifted or "num_input" not in out[f].attrs:
+                        continue
+                    tp, ni, t = lifted[0], out[f].attrs["num_input"], updated[f]
+                    taken.add(tp)
+                    updated[tp] = Track(t.steps + (("weights", ni),), t.args, None, t.converted, t.rounding,
+                                        t.sensitive or sensitive(out[tp]))
+                    updated[f] = Track(t.steps + (("lift", ni, tp),), t.args, t.want, t.converted, t.rounding,
+                                       t.sensitive)
+        try:
+            exe = aj.build(out)
+        except aj.Error as e:
+            raise Finding("build-refused", f"{where}: the input built, its output does not: {type(e).__name__}: {e}\n"
+                                           f"--- output:\n{_script(out)}", f"{names[-1]}: {type(e).__name__}") from None
+        reach("built")
+        for f, t in updated.items():
+            try:
+                got = call(exe, out, f, t)
+            except aj.Error as e:
+                raise Finding("run-refused", f"{where}: function {f!r} ran before the pass, not after: "
+                                             f"{type(e).__name__}: {e}\n--- output:\n{_script(out)}",
+                              f"{names[-1]}: {type(e).__name__}") from None
+            if t.want is None:  # new: its results are the reference from now on
+                t.want = got
+                base = updated.get(base_name(f)) if f.endswith("_adjoint") else None
+                if base is not None and base.want is not None:
+                    if not isinstance(got, tuple) or len(got) != 2:
+                        raise Finding("wrong-result", f"{where}: {f!r} returned {_summary(got)}, not (result, grads)",
+                                      "adjoint")
+                    compare(got[0], base.want, base, f"{f}(...)[0], against {base_name(f)}'s result")
+                    reach("adjoint compared")
+                continue
+            compare(got, t.want, t, f"{f}(...)")
+            reach("compared after a dtype change" if t.converted else
+                  "lifted compared" if any(s[0] == "lift" for s in t.steps) else "compared")
+        return updated
+
+
+def base_name(adjoint: str) -> str:
+    return adjoint[:-len("_adjoint")]
+
+
+def _scalar_fields(t: aj.Type) -> list[int]:
+    """The target indices that give a float scalar: 0 for a scalar result, the fields of a tuple that are."""
+    if t.is_tensor:
+        return [0] if t.shape == () and t.dtype.startswith("float") else []
+    return [i for i, f in enumerate(t.fields) if f.is_tensor and f.shape == () and f.dtype.startswith("float")]
+
+
+def _symbols(mod: aj.Module) -> list[str]:
+    """The symbols of the dims of the module's params and bindings."""
+    found: set[str] = set()
+
+    def visit(t: aj.Type) -> None:
+        if t.is_tuple:
+            for f in t.fields:
+                visit(f)
+            return
+        for d in t.shape:
+            if isinstance(d, str):
+                found.update(aj.Dim(d).symbols)
+
+    for fn in mod.functions.values():
+        for v in list(fn.params) + [b.var for b in fn.bindings]:
+            visit(v.type)
+    return sorted(found)
+
+
+def _valid(text: str) -> aj.Module | None:
+    try:
+        mod = aj.parse(text)
+        aj.analysis.verify(mod)
+    except aj.Error:
+        return None
+    return mod
+
+
+def _with_attrs(rng: random.Random, text: str, mod: aj.Module) -> tuple[str, aj.Module, str]:
+    """A function given a random num_input and a frozen attr naming some of
+    its weights (the text and module as they were when that does not verify)."""
+    name = rng.choice(sorted(mod.functions))
+    fn = mod[name]
+    n = len(fn.params)
+    ni = rng.randint(0, n)
+    fn = fn.with_attr("num_input", ni)
+    weights = [p.name_hint for p in fn.params[ni:]]
+    frozen = rng.sample(weights, rng.randint(0, len(weights))) if weights and rng.random() < 0.6 else []
+    if frozen:
+        fn = fn.with_attr("frozen", ", ".join(frozen))
+    elif "frozen" in fn.attrs:
+        fn = fn.with_attr("frozen", "")
+    try:
+        new_text = mod.with_function(name, fn).script()
+        again = _valid(new_text)
+    except aj.Error:
+        again = None
+    if again is None:
+        return text, mod, ""
+    return new_text, again, f"attrs(num_input={ni}, frozen={len(frozen)})"
+
+
+def _script(mod: aj.Module) -> str:
+    try:
+        return mod.script()
+    except Exception as e:  # noqa: BLE001 (the module cannot print: say so)
+        return f"<cannot print: {type(e).__name__}: {e}>"
