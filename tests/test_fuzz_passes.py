@@ -138,3 +138,14 @@ def test_inputs_use_every_pass_and_programs_with_weights(fuzzer):
     assert sum(bool(inp["mutations"]) for inp in inputs) > 100
     for inp in inputs[:50]:
         aj.analysis.verify(aj.parse(inp["text"]))
+
+
+def test_a_lifted_function_with_a_wrong_frozen_attr_is_a_finding(fuzzer, monkeypatch):
+    # b is frozen and passes through: the lifted main must list it (and nothing computed from w)
+    label, reached = run(fuzzer, [{"pass": "LiftTransformParams"}])
+    assert label == "ok" and "frozen checked" in reached
+    planted(monkeypatch, aj.transform.LiftTransformParams,
+            lambda mod: aj.parse(mod.script().replace('frozen="b"', 'frozen="wt"')))
+    with pytest.raises(Finding) as info:
+        run(fuzzer, [{"pass": "LiftTransformParams"}])
+    assert info.value.kind == "lift-frozen" and "want ['b']" in info.value.detail

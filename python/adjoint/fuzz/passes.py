@@ -21,7 +21,9 @@ the module it had); the input module is left as it was; the output is an
 equal module with the same print and hash; DeadCodeElimination,
 EliminateCommonSubexpr, SimplifyGradient, ConvertDType and
 LiftTransformParams are their own fixed points; Gradient leaves the other
-functions as they were. When a function's params are small concrete shapes
+functions as they were; LiftTransformParams keeps ``num_input`` and gives
+the lifted function a ``frozen`` attr naming exactly the weights its
+``f_transform_params`` computes from frozen weights (and constants) alone. When a function's params are small concrete shapes
 (symbols bound to 1..3), it is built and run on random inputs before the
 pipeline, and after each pass the output module is built and run on the
 same inputs and must give the same results (floats within a tolerance of
@@ -48,7 +50,7 @@ from adjoint.fuzz.runner import Finding, error_label
 
 LABELS = ["ok", "ok, nothing run"]
 REACHED = ["mutated", "attrs set", "pass ran", "pass refused", "verified", "round trip", "fixed point", "built",
-           "compared", "compared after a dtype change", "lifted compared", "adjoint compared"]
+           "compared", "compared after a dtype change", "lifted compared", "adjoint compared", "frozen checked"]
 
 PASS_TEXTS = [
     # parallel matmuls sharing their LHS (biases, activations), then attention; weights, one frozen
@@ -693,6 +695,9 @@ class Fuzzer:
                                              f"{aj.structural_diff(out, twice)}\n--- after one run:\n{printed}\n"
                                              f"--- after two:\n{_script(twice)}", name)
             reach("fixed point")
+        if name == "LiftTransformParams":
+            check_frozen(where, mod, again)
+            reach("frozen checked")
         if name == "Gradient":
             adjoint = spec["func_name"] + "_adjoint"
             if set(out.functions) != set(mod.functions) | {adjoint} or adjoint in mod:
@@ -762,6 +767,70 @@ class Fuzzer:
             reach("compared after a dtype change" if t.converted else
                   "lifted compared" if any(s[0] == "lift" for s in t.steps) else "compared")
         return updated
+
+
+def check_frozen(where: str, mod: aj.Module, out: aj.Module) -> None:
+    """LiftTransformParams' frozen attr: the weights of each lifted f that
+    read frozen weights (and constants) alone, as its f_transform_params
+    computes them; no attr when there are none; num_input kept. ``out`` is
+    the printed output parsed back (distinct names in each function)."""
+    new = [n for n in out.functions if n not in mod]
+    for f, fn in mod.functions.items():
+        lifted = [n for n in new if re.fullmatch(re.escape(f) + r"_transform_params(_\d+)?", n)]
+        if "num_input" not in fn.attrs or not lifted or f not in out:
+            continue
+        ni, tp, after = fn.attrs["num_input"], out[lifted[0]], out[f]
+        if after.attrs.get("num_input") != ni:
+            raise Finding("lift-attrs", f"{where}: {f!r} had num_input={ni}, now {after.attrs.get('num_input')}",
+                          "num_input")
+        frozen = set(fn.frozen)
+        weights = [p.name_hint for p in fn.params[ni:]]
+        if len(tp.params) != len(weights):
+            raise Finding("lift-signature", f"{where}: {tp.name!r} takes {len(tp.params)} params for {len(weights)} "
+                                            f"weights", "transform_params")
+        deps: dict[str, Any] = {p.name_hint: {w} for p, w in zip(tp.params, weights)}
+        for b in tp.bindings:
+            deps[b.var.name_hint] = _deps(b.value, deps)
+        fields = tp.ret.fields if isinstance(tp.ret, aj.Tuple) else [tp.ret]
+        lifted_weights = [p.name_hint for p in after.params[ni:]]
+        if len(fields) != len(lifted_weights) or len(set(lifted_weights)) != len(lifted_weights):
+            raise Finding("lift-signature", f"{where}: {f!r} takes weights {lifted_weights}, {tp.name!r} returns "
+                                            f"{len(fields)} values", "weights")
+        want = []
+        for name, value in zip(lifted_weights, fields):
+            d = _deps(value, deps)
+            if isinstance(d, list):
+                continue  # a tuple: not a weight the executor takes
+            if d and d <= frozen:
+                want.append(name)
+        got = list(after.frozen)
+        if sorted(got) != sorted(want):
+            raise Finding("lift-frozen", f"{where}: {f!r} as lifted has frozen={got}, want {want} (the weights "
+                                         f"computed from frozen weights {sorted(frozen)} alone)\n--- output:\n"
+                                         f"{out.script()}", "frozen")
+
+
+def _deps(e: Any, deps: dict) -> Any:
+    """The weights an expr reads: a set, or a list of sets for a tuple."""
+    if isinstance(e, aj.Var):
+        return deps.get(e.name_hint, set())
+    if isinstance(e, aj.Constant):
+        return set()
+    if isinstance(e, aj.Tuple):
+        return [_deps(f, deps) for f in e.fields]
+    if isinstance(e, aj.TupleGetItem):
+        d = _deps(e.tuple, deps)
+        return d[e.index] if isinstance(d, list) and e.index < len(d) else _flat(d)
+    if isinstance(e, aj.Call):
+        out: set = set()
+        for a in e.args:
+            out |= _flat(_deps(a, deps))
+        return out
+    return set()
+
+
+def _flat(d: Any) -> set:
+    return set().union(*[_flat(x) for x in d]) if isinstance(d, list) else d
 
 
 def base_name(adjoint: str) -> str:
