@@ -187,3 +187,31 @@ def test_the_exec_fuzzer_makes_an_array_for_shape_nothing(dtype):
     a = helpers["rand"](0, (), dtype)
     assert isinstance(a, np.ndarray) and a.shape == () and a.dtype == dtype
     assert helpers["unaligned"](a) == a and helpers["reversed_view"](a) == a
+
+
+# ---- LiftTransformParams: an f_transform_params that cannot be called ----
+# Found by `passes` (seed 0, input 37680: a mutation made a weight's dim
+# "n**4"). A weight whose dim is a symbol only the inputs bind as a dim of
+# their own ("n" of x), here "n*n" (printed "n**2"), goes to
+# main_transform_params, where no param binds n (the executor binds k from a
+# dim k or a*k + b alone): every call of it is an ExecutionError, though the
+# program ran and the docs promise that running f_transform_params on the
+# weights, then f on the inputs and its result, gives what f gave.
+
+WEIGHT_OF_AN_INPUT_SYMBOL = '''\
+@function(num_input=1)
+def main(x: Tensor(("n",), "float32"), w: Tensor(("n*n",), "float32")):
+    s = sum(w)
+    return s
+'''
+
+
+@pytest.mark.xfail(strict=True, reason="LiftTransformParams gives main_transform_params(w: n**2), which no call can "
+                                       "bind n for (ExecutionError: a symbol that no param binds)")
+def test_lifted_transform_params_of_a_weight_sized_by_an_input_symbol_can_be_called():
+    mod = aj.parse(WEIGHT_OF_AN_INPUT_SYMBOL)
+    x, w = np.ones(2, np.float32), np.arange(4, dtype=np.float32)
+    assert aj.build(mod)["main"](x, w) == 6.0  # the program runs
+    exe = aj.build(aj.transform.LiftTransformParams()(mod))
+    transformed = exe["main_transform_params"](w)
+    assert exe["main"](x, *transformed) == 6.0
