@@ -149,3 +149,20 @@ def test_a_lifted_function_with_a_wrong_frozen_attr_is_a_finding(fuzzer, monkeyp
     with pytest.raises(Finding) as info:
         run(fuzzer, [{"pass": "LiftTransformParams"}])
     assert info.value.kind == "lift-frozen" and "want ['b']" in info.value.detail
+
+
+def test_an_adjoint_unlike_the_one_made_with_the_other_simplify_is_a_finding(fuzzer, monkeypatch):
+    spec = {"pass": "Gradient", "func_name": "main", "require_grads": ["w", "b"], "target_index": 0, "simplify": True}
+    label, reached = run(fuzzer, [spec])
+    assert label == "ok" and "simplified gradient compared" in reached
+    transform = aj.transform.Gradient.transform
+
+    def grads_swapped_unsimplified(self, mod):
+        if self.simplify:
+            return transform(self, mod)
+        return transform(aj.transform.Gradient(require_grads=self.require_grads[::-1], simplify=False), mod)
+
+    monkeypatch.setattr(aj.transform.Gradient, "transform", grads_swapped_unsimplified)
+    with pytest.raises(Finding) as info:
+        run(fuzzer, [spec])
+    assert info.value.kind == "wrong-result" and "with simplify=False, against simplify=True" in info.value.detail

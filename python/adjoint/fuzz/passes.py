@@ -32,7 +32,9 @@ the same places; ints and bools exactly): through ``f_transform_params``
 first after LiftTransformParams (its weights, then ``f`` on the inputs and
 what it returned), with float arguments cast after ConvertDType. A
 function Gradient adds is run too: its first output must be the
-function's result, and its results are the reference from then on.
+function's result, its results must be those of the adjoint made with the
+other ``simplify`` (within the looser tolerance), and they are the
+reference from then on.
 """
 
 from __future__ import annotations
@@ -50,7 +52,8 @@ from adjoint.fuzz.runner import Finding, error_label
 
 LABELS = ["ok", "ok, nothing run"]
 REACHED = ["mutated", "attrs set", "pass ran", "pass refused", "verified", "round trip", "fixed point", "built",
-           "compared", "compared after a dtype change", "lifted compared", "adjoint compared", "frozen checked"]
+           "compared", "compared after a dtype change", "lifted compared", "adjoint compared",
+           "simplified gradient compared", "frozen checked"]
 
 PASS_TEXTS = [
     # parallel matmuls sharing their LHS (biases, activations), then attention; weights, one frozen
@@ -762,11 +765,34 @@ class Fuzzer:
                                       "adjoint")
                     compare(got[0], base.want, base, f"{f}(...)[0], against {base_name(f)}'s result")
                     reach("adjoint compared")
+                    if spec["pass"] == "Gradient":
+                        self._other_simplify(spec, where, mod, f, t, got)
+                        reach("simplified gradient compared")
                 continue
             compare(got, t.want, t, f"{f}(...)")
             reach("compared after a dtype change" if t.converted else
                   "lifted compared" if any(s[0] == "lift" for s in t.steps) else "compared")
         return updated
+
+
+    def _other_simplify(self, spec: dict, where: str, mod: aj.Module, f: str, t: Track, got: Any) -> None:
+        """The adjoint made with the other ``simplify`` gives the same results
+        (SimplifyGradient, EliminateCommonSubexpr and DeadCodeElimination on
+        gradient code), within the tolerance of results rounded otherwise."""
+        other = make_pass(dict(spec, simplify=not spec["simplify"]))
+        try:
+            out = other(mod)
+        except aj.Error as e:
+            raise Finding("simplify-refused", f"{where}: with simplify={not spec['simplify']} the pass raised "
+                                              f"{type(e).__name__}: {e}", type(e).__name__) from None
+        try:
+            again = call(aj.build(out), out, f, t)
+        except aj.Error as e:
+            raise Finding("run-refused", f"{where}: {f!r} made with simplify={not spec['simplify']} does not run: "
+                                         f"{type(e).__name__}: {e}\n--- output:\n{_script(out)}",
+                          f"simplify: {type(e).__name__}") from None
+        rounded = Track(t.steps, t.args, got, t.converted, True, t.sensitive)
+        compare(again, got, rounded, f"{f}(...) with simplify={not spec['simplify']}, against simplify={spec['simplify']}")
 
 
 def check_frozen(where: str, mod: aj.Module, out: aj.Module) -> None:
