@@ -166,3 +166,12 @@ def test_an_adjoint_unlike_the_one_made_with_the_other_simplify_is_a_finding(fuz
     with pytest.raises(Finding) as info:
         run(fuzzer, [spec])
     assert info.value.kind == "wrong-result" and "with simplify=False, against simplify=True" in info.value.detail
+
+
+def test_a_mutation_leaving_no_function_is_no_program(fuzzer):
+    # regression: a mutated text with no function left verified, and picking a function for Gradient
+    # or for the attrs raised IndexError (seed 0, input 157796, a false finding)
+    assert fuzz_passes._valid("# every line deleted but a comment\n") is None
+    assert fuzz_passes._valid(MLP) is not None
+    inp = fuzzer.make(157796)
+    assert len(aj.parse(inp["text"])) >= 1

@@ -890,12 +890,14 @@ def _symbols(mod: aj.Module) -> list[str]:
 
 
 def _valid(text: str) -> aj.Module | None:
+    """The module of a text that parses and verifies and has a function to
+    pass over (a mutation may delete every one), else None."""
     try:
         mod = aj.parse(text)
         aj.analysis.verify(mod)
     except aj.Error:
         return None
-    return mod
+    return mod if len(mod) else None
 
 
 def _with_attrs(rng: random.Random, text: str, mod: aj.Module) -> tuple[str, aj.Module, str]:
