@@ -175,3 +175,39 @@ def test_a_mutation_leaving_no_function_is_no_program(fuzzer):
     assert fuzz_passes._valid(MLP) is not None
     inp = fuzzer.make(157796)
     assert len(aj.parse(inp["text"])) >= 1
+
+
+FLOAT64_OF_FLOAT32 = '''\
+@function(num_input=1)
+def main(x: Tensor((2, 3, 4), "float32"), wq: Tensor((4, 4), "float32"), wk: Tensor((4, 4), "float32")):
+    q = matmul(x, wq)
+    k = matmul(x, wk)
+    kt = permute_dims(k, axes=[0, 2, 1])
+    s = matmul(q, kt)
+    c = const(0.5, "float32")
+    sc = multiply(s, c)
+    p = softmax(sc, axis=-1)
+    o = matmul(p, x, out_dtype="float64")
+    l = sum(o)
+    return l
+'''
+
+
+def test_a_float64_result_of_float32_values_is_compared_at_float32_tolerance(fuzzer):
+    # regression (seed 0, input 112090, a false finding): matmul(..., out_dtype="float64") of float32
+    # values, reassociated, differed from the first run by 3e-8 relative, over float64's tolerance
+    label, reached = run(fuzzer, [{"pass": "SimplifyGradient"}, {"pass": "ReassociateMatmul", "dim_bounds": None},
+                                  {"pass": "LiftTransformParams"}], FLOAT64_OF_FLOAT32)
+    assert label == "ok" and "lifted compared" in reached
+
+
+def test_results_in_float64_after_convert_dtype_are_the_new_reference(fuzzer):
+    # regression (seed 0, input 209264, a false finding): a softmax's gradient in float64 differed from
+    # the float32 one by 0.7% at an element (float32 cancellation), over the tolerance; the float64
+    # results are then the reference, so converting back compares against them
+    inp = {"base": 0, "mutations": [], "text": aj.transform.Gradient()(aj.parse(fuzz_passes.PASS_TEXTS[-1])).script(),
+           "passes": [{"pass": "ConvertDType", "dtype": "float64", "from_dtype": "float32"},
+                      {"pass": "ConvertDType", "dtype": "float32", "from_dtype": "float64"}]}
+    reached: list[str] = []
+    assert fuzzer.run(inp, reached.append) == "ok"
+    assert reached.count("compared after a dtype change") == 4
