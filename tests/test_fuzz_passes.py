@@ -211,3 +211,19 @@ def test_results_in_float64_after_convert_dtype_are_the_new_reference(fuzzer):
     reached: list[str] = []
     assert fuzzer.run(inp, reached.append) == "ok"
     assert reached.count("compared after a dtype change") == 4
+
+
+def test_a_lifted_constant_counts_as_frozen(fuzzer):
+    # regression (seed 1, inputs 44335 and 74353, false findings): zeros(("n", 3)) with n a weight's dim
+    # is lifted and reads no trained weight; the pass lists it in frozen, and the check wanted it not to
+    text = '''\
+@function(num_input=1, frozen="y")
+def main(x: Tensor((3,), "float64"), w: Tensor(("n", 3), "float64"), y: Tensor(("n", 3), "float64")):
+    z = zeros(("n", 3), "float64")
+    a = add(x, z)
+    b = add(a, w)
+    c = add(b, y)
+    return c
+'''
+    label, reached = run(fuzzer, [{"pass": "LiftTransformParams"}], text)
+    assert label == "ok" and "frozen checked" in reached

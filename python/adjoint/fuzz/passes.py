@@ -814,8 +814,10 @@ class Fuzzer:
 
 def check_frozen(where: str, mod: aj.Module, out: aj.Module) -> None:
     """LiftTransformParams' frozen attr: the weights of each lifted f that
-    read frozen weights (and constants) alone, as its f_transform_params
-    computes them; no attr when there are none; num_input kept. ``out`` is
+    read no trained weight, only frozen weights and constants, as its
+    f_transform_params computes them (a value of constants alone, lifted for
+    a dim only weights give, is not trained either: training f did not
+    change it); no attr when there are none; num_input kept. ``out`` is
     the printed output parsed back (distinct names in each function)."""
     new = [n for n in out.functions if n not in mod]
     for f, fn in mod.functions.items():
@@ -844,7 +846,7 @@ def check_frozen(where: str, mod: aj.Module, out: aj.Module) -> None:
             d = _deps(value, deps)
             if isinstance(d, list):
                 continue  # a tuple: not a weight the executor takes
-            if d and d <= frozen:
+            if d <= frozen:  # frozen weights alone, or constants alone (zeros of a weight's dim): no trained weight
                 want.append(name)
         got = list(after.frozen)
         if sorted(got) != sorted(want):
