@@ -233,3 +233,39 @@ def test_a_result_numpy_cannot_make_is_an_aj_error():
     fn = aj.build(mod)["main"]
     with pytest.raises(aj.Error):
         fn()
+
+
+# ---- LiftTransformParams: a lifted constant is trained when no weight is frozen ----
+# Found reducing `passes` findings (seed 1, inputs 44335 and 74353: false
+# ones, the fuzzer's frozen check did not count such a value as frozen when
+# the function had a frozen attr, as the pass rightly did): a value made
+# of constants alone whose shape only a weight gives, zeros(("n", 3)) with n
+# a dim of weights alone, is lifted into main_transform_params and becomes a
+# weight of main. When main has a frozen attr, the pass lists it there (it
+# reads no weight training updates); when it has none, it gets no attr, so a
+# Trainer of main as lifted trains the zeros, which training main left as
+# they were. Expected: frozen="z" either way; got: no frozen attr.
+
+LIFTED_CONSTANT = '''\
+@function(num_input=1{frozen})
+def main(x: Tensor((3,), "float64"), w: Tensor(("n", 3), "float64"), y: Tensor(("n", 3), "float64")):
+    z = zeros(("n", 3), "float64")
+    a = add(x, z)
+    b = add(a, w)
+    c = add(b, y)
+    return c
+'''
+
+
+def test_a_lifted_constant_is_frozen_when_another_weight_is():
+    lifted = aj.transform.LiftTransformParams()(aj.parse(LIFTED_CONSTANT.format(frozen=', frozen="y"')))
+    assert [p.name_hint for p in lifted["main"].params] == ["x", "w", "y", "z"]
+    assert lifted["main"].frozen == ("y", "z")
+
+
+@pytest.mark.xfail(strict=True, reason="LiftTransformParams lists a lifted constant in frozen only when the function "
+                                       "already had a frozen attr: without one, zeros((n, 3)) becomes a trained weight")
+def test_a_lifted_constant_is_frozen_when_no_weight_is():
+    lifted = aj.transform.LiftTransformParams()(aj.parse(LIFTED_CONSTANT.format(frozen="")))
+    assert [p.name_hint for p in lifted["main"].params] == ["x", "w", "y", "z"]
+    assert lifted["main"].frozen == ("z",)
