@@ -192,11 +192,10 @@ def test_the_exec_fuzzer_makes_an_array_for_shape_nothing(dtype):
 # ---- LiftTransformParams: an f_transform_params that cannot be called ----
 # Found by `passes` (seed 0, input 37680: a mutation made a weight's dim
 # "n**4"). A weight whose dim is a symbol only the inputs bind as a dim of
-# their own ("n" of x), here "n*n" (printed "n**2"), goes to
+# their own ("n" of x), here "n*n" (printed "n**2"), went to
 # main_transform_params, where no param binds n (the executor binds k from a
-# dim k or a*k + b alone): every call of it is an ExecutionError, though the
-# program ran and the docs promise that running f_transform_params on the
-# weights, then f on the inputs and its result, gives what f gave.
+# dim k or a*k + b alone): every call of it was an ExecutionError. Such a
+# function is now left as it is, with no main_transform_params.
 
 WEIGHT_OF_AN_INPUT_SYMBOL = '''\
 @function(num_input=1)
@@ -206,33 +205,30 @@ def main(x: Tensor(("n",), "float32"), w: Tensor(("n*n",), "float32")):
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="LiftTransformParams gives main_transform_params(w: n**2), which no call can "
-                                       "bind n for (ExecutionError: a symbol that no param binds)")
-def test_lifted_transform_params_of_a_weight_sized_by_an_input_symbol_can_be_called():
+def test_a_function_whose_weight_is_sized_by_an_input_symbol_is_left_unlifted():
     mod = aj.parse(WEIGHT_OF_AN_INPUT_SYMBOL)
     x, w = np.ones(2, np.float32), np.arange(4, dtype=np.float32)
     assert aj.build(mod)["main"](x, w) == 6.0  # the program runs
-    exe = aj.build(aj.transform.LiftTransformParams()(mod))
-    transformed = exe["main_transform_params"](w)
-    assert exe["main"](x, *transformed) == 6.0
+    lifted = aj.transform.LiftTransformParams()(mod)
+    aj.assert_structural_equal(lifted, mod)
+    assert aj.build(lifted)["main"](x, w) == 6.0
 
 
 # ---- a result NumPy cannot make is a ValueError, not an aj.Error ----
 # Found by `passes` (seed 0, input 193046: a mutation returned
 # full(shape=(0, 3, 2305843009213693953, 1), ...)). The result has no
 # elements, so the run succeeds, but NumPy refuses the shape ("array is too
-# big"), and the executable's call lets NumPy's ValueError out where its
-# other refusals are aj.Errors. (The parse fuzzer's inputs avoid such a
+# big"), and the executable's call let NumPy's ValueError out where its
+# other refusals are aj.Errors; it is now an ExecutionError. (The parse fuzzer's inputs avoid such a
 # param, see above; a result cannot be avoided by the caller.)
 
 
-@pytest.mark.xfail(strict=True, reason="ExecFunction.__call__ raises NumPy's ValueError ('array is too big') for a "
-                                       "0-size result of shape (0, 2**61 + 1)")
-def test_a_result_numpy_cannot_make_is_an_aj_error():
-    mod = aj.parse('@function\ndef main():\n    z = zeros((0, 2305843009213693953), "int32")\n    return z\n')
-    fn = aj.build(mod)["main"]
-    with pytest.raises(aj.Error):
-        fn()
+def test_a_result_numpy_cannot_make_is_an_execution_error_naming_it():
+    mod = aj.parse('@function\ndef main():\n    z = zeros((0, 2305843009213693953), "int32")\n    return (z, z)\n')
+    with pytest.raises(aj.ExecutionError, match=r"^function 'main', result 0: an array of shape "
+                                                 r"\(0, 2305843009213693953\) int32, which NumPy cannot make: "
+                                                 r"ValueError: array is too big"):
+        aj.build(mod)["main"]()
 
 
 # ---- LiftTransformParams: a lifted constant is trained when no weight is frozen ----
@@ -243,8 +239,8 @@ def test_a_result_numpy_cannot_make_is_an_aj_error():
 # a dim of weights alone, is lifted into main_transform_params and becomes a
 # weight of main. When main has a frozen attr, the pass lists it there (it
 # reads no weight training updates); when it has none, it gets no attr, so a
-# Trainer of main as lifted trains the zeros, which training main left as
-# they were. Expected: frozen="z" either way; got: no frozen attr.
+# Trainer of main as lifted trained the zeros, which training main left as
+# they were. Now frozen="z" either way.
 
 LIFTED_CONSTANT = '''\
 @function(num_input=1{frozen})
@@ -263,8 +259,6 @@ def test_a_lifted_constant_is_frozen_when_another_weight_is():
     assert lifted["main"].frozen == ("y", "z")
 
 
-@pytest.mark.xfail(strict=True, reason="LiftTransformParams lists a lifted constant in frozen only when the function "
-                                       "already had a frozen attr: without one, zeros((n, 3)) becomes a trained weight")
 def test_a_lifted_constant_is_frozen_when_no_weight_is():
     lifted = aj.transform.LiftTransformParams()(aj.parse(LIFTED_CONSTANT.format(frozen="")))
     assert [p.name_hint for p in lifted["main"].params] == ["x", "w", "y", "z"]

@@ -410,9 +410,9 @@ def main(x: Tensor((2, 1), "float64"), w: Tensor((2, "n"), "float64")) -> Tuple(
 
 
 def test_a_value_shaped_by_a_weight_s_dim_is_lifted():
-    # ones(("n",)) uses no var, but n is a dim of the weight w only
+    # ones(("n",)) uses no var, but n is a dim of the weight w only; lifted, it is frozen: no training changes it
     assert_script(lifted(SYMBOLS), '''
-        @function(num_input=1)
+        @function(num_input=1, frozen="fill")
         def main(x: Tensor((2, 1), "float64"), total: Tensor((), "float64"), fill: Tensor(("n",), "float64")) -> Tuple(Tensor((2, "n"), "float64"), Tensor((), "float64"), Tensor(("n",), "float64")):
             wide: Tensor((2, "n"), "float64") = broadcast_to(x, (2, "n"))
             return (wide, total, fill)

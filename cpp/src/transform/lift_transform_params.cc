@@ -272,11 +272,12 @@ FuncAttrs lifted_attrs(const FunctionNode& fn, const std::vector<Var>& main_para
 }
 
 // Per param of f as lifted, 1 when it is a weight that reads no trained
-// weight of fn (none when fn freezes nothing).
+// weight of fn: also when fn freezes nothing, a lifted value made of
+// constants alone (zeros(("n", 3)), lifted as n is a weight's dim), which
+// training must not change.
 std::vector<uint8_t> frozen_params(const FunctionNode& fn, const DataflowIndex& index,
                                    const std::vector<Var>& main_params) {
   std::vector<uint8_t> out(main_params.size(), 0);
-  if (fn.frozen_names().empty()) return out;
   std::vector<uint8_t> trained = reads_trained_weight(fn, index);
   for (size_t p = fn.num_input(); p < main_params.size(); ++p)
     out[p] = !trained[static_cast<size_t>(index.def_index(main_params[p].get()))];
