@@ -336,6 +336,20 @@ def test_symbolic_widths_golden():
     assert_same_numbers(mod, out, dims={"t": 3, "n": 2, "m": 5})
 
 
+def test_symbolic_widths_whose_sum_passes_int64_are_left_alone():
+    """n and 9223372036854775807*n add up to a coefficient past int64: the
+    concat of the weights raised TypeInferenceError (found by the passes
+    fuzzer); a well-formed module must pass."""
+    mod = aj.parse('''
+@function
+def main(x: Tensor((2, 4), "float64"), a: Tensor((4, "n"), "float64"), b: Tensor((4, "9223372036854775807*n"), "float64")):
+    p = matmul(x, a)
+    q = matmul(x, b)
+    return (p, q)
+''')
+    aj.assert_structural_equal(COMBINE(mod), mod)
+
+
 # ---- batched operands ----
 
 def test_batched_lhs_with_2d_weights():

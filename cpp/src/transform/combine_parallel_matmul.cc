@@ -229,10 +229,24 @@ class Combiner {
     std::vector<Branch> kept;
     for (const Branch& b : g.branches)
       if (!reached(other_operand(g, b), serial)) kept.push_back(b);
-    if (kept.size() < 2 || !accepted_by_check(g.side, kept)) return;
+    if (kept.size() < 2 || !widths_add_up(g.side, kept) || !accepted_by_check(g.side, kept)) return;
     Fusion fusion = decide_fusion(g.side, kept, serial);
     make_block(g.side, kept, fusion);
     counts_.push_back({g.side, kept.size(), fusion.bias != Fusion::Bias::kNone, fusion.act != nullptr});
+  }
+
+  // Whether the branches' widths have a sum, the width of the combined
+  // matmul: symbolic widths (n and 9223372036854775807*n) may add up to a
+  // coefficient past int64, and such a group is left alone, as the pass
+  // leaves alone what it cannot combine.
+  bool widths_add_up(Side side, const std::vector<Branch>& kept) const {
+    try {
+      Dim total(0);
+      for (const Branch& b : kept) total = total + width(side, b);
+      return true;
+    } catch (const TypeInferenceError&) {
+      return false;
+    }
   }
 
   // What Pass.explain reports of a combined group: its rewrite (a row of
