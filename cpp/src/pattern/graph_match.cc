@@ -94,10 +94,12 @@ class Buckets {
   std::vector<uint32_t> first_, last_, next_;
 };
 
-bool has_op(const std::vector<OpId>& ops, const Expr& value) {
-  if (ops.empty()) return true;
+// Whether a root whose calls are of `ops` (any op when empty) may match
+// `value`: roots match calls only, so a root that matches any expr
+// (P.wildcard(), ~p) takes no tuple or tuple-item binding.
+bool root_may_match(const std::vector<OpId>& ops, const Expr& value) {
   auto* call = as<CallNode>(value);
-  return call && std::find(ops.begin(), ops.end(), call->op().id) != ops.end();
+  return call && (ops.empty() || std::find(ops.begin(), ops.end(), call->op().id) != ops.end());
 }
 
 class GraphMatcher {
@@ -156,7 +158,7 @@ class GraphMatcher {
     const auto& bindings = fn_.bindings();
     for (uint32_t b = 0; b < bindings.size(); ++b)
       for (uint32_t r = 0; r < roots_.size(); ++r)
-        if (has_op(plan(r).ops, bindings[b].value) && matcher_.match(gp_.searched(r).pattern, bindings[b].value))
+        if (root_may_match(plan(r).ops, bindings[b].value) && matcher_.match(gp_.searched(r).pattern, bindings[b].value))
           add_candidate(r, b);
   }
 
@@ -434,8 +436,10 @@ class GraphMatcher {
     return true;
   }
 
+  // An edge is a use of from's var: a constant (is_const()) is no var, and
+  // an equal constant among to's args is no use of it.
   bool used_at(const GraphEdge& edge, const Expr* from, const Expr* to) const {
-    if (!from || !to) return false;
+    if (!from || !to || (*from)->kind() != ExprKind::kVar) return false;
     Operands ops = operands(resolve(*to, bindings_));
     if (edge.index >= 0) return static_cast<size_t>(edge.index) < ops.size() && occurs_in(*from, ops[edge.index]);
     return std::any_of(ops.begin(), ops.end(), [&](const Expr& op) { return occurs_in(*from, op); });

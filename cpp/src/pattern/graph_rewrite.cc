@@ -37,7 +37,7 @@ std::vector<const Expr*> checked_replacements(const FunctionNode& fn, const std:
     if (!type_equal(r.value->type(), r.var->type()))
       throw TypeInferenceError(str(where(name), "the new value for '", hint, "' has type ", r.value->type()->to_string(),
                                    ", but the binding it replaces has type ", r.var->type()->to_string()));
-    for_each_var_use(r.value, [&](const VarNode* v) {
+    for_each_var_use_in_dag(r.value, [&](const VarNode* v) {
       int64_t d = index.def_index(v);
       if (d < 0)
         throw TransformError(str(where(name), "the new value for '", hint, "' uses '", v->name_hint(),

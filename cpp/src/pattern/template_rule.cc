@@ -285,7 +285,7 @@ class ReplacementReader {
         for (const Expr& f : static_cast<const TupleNode&>(*e).fields()) step.operands.push_back(expr(f));
         break;
       case ExprKind::kTupleGetItem:
-        step.operands.push_back(written_tuple(static_cast<const TupleGetItemNode&>(*e)));
+        step.operands.push_back(expr(static_cast<const TupleGetItemNode&>(*e).tuple()));
         break;
     }
     step.node = e;
@@ -305,20 +305,6 @@ class ReplacementReader {
       slot = expr(*index_.value(v));
     }
     return slot;
-  }
-
-  // The step of the tuple an item is taken from, which must be written out
-  // in the replacement: the rewriter binds calls and tuples, not items.
-  uint32_t written_tuple(const TupleGetItemNode& g) {
-    uint32_t t = expr(g.tuple());
-    if (!steps_[t].node || steps_[t].node->kind() != ExprKind::kTuple) {
-      const VarNode* v = as<VarNode>(g.tuple());
-      throw Error(str(function_label("replacement"), " takes item ", g.index(), " of ",
-                      v ? str("'", v->name_hint(), "'") : std::string("a value"),
-                      ", a tuple it does not write out: a replacement can take items only of its own tuples "
-                      "(the rewriter binds calls, not items)"));
-    }
-    return t;
   }
 
   DataflowIndex index_;
@@ -359,9 +345,10 @@ class Instantiation {
       }
       case ExprKind::kTuple:
         return std::make_shared<TupleNode>(std::move(operands));
-      case ExprKind::kTupleGetItem: {
-        const auto& fields = static_cast<const TupleNode&>(*operands[0]).fields();
-        return fields[static_cast<size_t>(static_cast<const TupleGetItemNode&>(*s.node).index())];
+      case ExprKind::kTupleGetItem: {  // a field of a tuple written out, else an item of a call's or capture's tuple
+        int index = static_cast<const TupleGetItemNode&>(*s.node).index();
+        if (const auto* t = as<TupleNode>(operands[0])) return t->fields()[static_cast<size_t>(index)];
+        return std::make_shared<TupleGetItemNode>(operands[0], index);
       }
       default:
         return s.node;

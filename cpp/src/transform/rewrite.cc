@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -128,7 +129,7 @@ class RewriteRound final : public Bindings {
     for (uint32_t i : rules_.rules_for(call->op().id)) {
       const Rule& rule = rules_.rules()[i];
       Expr out = try_rule(rule, value);
-      if (!out || (root && out.get() == root.get()) || written_alike(out.get(), value.get(), 0)) continue;
+      if (!out || (root && out.get() == root.get()) || gives_back(out, value)) continue;
       if (!type_equal(out->type(), value->type()))
         throw TypeInferenceError(str("rule '", rule.name, "' at binding '", binding_->name_hint(),
                                      "': the replacement has type ", out->type()->to_string(),
@@ -153,17 +154,39 @@ class RewriteRound final : public Bindings {
     return out && (out->kind() == ExprKind::kVar || out->kind() == ExprKind::kConstant) ? out : nullptr;
   }
 
+  // Whether `replacement` is `value` written alike (written_alike): a rule
+  // giving that back rewrites nothing.
+  bool gives_back(const Expr& replacement, const Expr& value) const {
+    bool same = written_alike(replacement.get(), value.get(), 0);
+    if (alike_.bucket_count() > 64) alike_ = {};  // a large comparison's table, not walked by every clear after it
+    else alike_.clear();
+    return same;
+  }
+
   // Whether `a` (a replacement) is `b` written alike, seen through the
   // bindings of this round: the same node, or calls, tuples and items
   // written alike, a var standing for the value it is bound to (exp(log(x))
-  // is exp(l) when l = log(x)). A rule giving that back rewrites nothing.
+  // is exp(l) when l = log(x)). Each pair of nodes is compared once (alike_),
+  // so a replacement that shares nodes (x = add(x, x) forty times) costs
+  // its nodes, not its 2**40 paths.
   bool written_alike(const ExprNode* a, const ExprNode* b, int depth) const {
     if (a == b) return true;
     if (!a || !b || depth > kMaxDepth) return false;
+    if (a->kind() != ExprKind::kVar && b->kind() != ExprKind::kVar) {
+      if (alike_.count({a, b})) return true;
+      if (!operands_written_alike(a, b, depth)) return false;
+      alike_.insert({a, b});
+      return true;
+    }
     if (a->kind() == ExprKind::kVar && b->kind() != ExprKind::kVar)
       return written_alike(bound_value(static_cast<const VarNode*>(a)), b, depth + 1);
     if (b->kind() == ExprKind::kVar && a->kind() != ExprKind::kVar)
       return written_alike(a, bound_value(static_cast<const VarNode*>(b)), depth + 1);
+    return false;  // two vars
+  }
+
+  // Whether a and b (neither a var) are written alike, operands and all.
+  bool operands_written_alike(const ExprNode* a, const ExprNode* b, int depth) const {
     if (a->kind() != b->kind()) return false;
     switch (a->kind()) {
       case ExprKind::kCall: {
@@ -182,7 +205,7 @@ class RewriteRound final : public Bindings {
         return ia.index() == ib.index() && written_alike(ia.tuple().get(), ib.tuple().get(), depth + 1);
       }
       default:
-        return false;  // two vars, or constants not the same node
+        return false;  // constants not the same node
     }
   }
 
@@ -369,6 +392,14 @@ class RewriteRound final : public Bindings {
   }
 
   static constexpr int kMaxDepth = 256;  // how deep written_alike compares
+  struct NodePairHash {
+    size_t operator()(const std::pair<const ExprNode*, const ExprNode*>& p) const {
+      return hash_combine(std::hash<const void*>()(p.first), std::hash<const void*>()(p.second));
+    }
+  };
+  // The pairs written_alike found alike in the comparison under way (a pair
+  // found unlike ends it, so only these need keeping).
+  mutable std::unordered_set<std::pair<const ExprNode*, const ExprNode*>, NodePairHash> alike_;
   // Rewrites of one binding past this many, plus one per binding of the
   // function (a cascade may reach each once), do not stop.
   static constexpr size_t kMaxRewritesPerBinding = 1024;

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_set>
 #include <vector>
 
 #include "adjoint/ir/function.h"
@@ -88,6 +89,26 @@ void for_each_var_use(const Expr& e, F&& f) {
     return;
   }
   for_each_operand(*e, [&f](const Expr& a) { for_each_var_use(a, f); });
+}
+
+// f(var) for each var that e uses, each nested expr walked once however
+// often e shares it: for a value made outside the function (a rewriter's
+// new value, which may be a DAG: forty nested add(x, x) are 41 nodes and
+// 2**40 paths). Vars may come more than once, in no promised order.
+template <class F>
+void for_each_var_use_in_dag(const Expr& e, F&& f) {
+  std::vector<const ExprNode*> stack{e.get()};
+  std::unordered_set<const ExprNode*> walked;
+  while (!stack.empty()) {
+    const ExprNode* n = stack.back();
+    stack.pop_back();
+    if (n->kind() == ExprKind::kVar) {
+      f(static_cast<const VarNode*>(n));
+      continue;
+    }
+    for (const Expr& a : operands(*n))
+      if (a->kind() == ExprKind::kVar || walked.insert(a.get()).second) stack.push_back(a.get());
+  }
 }
 
 enum class DefKind : uint8_t { kUndefined, kParam, kCall, kTuple, kTupleGetItem, kAlias, kConstant };

@@ -1,6 +1,8 @@
-"""Review s44: reproducers for bugs in the pattern language, rewrite_call,
-rewrite_bindings, Rewriter and the passes built on them. Each test states
-the documented behaviour and is expected to fail until the bug is fixed."""
+"""Regressions of the pattern language, rewrite_call, rewrite_bindings and
+Rewriter that a review found: each test states the documented behaviour the
+code did not have (runs exponential in a DAG-shaped value, an edge from a
+constant, roots matching tuples, a text replacement taking an item of a
+call)."""
 
 from __future__ import annotations
 
@@ -25,8 +27,6 @@ def run_with_timeout(code: str, seconds: float) -> subprocess.CompletedProcess:
 
 # ---- time: exponential in the depth of a DAG-shaped replacement ----
 
-@pytest.mark.xfail(strict=True, reason="graph_rewrite.cc checked_replacements walks the new value with "
-                   "for_each_var_use as a tree: 2**depth for a value that reuses a node (x = add(x, x))")
 def test_rewrite_bindings_is_linear_in_a_dag_shaped_new_value():
     # 40 nested add(x, x): 41 nodes, 2**40 paths. rewrite_call takes a millisecond on it
     code = """
@@ -56,8 +56,6 @@ def test_rewrite_bindings_is_linear_in_a_dag_shaped_new_value():
     assert done.returncode == 0, done.stderr
 
 
-@pytest.mark.xfail(strict=True, reason="rewrite.cc written_alike compares the replacement with the call as "
-                   "trees (no memo): 2**depth when both reuse nodes")
 def test_rewrite_call_is_linear_in_a_dag_shaped_replacement():
     # main: l0 = exp(a), l_i = add(l_{i-1}, l_{i-1}) (40 bindings), r = negative(l40); the replacement
     # rebuilds all but the last add alike, so written_alike walks 2**39 paths before it differs
@@ -113,17 +111,11 @@ def _edge_from_a_constant(add_made_first: bool) -> list:
     return seen
 
 
-@pytest.mark.xfail(strict=True, reason="graph_match.cc: an edge whose source is a constant is looked up among "
-                   "the users of a var (edge_options: none) when its target root comes later, but checked by "
-                   "value (used_at/occurs_in: an equal constant counts) when it comes first")
 def test_an_edge_holds_alike_whichever_root_is_made_first():
     # c.used_by(multiply): whether it holds must not depend on the order the two roots were made in
     assert _edge_from_a_constant(True) == _edge_from_a_constant(False)
 
 
-@pytest.mark.xfail(strict=True, reason="docs/passes/pattern.md says 'Roots match calls only (a tuple binding "
-                   "is no root)', but a root that can match any expr (P.wildcard(), ~p) is matched to tuple "
-                   "and tuple-item bindings (graph_match.cc collect/has_op: an empty op list admits any value)")
 def test_roots_match_calls_only():
     mod = aj.parse("""
 @function
@@ -154,9 +146,6 @@ def replacement(x: Tensor((4, 8), "float32")) -> Tensor((2, 8), "float32"):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="template_rule.cc ReplacementReader::written_tuple rejects an item of a "
-                   "call's tuple result ('the rewriter binds calls, not items'), though the rewriter binds such "
-                   "items (rewrite.cc close/finish_bound) and the same rule as from_pattern works; undocumented")
 def test_a_text_replacement_may_take_an_item_of_a_call():
     mod = aj.parse("""
 @function
