@@ -133,3 +133,25 @@ def test_reassociate_matmul_keeps_a_bias_gradient_out_of_the_weight_gradient():
     got = aj.build(out)["main_adjoint"](*args)
     np.testing.assert_allclose(got[1][0], want[1][0], rtol=1e-10)
     np.testing.assert_allclose(got[1][1], want[1][1], rtol=1e-10)
+
+
+def test_lifted_gradients_made_of_constants_alone_are_frozen():
+    # With num_input=0 every param is a weight; the adjoint's gradients of
+    # sum(p1 + p0) are ones broadcast and summed: constants, lifted as n is a
+    # weight's dim. Lifted, they are frozen (training must not change them),
+    # which the property first took for an attr the pass should not add.
+    mod = aj.parse('''@function(num_input=0)
+def main(p0: Tensor(("n",), "float64"), p1: Tensor((), "float64")) -> Tensor((), "float64"):
+    lv: Tensor(("n",), "float64") = add(p1, p0)
+    lv_1: Tensor((), "float64") = sum(lv)
+    return lv_1
+''')
+    grads = aj.transform.Gradient(simplify=False)(mod)
+    out = aj.transform.LiftTransformParams()(grads)
+    assert out["main_adjoint"].frozen == ("lv_adjoint", "p1_adjoint")
+    assert out["main"].frozen == ()
+    exe, want = aj.build(out), aj.build(grads)["main_adjoint"]
+    p0, p1 = np.array([1.4554425309821815]), np.float64(-0.5614602859042921)
+    got = exe["main_adjoint"](*exe["main_adjoint_transform_params"](p0, p1))
+    (value, (g0, g1)), (value_want, (g0_want, g1_want)) = got, want(p0, p1)
+    assert value == value_want and np.array_equal(g0, g0_want) and g1 == g1_want
