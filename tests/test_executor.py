@@ -196,6 +196,33 @@ def test_a_symbol_a_param_binds_alone_is_taken_from_it():
         fn(np.ones(4), np.zeros(3))
 
 
+def module_of_dims(*dims: str) -> aj.Module:
+    params = ", ".join(f'p{i}: Tensor(("{d}",), "float64")' for i, d in enumerate(dims))
+    return aj.parse(f"@function\ndef main({params}):\n    s = sum(p0)\n    return s\n")
+
+
+@pytest.mark.parametrize("dims, sizes", [
+    (["k**2"], [9]), (["k**2"], [0]), (["k**2 + k - 3"], [3]), (["k**2"], [10**6]),
+    (["k*n + 1", "n"], [7, 3]),  # n bound first, then k from 3*k + 1
+    (["k**3", "k**2 + 1"], [8, 5]),
+])
+def test_a_symbol_is_solved_from_a_dim_that_grows_with_it_alone(dims, sizes):
+    # it was an ExecutionError: a dim k**2 bound nothing (found through LiftTransformParams, by the passes fuzzer)
+    assert aj.build(module_of_dims(*dims))["main"](*[np.ones(n) for n in sizes]) == sizes[0]
+
+
+@pytest.mark.parametrize("dims, sizes, message", [
+    (["k**2"], [8], r"param 'p0' \(#0\): dim 0 is k\*\*2, got 8: no whole k >= 0 gives it"),
+    (["3037000500*k**2"], [9], r"dim 0 is 3037000500\*k\*\*2, got 9: no whole k >= 0 gives it"),
+    (["k**2", "k"], [9, 4], r"param 'p0' \(#0\): dim 0 is k\*\*2 = 16, got 9"),  # k alone binds first
+    (["k**2 - 2*k"], [3], r"dim 0 \(k\*\*2 - 2\*k\) uses a symbol that no param binds"),  # does not grow
+    (["k*n + 1", "n"], [1, 0], r"dim 0 \(k\*n \+ 1\) uses a symbol that no param binds"),  # n = 0: no growth
+])
+def test_a_dim_that_gives_no_whole_symbol_or_does_not_grow_names_the_param(dims, sizes, message):
+    with pytest.raises(aj.ExecutionError, match=message):
+        aj.build(module_of_dims(*dims))["main"](*[np.ones(n) for n in sizes])
+
+
 def test_a_dim_of_two_symbols_binds_neither():
     bb = aj.FunctionBuilder("main")
     a = bb.param("a", ("m + n",), "float64")

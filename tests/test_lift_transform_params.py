@@ -484,12 +484,13 @@ def test_a_function_without_num_input_is_unchanged():
     assert list(out.functions) == ["main"]
 
 
-@pytest.mark.parametrize("dims", ['("n*n",)', '("m + n",)', '("n", "m*n")'])
+@pytest.mark.parametrize("dims", ['("m + n",)', '("n", "m*n")', '("n**2 - n",)'])
 def test_a_function_whose_weights_do_not_bind_their_symbols_is_unchanged(dims):
-    """A weight of n*n beside an input of n: f_transform_params would take
-    the weights alone, and no call of it could give n (found by the passes
-    fuzzer: main_transform_params(w: n**2) was made, and every call of it
-    was an ExecutionError)."""
+    """A weight of m + n beside an input of (n, m): f_transform_params would
+    take the weights alone, and no call of it could give m and n (found by
+    the passes fuzzer: main_transform_params(w: n**2) was made, and every call
+    of it was an ExecutionError; a dim in one symbol that grows with it, as
+    n**2, now binds it)."""
     mod = aj.parse(textwrap.dedent(f'''\
         @function(num_input=1)
         def main(x: Tensor(("n", "m"), "float32"), w: Tensor({dims}, "float32")):

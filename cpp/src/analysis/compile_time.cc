@@ -87,8 +87,10 @@ void add_param_bound_symbols(const TypeNode& t, std::set<std::string>& out) {
     for (const Type& f : t.fields()) add_param_bound_symbols(*f, out);
     return;
   }
-  for (const Dim& d : t.shape())
+  for (const Dim& d : t.shape()) {
     if (std::optional<LinearDim> lin = as_linear_dim(d)) out.insert(lin->symbol);
+    else if (std::optional<std::string> k = growing_symbol(d)) out.insert(*k);
+  }
 }
 
 std::vector<uint8_t> computable_bindings(const DataflowIndex& index) {

@@ -100,6 +100,20 @@ std::optional<LinearDim> as_linear_dim(const Dim& d) {
   return LinearDim{k[0].first, terms[0].coeff, terms.size() == 2 ? terms[1].coeff : 0};
 }
 
+std::optional<std::string> growing_symbol(const Dim& d, const std::map<std::string, int64_t>& bound) {
+  std::optional<std::string> k;
+  for (const std::string& s : d.symbols()) {
+    if (bound.count(s)) continue;
+    if (k) return std::nullopt;
+    k = s;
+  }
+  if (!k) return std::nullopt;
+  for (const DimTerm& t : d.terms())
+    for (const auto& [s, power] : t.monomial)
+      if (s == *k && t.coeff <= 0) return std::nullopt;
+  return k;
+}
+
 int Dim::degree() const {
   return terms_ ? monomial_degree(terms_->front().monomial) : 0;
 }

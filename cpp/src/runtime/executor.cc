@@ -55,6 +55,57 @@ void bind_linear_symbols(const std::vector<Var>& params, const std::vector<NDArr
   }
 }
 
+// p(k): `dim` with k = `value` and the symbols `env` binds; nullopt when that
+// overflows int64 (a value past any size).
+std::optional<int64_t> value_at(const Dim& dim, const std::string& k, int64_t value,
+                                std::map<std::string, int64_t>& env) {
+  env[k] = value;
+  std::optional<int64_t> v;
+  try {
+    v = dim.evaluate(env);
+  } catch (const Error&) {
+  }
+  env.erase(k);
+  return v;
+}
+
+// Binds, in `env`, each symbol left unbound that is the only unbound symbol
+// of a param dim growing with it (growing_symbol, dim.h), to the whole
+// value >= 0 that gives the dim its size, found by bisection; repeated while
+// that binds more. A size no whole value gives is an ExecutionError naming
+// the param and dim; a dim that does not grow at the values bound (n*k with
+// n = 0) binds nothing.
+void bind_growing_symbols(const std::vector<Var>& params, const std::vector<NDArray>& inputs,
+                          const std::function<std::string(size_t)>& where, std::map<std::string, int64_t>& env) {
+  for (bool bound_one = true; bound_one;) {
+    bound_one = false;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const Shape& shape = params[i]->type()->shape();
+      for (size_t d = 0; d < shape.size(); ++d) {
+        std::optional<std::string> k = shape[d].is_const() ? std::nullopt : growing_symbol(shape[d], env);
+        if (!k) continue;
+        int64_t got = inputs[i].shape()[d];
+        auto at = [&](int64_t v) { return value_at(shape[d], *k, v, env); };
+        std::optional<int64_t> at0 = at(0), at1 = at(1);
+        if (!at0 || !at1 || *at1 <= *at0) continue;  // not growing at these values: k stays unbound
+        int64_t lo = 0, hi = 1;  // the least value whose p is >= got lies in [lo, hi]
+        for (std::optional<int64_t> p = at1; p && *p < got && hi < (int64_t{1} << 62); p = at(hi)) lo = hi, hi *= 2;
+        while (lo < hi) {
+          int64_t mid = lo + (hi - lo) / 2;
+          std::optional<int64_t> p = at(mid);
+          if (!p || *p >= got) hi = mid;  // nullopt: past int64, so past got
+          else lo = mid + 1;
+        }
+        if (at(lo) != got)
+          throw ExecutionError(str(where(i), ": dim ", d, " is ", shape[d].to_string(), ", got ", got, ": no whole ",
+                                   *k, " >= 0 gives it"));
+        env[*k] = lo;
+        bound_one = true;
+      }
+    }
+  }
+}
+
 // Whether v is used, and only as a matmul operand (so a transpose bound to
 // v can fold into the GEMM's flags): not returned, and every user a matmul
 // call, whose args are tensors, hence v itself.
@@ -285,6 +336,7 @@ std::map<std::string, int64_t> CompiledFunction::bind_symbols(const std::vector<
     }
   }
   bind_linear_symbols(params, inputs, where, env);
+  bind_growing_symbols(params, inputs, where, env);
   for (size_t i = 0; i < params.size(); ++i) {
     const TypeNode& t = *params[i]->type();
     for (size_t d = 0; d < t.ndim(); ++d) {
@@ -298,7 +350,8 @@ std::map<std::string, int64_t> CompiledFunction::bind_symbols(const std::vector<
       }
       if (!v)
         throw ExecutionError(str(where(i), ": dim ", d, " (", dim.to_string(),
-                                 ") uses a symbol that no param binds (as a dim k or a*k + b of its own)"));
+                                 ") uses a symbol that no param binds (as a dim k, a*k + b, or one that grows "
+                                 "with k alone, of its own)"));
       if (*v != inputs[i].shape()[d])
         throw ExecutionError(str(where(i), ": dim ", d, " is ", dim.to_string(), " = ", *v, ", got ",
                                  inputs[i].shape()[d]));

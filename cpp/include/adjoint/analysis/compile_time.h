@@ -40,8 +40,10 @@ std::set<std::string> weight_symbols(const FunctionNode& fn);
 // Adds to `out` the symbols of t's tensor shapes; with bare_only, only those
 // that are a dim by themselves (the ones this analysis takes a weight to fix).
 void add_type_symbols(const TypeNode& t, bool bare_only, std::set<std::string>& out);
-// Adds to `out` the symbols the executor binds from a param of type t: those
-// of a dim k or a*k + b with a > 0 (as_linear_dim in ir/dim.h).
+// Adds to `out` the symbols the executor binds from a param of type t
+// whatever the other params: those of a dim k or a*k + b with a > 0
+// (as_linear_dim in ir/dim.h) or of a dim in one symbol growing with it
+// (k**2 + k; growing_symbol).
 void add_param_bound_symbols(const TypeNode& t, std::set<std::string>& out);
 
 // Per binding: 1 when it is computable (`computable`, from

@@ -82,6 +82,14 @@ struct LinearDim {
 };
 std::optional<LinearDim> as_linear_dim(const Dim& d);
 
+// The symbol of d that `bound` leaves unbound, when it is the only one and
+// every term holding it has a positive coefficient: with the other symbols'
+// values >= 0, d then never shrinks as it grows, so a size comes from at most
+// one value of it, which the executor finds by bisection (k**2, k**2 + k - 3,
+// n*k + 1 with n bound; with no symbol bound, a dim in k alone always grows).
+// Else nullopt.
+std::optional<std::string> growing_symbol(const Dim& d, const std::map<std::string, int64_t>& bound = {});
+
 std::string shape_to_string(const Shape& shape);  // (3, "n")
 
 }  // namespace aj
