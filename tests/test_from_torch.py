@@ -467,6 +467,26 @@ def test_gradient_of_the_norm_of_a_zero_vector_is_zero_as_in_torch():
     np.testing.assert_allclose(grad, x.grad.numpy(), rtol=1e-12)
 
 
+KINK_X = torch.tensor([[-3.0, -1.0, 0.0, 1.0, 3.0, 6.0], [2.0, 2.0, -0.5, 2.0, 0.0, 2.0]], dtype=torch.float64)
+KINK_CASES = {  # torch's gradient where the op has a kink or a tie, at the points of KINK_X
+    # hardtanh, relu6, hardsigmoid and hardswish give 0 at a bound, clamp passes it: they were all clamp's
+    "clamp": lambda x: torch.clamp(x, -1.0, 3.0) + x.clamp(min=0.0),
+    "hardtanh": lambda x: F.hardtanh(x, -1.0, 3.0) + F.hardtanh(x / 3),
+    "relu6": lambda x: F.relu6(x),
+    "hardsigmoid_hardswish": lambda x: F.hardsigmoid(x) + F.hardswish(x),
+    "log_sigmoid": lambda x: F.logsigmoid(x),  # 1/2 at 0; was 1
+    "leaky_relu_elu_softplus": lambda x: F.leaky_relu(x, 0.1) + F.elu(x, 0.7) + F.softplus(x, 1.0, 2.0),
+}
+
+
+@pytest.mark.parametrize("name", list(KINK_CASES))
+def test_gradients_at_kinks_and_ties_equal_torch_autograd(name):
+    f = KINK_CASES[name]
+    with torch.no_grad():
+        weighted = Weighted(Plain(f), f(KINK_X).shape).eval()
+    assert_gradients(weighted, differentiate(weighted, (KINK_X,)), (KINK_X,))
+
+
 @pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
 def test_pad_modes_but_constant_are_errors_naming_the_mode(mode):
     with pytest.raises(aj.UnsupportedOpError, match=f"with mode='{mode}' \\(only 'constant'\\) is not supported"):

@@ -21,10 +21,19 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def _clamp(x: Any, low: Any, high: Any) -> Any:
     """max(x, low) then min(., high), either bound None for none: with low >
-    high every element is high, as in torch."""
+    high every element is high, as in torch. The gradient passes at a bound
+    (x == low), as torch's clamp's does."""
     if low is not None:
         x = op.maximum(x, low)
     return x if high is None else op.minimum(x, high)
+
+
+def _hard_clamp(x: Any, low: float, high: float) -> Any:
+    """x clipped to [low, high] (low <= high) as hardtanh clips it: the
+    gradient is 0 at a bound too, where clamp's passes (torch's hardtanh,
+    relu6, hardsigmoid and hardswish take x strictly inside as the linear
+    part); NaN stays NaN."""
+    return op.where(op.less_equal(x, low), low, op.where(op.greater_equal(x, high), high, x))
 
 
 @aten("clamp", "clip", "clamp_min", "clamp_max")
@@ -36,23 +45,23 @@ def _clamp_op(cx: Any, a: Args) -> Any:
 
 @aten("hardtanh")
 def _hardtanh(cx: Any, a: Args) -> Any:
-    return _clamp(a.self, -1.0 if a.min_val is None else a.min_val, 1.0 if a.max_val is None else a.max_val)
+    return _hard_clamp(a.self, -1.0 if a.min_val is None else a.min_val, 1.0 if a.max_val is None else a.max_val)
 
 
 @aten("relu6")
 def _relu6(cx: Any, a: Args) -> Any:
-    return _clamp(a.self, 0.0, 6.0)
+    return _hard_clamp(a.self, 0.0, 6.0)
 
 
 @aten("hardsigmoid")
 def _hardsigmoid(cx: Any, a: Args) -> Any:
-    return op.divide(_clamp(op.add(a.self, 3.0), 0.0, 6.0), 6.0)
+    return op.divide(_hard_clamp(op.add(a.self, 3.0), 0.0, 6.0), 6.0)
 
 
 @aten("hardswish")
 def _hardswish(cx: Any, a: Args) -> Any:
     x = a.self
-    return op.multiply(x, op.divide(_clamp(op.add(x, 3.0), 0.0, 6.0), 6.0))
+    return op.multiply(x, op.divide(_hard_clamp(op.add(x, 3.0), 0.0, 6.0), 6.0))
 
 
 @aten("leaky_relu")
@@ -120,4 +129,7 @@ def _mish(cx: Any, a: Args) -> Any:
 @aten("log_sigmoid", "log_sigmoid_forward")
 def _log_sigmoid(cx: Any, a: Args) -> Any:
     x = a.self  # min(x, 0) - log(1 + exp(-|x|)): no overflow either way
-    return op.subtract(op.minimum(x, 0.0), op.log1p(op.exp(op.negative(op.abs(x)))))
+    negative = op.less(x, 0.0)  # x = 0 counts as positive, so its gradient is torch's 1/2
+    low = op.where(negative, x, 0.0)
+    magnitude = op.where(negative, op.negative(x), x)
+    return op.subtract(low, op.log1p(op.exp(op.negative(magnitude))))
