@@ -458,6 +458,41 @@ def test_infinities_nans_and_zero_rows_equal_torch(name):
     np.testing.assert_allclose(got, f(x).numpy(), rtol=1e-12)
 
 
+EMPTY = torch.zeros(2, 0, dtype=torch.float64)
+SCALAR = torch.tensor(-1.5, dtype=torch.float64)
+EDGE_CASES = {  # name: (fn, input): empty tensors, 0-d tensors, dim=[]
+    "any_all_of_nothing": (lambda x: (x.any(), x.all(), x.any(-1), x.all(1, keepdim=True), (x > 0).any(0)), EMPTY),
+    "any_all_dim_empty_list": (lambda x: (torch.any(x, dim=[]), torch.all(x, dim=[])),
+                               torch.tensor([[0.0, 1.0], [np.nan, -2.0]])),
+    "logsumexp_of_nothing": (lambda x: (torch.logsumexp(x, 1), torch.logsumexp(x, 1, keepdim=True)), EMPTY),
+    "reductions_of_a_0d_tensor": (lambda x: (*x.max(0), x.argmin(-1), torch.logsumexp(x, 0), x.var(0, correction=0),
+                                             torch.linalg.vector_norm(x, 1, 0), x.any(0), x.amax(0)), SCALAR),
+}
+
+
+@pytest.mark.parametrize("name", list(EDGE_CASES))
+def test_empty_and_0d_tensors_equal_torch(name):
+    """They were an ExecutionError (any/all and logsumexp of zero elements),
+    a TypeInferenceError (dim 0 of a 0-d tensor) or reduced every dim (any
+    and all with dim=[], which torch reads as none)."""
+    f, x = EDGE_CASES[name]
+    got = aj.build(aj.from_torch(Plain(f), (x,)))["main"](x.numpy())
+    for g, want in zip(got, f(x)):
+        assert g.dtype == want.numpy().dtype and g.shape == want.shape
+        np.testing.assert_array_equal(g, want.numpy())
+
+
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom is <= 0")
+def test_std_over_a_dynamic_batch_counts_it_when_run():
+    """var/std with a correction over a symbolic dim were refused; a batch
+    of 1 gives torch's NaN."""
+    module = Plain(lambda x: x.std(0) + x.var(correction=2) + x.var((0, 1), keepdim=True)[0])
+    mod = aj.from_torch(module, (randn(3, 4),), dynamic_shapes=({0: BATCH},))
+    for batch in (1, 2, 5):
+        x = randn(batch, 4)
+        np.testing.assert_allclose(aj.build(mod)["main"](x.numpy()), module(x).numpy(), rtol=1e-12)
+
+
 def test_gradient_of_the_norm_of_a_zero_vector_is_zero_as_in_torch():
     x = torch.tensor([[0.0, 0.0, 0.0], [1.0, 2.0, 2.0]], dtype=torch.float64, requires_grad=True)
     f = Plain(lambda x: torch.linalg.vector_norm(x, 2, -1).sum() + torch.linalg.vector_norm(x, 3, -1).sum())
@@ -476,6 +511,13 @@ KINK_CASES = {  # torch's gradient where the op has a kink or a tie, at the poin
     "hardsigmoid_hardswish": lambda x: F.hardsigmoid(x) + F.hardswish(x),
     "log_sigmoid": lambda x: F.logsigmoid(x),  # 1/2 at 0; was 1
     "leaky_relu_elu_softplus": lambda x: F.leaky_relu(x, 0.1) + F.elu(x, 0.7) + F.softplus(x, 1.0, 2.0),
+    # max/min along a dim send a tie's gradient to the index they give; max() and amax split it
+    "max_min_dim_ties": lambda x: x.max(1).values + x.min(1, keepdim=True)[0][:, 0] + x.amax(1) + x.max(),
+    # |x| has gradient 0 at 0 in norms (it was 1), also for an ord below 1 (it was inf)
+    "norms_at_zero": lambda x: torch.linalg.vector_norm(x, 1, -1) + torch.linalg.vector_norm(x, float("-inf"), -1)
+    + torch.linalg.vector_norm(x, float("inf"), -1) + torch.linalg.vector_norm(x, 0.5, -1)
+    + torch.linalg.vector_norm(x, 3, -1),
+    "std_of_equal_entries": lambda x: x[:, 1:4:2].std(-1) + x.std(-1),  # 0 where the std is 0 (was NaN)
 }
 
 
