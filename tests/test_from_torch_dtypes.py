@@ -280,6 +280,41 @@ def test_masked_fill_value_that_does_not_fit_is_an_error(name):
         imported(fn, x, MASK)
 
 
+PAD_CASES = {  # F.pad's value (a float in its schema) converted to the padded tensor's dtype as torch converts it
+    "float_into_int_truncates": (lambda x: torch.nn.functional.pad(x, (2, 1), value=-2.7), I64.int()),
+    "any_number_into_bool": (lambda x: torch.nn.functional.pad(x, (1, 1), value=2), MASK),
+    "float32_max_and_inf": (lambda x: torch.nn.functional.pad(x, (1, 0), value=3.4028234663852886e38)
+                            + torch.nn.functional.pad(x, (0, 1), value=float("inf")), F32),
+}
+
+
+@pytest.mark.parametrize("name", list(PAD_CASES))
+def test_pad_converts_its_value_as_torch(name):
+    fn, x = PAD_CASES[name]
+    assert_exactly_torch(fn, x)
+
+
+PAD_OVERFLOWS = {
+    "float32": (1e40, F32, "1e.40 does not fit float32"),
+    "int32": (2**40, I64.int(), r"1099511627776.0 does not fit int32"),
+}
+
+
+@pytest.mark.parametrize("name", list(PAD_OVERFLOWS))
+def test_pad_value_that_does_not_fit_is_an_error(name):
+    """torch refuses it; the import padded with inf, or wrapped it."""
+    value, x, message = PAD_OVERFLOWS[name]
+
+    def fn(x):
+        return torch.nn.functional.pad(x, (1, 1), value=value)
+
+    with pytest.raises(RuntimeError, match="without overflow"):
+        fn(x)
+    with pytest.raises(aj.Error, match=rf"aten.(constant_pad_nd|pad).* \(node '.*', from .*test_from_torch_dtypes.py:"
+                                       rf"\d+: .*\): the fill value {message}, the dtype of the tensor it fills"):
+        imported(fn, x)
+
+
 I32 = torch.tensor([1, -3, 7, 2**31 - 1], dtype=torch.int32)
 WRAP_CASES = {  # torch converts a Python int to an int32 tensor's dtype by wrapping it
     "add": lambda x: x + 2**31,

@@ -278,7 +278,7 @@ def _masked_fill(cx: Any, a: Args) -> Any:
 
 
 def _fill_value(value: Any, dtype: str) -> Any:
-    """``value`` (a number) in ``dtype`` as torch's masked_fill converts it: a
+    """``value`` (a number) in ``dtype`` as torch's masked_fill and pad convert it: a
     bool takes any number, an int dtype a number whose whole part is in its
     range (2.5 becomes 2), a float dtype any number but a finite one past
     its range; an aj.Error, as torch's own refusal, otherwise."""
@@ -502,15 +502,16 @@ def _pad(cx: Any, a: Args) -> Any:
     if mode != "constant":
         raise cx.unsupported(f"with mode='{mode}' (only 'constant')")
     x = a.self
-    value = 0 if a.value is None else a.value
+    dtype = x.type.dtype  # the value converted as torch's fill converts it (2.7 pads an int tensor with 2)
+    fill = cx.constant(np.asarray(_fill_value(0 if a.value is None else a.value, dtype), dtype))
     pads = list(a.pad)
     for k in range(len(pads) // 2):  # (left, right) of the last axis, then of the one before, ...
-        x = _padded(cx, x, x.type.ndim - 1 - k, pads[2 * k], pads[2 * k + 1], value)
+        x = _padded(x, x.type.ndim - 1 - k, pads[2 * k], pads[2 * k + 1], fill)
     return x
 
 
-def _padded(cx: Any, x: Any, axis: int, before: int, after: int, value: Any) -> Any:
-    """x with ``before`` and ``after`` entries of ``value`` added along
+def _padded(x: Any, axis: int, before: int, after: int, fill: Any) -> Any:
+    """x with ``before`` and ``after`` entries of ``fill`` (0-d) added along
     ``axis`` (a negative count takes entries away)."""
     if before < 0 or after < 0:  # strided_slice reads a negative end from the end, as Python does
         x = op.strided_slice(x, [axis], [max(-before, 0)], [after if after < 0 else _TO_THE_END])
@@ -518,7 +519,7 @@ def _padded(cx: Any, x: Any, axis: int, before: int, after: int, value: Any) -> 
     for count in (before, after):
         shape = list(x.type.shape)
         shape[axis] = count
-        parts.append(op.full(tuple(shape), float(value), x.type.dtype) if count > 0 else None)
+        parts.append(op.broadcast_to(fill, tuple(shape)) if count > 0 else None)
     pieces = [p for p in (parts[0], x, parts[1]) if p is not None]
     return pieces[0] if len(pieces) == 1 else op.concat(pieces, axis=axis)
 
