@@ -357,6 +357,12 @@ OP_CASES = {  # name: (module, inputs)
                             (randn(4, 6),)),
     "upsample_nearest": (nn.Sequential(nn.Conv2d(2, 2, 1), nn.Upsample(scale_factor=2), nn.Upsample(size=(8, 12))),
                          (randn(1, 2, 2, 3),)),
+    # torch picks the sources by the scale factor when given: 2 rows to 6 by 3.4 is not each row thrice
+    # (the import repeated them so)
+    "upsample_nearest_scale_factor": (nn.Sequential(nn.Conv2d(2, 2, 1), nn.Upsample(scale_factor=(3.4, 2.0))),
+                                      (randn(1, 2, 2, 3),)),
+    "upsample_nearest_size_of_no_whole_factor": (nn.Sequential(nn.Conv2d(2, 2, 1), nn.Upsample(size=(3, 5))),
+                                                 (randn(1, 2, 2, 3),)),  # was refused
     "floor_trunc_divide_remainder": (Fn(lambda x, y: torch.div(x, 0.3, rounding_mode="floor")
                                         + torch.div(x, y, rounding_mode="floor")
                                         + torch.remainder(x, 0.4) + x % y + torch.div(x, -0.2, rounding_mode="trunc")),

@@ -180,13 +180,41 @@ def _adaptive_avg_pool2d(cx: Any, a: Args) -> Any:
 
 @aten("upsample_nearest2d")
 def _upsample_nearest2d(cx: Any, a: Args) -> Any:
-    x = a.input  # each pixel repeated by whole factors: (N, C, H, 1, W, 1) broadcast to (N, C, H, fh, W, fw)
+    x = a.input if a.input is not None else a.self  # .vec names it input, .default self
     _require_nchw(cx, x)
-    (n, c, h, w), (out_h, out_w) = x.type.shape, cx.out_shape()[2:]
-    if not all(isinstance(d, int) and d > 0 for d in (h, w, out_h, out_w)) or out_h % h or out_w % w:
-        raise cx.unsupported(f"from {(h, w)} to {(out_h, out_w)} (only whole factors of static sizes)")
-    spread = op.broadcast_to(op.reshape(x, (n, c, h, 1, w, 1)), (n, c, h, out_h // h, w, out_w // w))
-    return op.reshape(spread, (n, c, out_h, out_w))
+    scales = a.scale_factors or [a.scales_h, a.scales_w]  # torch picks its sources by them when given
+    sizes, outs = x.type.shape[2:], cx.out_shape()[2:]
+    if not all(isinstance(d, int) for d in (*sizes, *outs)):
+        raise cx.unsupported(f"from {tuple(sizes)} to {tuple(outs)} (only static sizes)")
+    for axis, size, out, scale in zip((2, 3), sizes, outs, scales):
+        x = _nearest(cx, x, axis, _nearest_sources(size, out, scale))
+    return x
+
+
+def _nearest_sources(size: int, out: int, scale: float | None) -> list[int]:
+    """The entry of ``size`` that each of ``out`` entries copies, as torch's
+    nearest_idx picks it (in float32, by 1 / scale when a scale is given)."""
+    if out == size:
+        return list(range(out))
+    if out == 2 * size:
+        return [i // 2 for i in range(out)]
+    step = np.float32(1.0 / scale) if scale is not None and scale > 0 else np.float32(size) / np.float32(out)
+    return [min(int(np.floor(np.float32(i) * step)), size - 1) for i in range(out)]
+
+
+def _nearest(cx: Any, x: Any, axis: int, sources: list[int]) -> Any:
+    """x along ``axis`` made of the entries ``sources``: each entry repeated
+    (x broadcast along a new axis after ``axis``) when that is what they
+    are, a take otherwise."""
+    shape, size, out = tuple(x.type.shape), x.type.shape[axis], len(sources)
+    if sources == list(range(size)):
+        return x
+    factor = out // size if size else 0
+    if factor * size != out or sources != [i // factor for i in range(out)]:
+        return op.take(x, cx.constant(np.asarray(sources, np.int64)), axis=axis)
+    spread = op.reshape(x, shape[:axis + 1] + (1,) + shape[axis + 1:])
+    spread = op.broadcast_to(spread, shape[:axis + 1] + (factor,) + shape[axis + 1:])
+    return op.reshape(spread, shape[:axis] + (out,) + shape[axis + 1:])
 
 
 # -- embedding and losses --------------------------------------------------------
