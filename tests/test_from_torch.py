@@ -369,6 +369,8 @@ OP_CASES = {  # name: (module, inputs)
                                      (randn(4, 6), randn(4, 6).abs() + 0.5)),
     "conv1d": (nn.Sequential(nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=2, groups=2),
                              nn.Conv1d(6, 6, 3, padding="same", bias=False)), (randn(2, 4, 9),)),
+    "instance_norm_running_statistics": (nn.Sequential(nn.Conv1d(4, 4, 1), nn.InstanceNorm1d(4, track_running_stats=True)),
+                                         (randn(2, 4, 5),)),
     "group_norm_instance_norm": (nn.Sequential(nn.Conv1d(4, 4, 1), nn.GroupNorm(2, 4), nn.InstanceNorm1d(4, affine=True)),
                                  (randn(2, 4, 5),)),
 }
@@ -553,6 +555,16 @@ def test_dropout_in_training_mode_is_an_error():
                                                      r"supported \(node 'dropout', from .*\); call module.eval\(\) "
                                                      r"before importing$"):
         aj.from_torch(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)).train(), (torch.randn(1, 2),))
+
+
+def test_instance_norm_updating_running_statistics_is_an_error():
+    """InstanceNorm(track_running_stats=True) in training mode normalizes by
+    the input's statistics and updates its running ones in place; the import
+    dropped the update."""
+    with pytest.raises(aj.UnsupportedOpError, match=r"aten.instance_norm.default' in training mode with running "
+                                                     r"statistics \(torch updates them in place\) is not supported "
+                                                     r".*call module.eval\(\) before importing$"):
+        aj.from_torch(nn.InstanceNorm1d(3, track_running_stats=True).train(), (torch.randn(2, 3, 4),))
 
 
 @pytest.mark.parametrize("train", [True, False])

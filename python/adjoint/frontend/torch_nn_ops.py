@@ -92,6 +92,9 @@ def _instance_norm(cx: Any, a: Args) -> Any:
         raise cx.unsupported(f"on a rank-{x.type.ndim} input (it takes N, C and spatial dims)")
     if not a.use_input_stats:  # running statistics, as BatchNorm in eval mode
         return _batch_norm(cx, Args(a, training=False))
+    if a.running_mean is not None or a.running_var is not None:  # an update adjoint's pure functions cannot make
+        raise cx.unsupported("in training mode with running statistics (torch updates them in place)",
+                             "call module.eval() before importing")
     spatial = x.type.shape[2:]
     _static_dims(cx, x, spatial, "spatial dims")
     unit = cx.constant(np.ones(spatial), like=x), cx.constant(np.zeros(spatial), like=x)
