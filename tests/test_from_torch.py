@@ -557,6 +557,13 @@ def test_dropout_in_training_mode_is_an_error():
         aj.from_torch(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)).train(), (torch.randn(1, 2),))
 
 
+def test_log_sigmoid_forward_is_unsupported():
+    """It returns (output, buffer); its translation gave the output alone,
+    and getitem failed with a TypeInferenceError."""
+    with pytest.raises(aj.UnsupportedOpError, match=r"op 'aten.log_sigmoid_forward.default' has no translation"):
+        aj.from_torch(Plain(lambda x: torch.ops.aten.log_sigmoid_forward(x)[0]), (torch.randn(2, 3),))
+
+
 def test_instance_norm_updating_running_statistics_is_an_error():
     """InstanceNorm(track_running_stats=True) in training mode normalizes by
     the input's statistics and updates its running ones in place; the import

@@ -126,7 +126,7 @@ def _mish(cx: Any, a: Args) -> Any:
     return op.multiply(x, op.tanh(_softplus(x)))
 
 
-@aten("log_sigmoid", "log_sigmoid_forward")
+@aten("log_sigmoid")
 def _log_sigmoid(cx: Any, a: Args) -> Any:
     x = a.self  # min(x, 0) - log(1 + exp(-|x|)): no overflow either way
     negative = op.less(x, 0.0)  # x = 0 counts as positive, so its gradient is torch's 1/2
