@@ -439,6 +439,7 @@ def test_bool_and_int_results_of_any_all_cumsum_cat_clamp_argmax_divide_equal_to
 SPECIAL_VALUE_CASES = {  # where a composition of adjoint's ops could give NaN or inf where torch does not
     "logsumexp": lambda x: torch.logsumexp(x, -1),
     "clamp_hardtanh": lambda x: torch.clamp(x, -0.5, 0.7) + F.hardtanh(x),
+    "clamp_hardtanh_min_past_max": lambda x: torch.clamp(x, 0.7, -0.5) + torch.ops.aten.hardtanh(x, 0.7, -0.5),
     "leaky_relu_elu": lambda x: F.leaky_relu(x) + F.elu(x),
     "softplus_mish_log_sigmoid": lambda x: F.softplus(x) + F.mish(x) + F.logsigmoid(x),
     "var_of_one": lambda x: x[:, :1].var(-1),

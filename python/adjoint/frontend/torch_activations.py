@@ -29,11 +29,12 @@ def _clamp(x: Any, low: Any, high: Any) -> Any:
 
 
 def _hard_clamp(x: Any, low: float, high: float) -> Any:
-    """x clipped to [low, high] (low <= high) as hardtanh clips it: the
-    gradient is 0 at a bound too, where clamp's passes (torch's hardtanh,
-    relu6, hardsigmoid and hardswish take x strictly inside as the linear
-    part); NaN stays NaN."""
-    return op.where(op.less_equal(x, low), low, op.where(op.greater_equal(x, high), high, x))
+    """x clipped to [low, high] as hardtanh clips it: the gradient is 0 at a
+    bound too, where clamp's passes (torch's hardtanh, relu6, hardsigmoid
+    and hardswish take x strictly inside as the linear part); NaN stays NaN,
+    and with low > high every element is high, as clamp's."""
+    x = op.where(op.less_equal(x, low), low, x)
+    return op.where(op.greater_equal(x, high), high, x)
 
 
 @aten("clamp", "clip", "clamp_min", "clamp_max")
