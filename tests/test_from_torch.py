@@ -659,17 +659,6 @@ def test_unsupported_dtype_is_an_error():
         aj.from_torch(nn.Linear(2, 2).half(), (torch.randn(1, 2).half(),))
 
 
-class Plain(nn.Module):
-    """fn(x), with no parameters."""
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, x):
-        return self.fn(x)
-
-
 class Buffered(nn.Module):
     """x + fn(buffer c), with an unused buffer of each dtype adjoint lacks beside."""
 
