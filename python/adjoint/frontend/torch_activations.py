@@ -13,7 +13,7 @@ import math
 from typing import Any
 
 from .. import op
-from .torch_ops import Args, _cast, _promoted, aten
+from .torch_ops import Args, _promoted, aten
 
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946

@@ -34,7 +34,7 @@ import numpy as np
 from .. import _core, op
 from ..builder import FunctionBuilder
 from ..errors import Error, UnsupportedOpError
-from . import torch_activations, torch_nn_ops  # noqa: F401  (add their ops to OPS)
+from . import torch_activations, torch_nn_ops, torch_reductions  # noqa: F401  (add their ops to OPS)
 from .torch_inplace import changes_only_a_fresh_tensor, in_place_hint, out_of_place_key
 from .torch_names import DTYPE_NAMES, dtype_name, param_name, require_torch
 from .torch_ops import OPS, Args
