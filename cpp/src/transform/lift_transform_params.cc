@@ -85,8 +85,9 @@ const Expr* field_to_read(const DataflowIndex& index, size_t b, HoldsTuple&& hol
 // weights f takes.
 std::set<std::string> unbound_symbols(const FunctionNode& fn, const std::vector<uint8_t>& main_needs,
                                       std::set<std::string> used, std::set<std::string> bound) {
+  std::unordered_set<const TypeNode*> seen;  // types are interned: many params, few types
   for (size_t p = 0; p < fn.params().size(); ++p) {
-    if (p >= fn.num_input() && !main_needs[p]) continue;
+    if ((p >= fn.num_input() && !main_needs[p]) || !seen.insert(fn.params()[p]->type().get()).second) continue;
     add_param_bound_symbols(*fn.params()[p]->type(), bound);
     add_type_symbols(*fn.params()[p]->type(), false, used);
   }
@@ -145,16 +146,17 @@ LiftPlan plan_lift(const FunctionNode& fn, const DataflowIndex& index) {
   // binding f needs stays in f.
   auto in_main = [](size_t) { return true; };
   std::set<std::string> used, bound;
+  std::unordered_set<const TypeNode*> used_types, bound_types;  // types are interned: each read once
   for (size_t b = bindings.size(); b-- > 0;) {
     if (!main_needs[num_params + b]) continue;
     const TypeNode& type = *index.binding_type(b);
     if (liftable[b] && type.is_tensor()) {
       lifted_needs[num_params + b] = 1;
-      add_param_bound_symbols(type, bound);
+      if (bound_types.insert(&type).second) add_param_bound_symbols(type, bound);
     } else {
       hold(plan.main, index, b, field_to_read(index, b, in_main), main_needs);
     }
-    add_type_symbols(type, false, used);
+    if (used_types.insert(&type).second) add_type_symbols(type, false, used);
   }
   pass_weights_binding(fn, unbound_symbols(fn, main_needs, std::move(used), std::move(bound)), main_needs);
   for (size_t p = num_input; p < num_params; ++p)
@@ -353,9 +355,12 @@ bool lifts_nothing(const FunctionNode& fn, const FunctionNode& main, const Funct
 // beside an input of n).
 bool weights_bind_their_symbols(const FunctionNode& fn) {
   std::set<std::string> used, bound;
+  std::unordered_set<const TypeNode*> seen;  // types are interned: many weights, few types
   for (size_t p = fn.num_input(); p < fn.params().size(); ++p) {
-    add_type_symbols(*fn.params()[p]->type(), false, used);
-    add_param_bound_symbols(*fn.params()[p]->type(), bound);
+    const TypeNode* t = fn.params()[p]->type().get();
+    if (!seen.insert(t).second) continue;
+    add_type_symbols(*t, false, used);
+    add_param_bound_symbols(*t, bound);
   }
   return std::includes(bound.begin(), bound.end(), used.begin(), used.end());
 }
