@@ -227,3 +227,140 @@ def main(x: Tensor((3,), "float64"), w: Tensor(("n", 3), "float64"), y: Tensor((
 '''
     label, reached = run(fuzzer, [{"pass": "LiftTransformParams"}], text)
     assert label == "ok" and "frozen checked" in reached
+
+
+# ---- text rules (P.Rewriter.from_text) as passes ----
+
+def rules_text() -> str:
+    return next(t for t in fuzz_passes.PASS_TEXTS if "negative(gt)" in t or "negative(g3)" in t)
+
+
+@pytest.mark.parametrize("rule", sorted(set(fuzz_passes.RULES) - {"multiply_commutes"}))
+def test_each_text_rule_is_sound_and_its_own_fixed_point(fuzzer, rule):
+    rewrote = False
+    for text in fuzz_passes.PASS_TEXTS[-2:]:  # the texts the rules are for, float32 and float64
+        label, reached = run(fuzzer, [{"pass": "Rewriter", "rules": [rule]}], text)
+        assert label == "ok" and "compared" in reached and "fixed point" in reached
+        rewrote |= "rule rewrote" in reached
+    assert rewrote
+
+
+def test_rules_that_never_stop_are_a_label_and_not_a_fixed_point_check(fuzzer):
+    batch_norm = next(t for t in fuzz_passes.PASS_TEXTS if "multiply(gamma, inv)" in t)
+    label, reached = run(fuzzer, [{"pass": "Rewriter", "rules": ["multiply_commutes"]}], batch_norm)
+    assert label == "aj.TransformError" and "pass refused" in reached
+    label, _ = run(fuzzer, [{"pass": "Rewriter", "rules": ["transpose_of_matmul", "matmul_of_transposes"]}],
+                   rules_text())
+    assert label == "aj.TransformError"
+    assert not fuzz_passes.fixed_point({"pass": "Rewriter", "rules": ["matmul_of_transposes", "transpose_of_matmul"]})
+    assert fuzz_passes.fixed_point({"pass": "Rewriter", "rules": ["relu_relu", "transpose_of_matmul"]})
+
+
+def test_rules_in_a_sequential_and_joined_with_or(fuzzer):
+    spec = {"pass": "Sequential", "passes": [{"pass": "Rewriter", "rules": ["double_negative", "sum_of_halves"]},
+                                             {"pass": "DeadCodeElimination"}]}
+    assert " | " in fuzz_passes.pass_code(spec)
+    label, reached = run(fuzzer, [spec], rules_text())
+    assert label == "ok" and "compared" in reached
+
+
+def test_an_unsound_text_rule_is_a_finding(fuzzer, monkeypatch):
+    wrong = fuzz_passes._rule('x: Tensor((2, 2), "float32")', "    return relu(relu(x))", "    return x")
+    monkeypatch.setitem(fuzz_passes.RULES, "relu_relu", wrong)
+    with pytest.raises(Finding) as info:
+        run(fuzzer, [{"pass": "Rewriter", "rules": ["relu_relu"]}], rules_text())
+    assert info.value.kind == "wrong-result"
+
+
+def test_an_exact_rule_is_compared_at_the_tight_tolerance():
+    assert not fuzz_passes.rounds({"pass": "Rewriter", "rules": ["double_negative", "fold_permutes"]})
+    assert fuzz_passes.rounds({"pass": "Rewriter", "rules": ["double_negative", "sum_of_halves"]})
+    assert fuzz_passes.rounds({"pass": "Sequential", "passes": [{"pass": "ReassociateMatmul", "dim_bounds": None}]})
+
+
+# ---- training one step, on the function and on it lifted ----
+
+def train(optimizer: str = "sgd", func_name: str = "main") -> dict:
+    return {"pass": "Train", "func_name": func_name, "optimizer": optimizer, "seed": 7}
+
+
+@pytest.mark.parametrize("optimizer", sorted(fuzz_passes.OPTIMIZERS))
+def test_one_training_step_agrees_lifted_and_not(fuzzer, optimizer):
+    # w frozen: wt is lifted from it alone and frozen too; b is trained and passes through
+    label, reached = run(fuzzer, [train(optimizer)], MLP.replace('frozen="b"', 'frozen="w"'))
+    assert label == "ok"
+    for stage in ("trained", "train step compared", "trained lifted", "trained weight compared"):
+        assert stage in reached, stage
+
+
+def test_training_after_passes_and_on_a_lifted_module(fuzzer):
+    label, reached = run(fuzzer, [{"pass": "LiftTransformParams"}, train(),
+                                  {"pass": "Sequential", "passes": [{"pass": "EliminateCommonSubexpr"}, train()]}])
+    assert label == "ok" and reached.count("trained") == 2
+
+
+def test_training_a_function_without_weights_is_a_label(fuzzer):
+    label, reached = run(fuzzer, [train(), {"pass": "DeadCodeElimination"}],
+                         MLP.replace('(num_input=1, frozen="b")', ""))
+    assert label == "ok" and "train skipped" in reached
+    label, reached = run(fuzzer, [train(func_name="nothing")])
+    assert label == "aj.FunctionNotFoundError" and "pass refused" in reached
+
+
+def test_a_lifted_function_training_to_another_loss_is_a_finding(fuzzer, monkeypatch):
+    def double_the_weights(mod):
+        return aj.parse(mod.script().replace("wt: Tensor((4, 5), \"float32\") = permute_dims(w)",
+                                             "w2: Tensor((5, 4), \"float32\") = add(w, w)\n"
+                                             "    wt: Tensor((4, 5), \"float32\") = permute_dims(w2)"))
+
+    planted(monkeypatch, aj.transform.LiftTransformParams, double_the_weights)
+    with pytest.raises(Finding) as info:
+        run(fuzzer, [train()])
+    assert info.value.kind == "wrong-result" and "the loss of the lifted function" in info.value.detail
+
+
+def test_a_frozen_weight_changed_by_a_step_is_a_finding(fuzzer, monkeypatch):
+    from adjoint import training as T
+
+    params = T.Trainer.params
+
+    def nudged(self):
+        return {n: (v + 1 if n in self.layout.frozen else v) for n, v in params.fget(self).items()}
+
+    monkeypatch.setattr(T.Trainer, "params", property(nudged))
+    with pytest.raises(Finding) as info:
+        run(fuzzer, [train()])
+    assert info.value.kind == "train-frozen" and "'b'" in info.value.detail
+
+
+def test_a_trained_weight_updated_otherwise_when_lifted_is_a_finding(fuzzer, monkeypatch):
+    from adjoint import training as T
+
+    step = T.Trainer.step
+
+    def lifted_steps_further(self, *args, **kwargs):
+        if "wt" in self.layout.frozen:  # main as lifted: b moves twice as far
+            kwargs["lr"] = 2 * self.lr
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(T.Trainer, "step", lifted_steps_further)
+    with pytest.raises(Finding) as info:
+        run(fuzzer, [train()], MLP.replace('frozen="b"', 'frozen="w"'))
+    assert info.value.kind == "wrong-result" and "as updated through the lifted function" in info.value.detail
+
+
+def test_a_saved_pipeline_with_rules_and_training_runs(fuzzer, tmp_path):
+    inp = {"base": 0, "mutations": [], "text": MLP,
+           "passes": [{"pass": "Rewriter", "rules": ["add_self", "fold_permutes"]}, train("momentum")]}
+    files = fuzzer.save(inp, str(tmp_path / "f"), "adjoint fuzz finding: wrong-result\ntarget passes\n")
+    ran = subprocess.run([sys.executable, files[1]], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0 and ran.stdout.startswith("@function"), ran.stderr
+
+
+def test_inputs_use_every_text_rule_and_train_with_weights(fuzzer):
+    inputs = [fuzzer.make(k) for k in range(600)]
+    leaves = [leaf for inp in inputs for spec in inp["passes"] for leaf in fuzz_passes.leaf_specs(spec)]
+    assert {r for leaf in leaves if leaf["pass"] == "Rewriter" for r in leaf["rules"]} == set(fuzz_passes.RULES)
+    assert {leaf["optimizer"] for leaf in leaves if leaf["pass"] == "Train"} == set(fuzz_passes.OPTIMIZERS)
+    assert any(leaf["pass"] == "Train" for spec in (s for inp in inputs for s in inp["passes"])
+               if spec["pass"] == "Sequential" for leaf in spec["passes"])

@@ -3,7 +3,11 @@ valid programs.
 
 An input is a valid program and a pipeline of one to six passes drawn from
 everything ``aj.transform`` exports (``Sequential`` of one or two of them
-too), with random but valid options (``Gradient``'s function, required
+too), text rules of ``P.Rewriter.from_text`` (``RULES``: SimplifyGradient's
+in text and other sound identities, one or two joined with ``|``; rules that
+never stop are refused with an ``aj.TransformError``) and ``TrainCheck``
+(one ``T.Trainer`` step on a function and on it lifted, see there), with
+random but valid options (``Gradient``'s function, required
 grads, target index and ``simplify``; ``ReassociateMatmul``'s
 ``dim_bounds``; ``ConvertDType``'s two dtypes; ``CombineParallelMatmul``'s
 ``check``); a few options are bad on purpose. The program is a text of the
@@ -50,13 +54,16 @@ from typing import Any, Callable
 import numpy as np
 
 import adjoint as aj
+from adjoint import pattern as P
+from adjoint import training as T
 from adjoint.fuzz import parse as fuzz_parse
 from adjoint.fuzz.runner import Finding, error_label
 
 LABELS = ["ok", "ok, nothing run"]
 REACHED = ["mutated", "attrs set", "pass ran", "pass refused", "verified", "round trip", "fixed point", "built",
            "compared", "compared after a dtype change", "lifted compared", "adjoint compared",
-           "simplified gradient compared", "frozen checked"]
+           "simplified gradient compared", "frozen checked", "rule rewrote", "trained", "train step compared",
+           "trained lifted", "train lifted refused", "trained weight compared", "train skipped"]
 
 PASS_TEXTS = [
     # parallel matmuls sharing their LHS (biases, activations), then attention; weights, one frozen
@@ -253,17 +260,101 @@ def main(x: Tensor((2, 3, 4), "float32"), wq: Tensor((4, 4), "float32"), wk: Ten
     l = sum(o)
     return l
 ''',
+    # what the text rules (RULES) rewrite: transposes of transposes and of matmuls, negatives and relus twice,
+    # an astype to the same dtype, a split concatenated back, a sum of a transpose, a value added to itself
+    '''\
+@function(num_input=1, frozen="v")
+def main(x: Tensor((4, 6), "float32"), w: Tensor((6, 4), "float32"), v: Tensor((4, 4), "float32")):
+    wt = permute_dims(w)
+    w2 = permute_dims(wt)
+    h = matmul(x, w2)
+    r = relu(h)
+    rr = relu(r)
+    ht = permute_dims(rr, axes=[1, 0])
+    vt = permute_dims(v, axes=[1, 0])
+    g = matmul(vt, ht)
+    gt = permute_dims(g, axes=[1, 0])
+    g2 = permute_dims(gt, axes=[1, 0])
+    g3 = permute_dims(g2, axes=[1, 0])
+    n = negative(g3)
+    nn = negative(n)
+    a = astype(nn, "float32")
+    d = add(a, a)
+    sp = split(d, 2, axis=0)
+    s0 = sp[0]
+    s1 = sp[1]
+    c = concat((s0, s1), axis=0)
+    p = permute_dims(c)
+    l = sum(p)
+    return l
+''',
+    '''\
+@function(num_input=1)
+def main(x: Tensor(("n", 3), "float64"), w: Tensor((3, 2), "float64"), b: Tensor((2,), "float64")):
+    y = matmul(x, w)
+    z = add(y, b)
+    zz = astype(z, "float64")
+    e = multiply(zz, zz)
+    m = negative(negative(e))
+    t = permute_dims(m)
+    s = sum(t)
+    return (s, m)
+''',
 ]
 
-#: pass name -> weight in a pipeline
+#: pass name -> weight in a pipeline ("Rewriter": P.Rewriter.from_text rules; "Train": the TrainCheck below)
 PASSES = {"DeadCodeElimination": 8, "EliminateCommonSubexpr": 8, "SimplifyGradient": 8, "Gradient": 14,
           "CombineParallelMatmul": 12, "ReorderPermuteDimsAfterConcat": 8, "LiftTransformParams": 12,
-          "ReassociateMatmul": 12, "ConvertDType": 8, "Sequential": 4}
-#: passes documented as their own fixed point: run twice, they give what once gave
+          "ReassociateMatmul": 12, "ConvertDType": 8, "Rewriter": 10, "Train": 6, "Sequential": 4}
+#: passes documented as their own fixed point: run twice, they give what once gave (a Rewriter whose
+#: rules stop too: one walk reaches its fixed point)
 FIXED_POINT = {"DeadCodeElimination", "EliminateCommonSubexpr", "SimplifyGradient", "ConvertDType",
-               "LiftTransformParams"}
+               "LiftTransformParams", "Rewriter"}
 #: passes after which results may round otherwise (sums reassociated, matmuls combined, dtypes changed)
-ROUNDING = {"SimplifyGradient", "CombineParallelMatmul", "ReassociateMatmul", "ConvertDType"}
+ROUNDING = {"SimplifyGradient", "CombineParallelMatmul", "ReassociateMatmul", "ConvertDType", "Rewriter"}
+
+
+def _rule(params: str, pattern: str, replacement: str) -> str:
+    """A text rule: pattern and replacement functions of one signature (the types are not read)."""
+    return (f"@function\ndef pattern({params}):\n{pattern}\n\n"
+            f"@function\ndef replacement({params}):\n{replacement}\n")
+
+
+_M = 'Tensor((2, 2), "float32")'
+#: text rules (P.Rewriter.from_text), each sound wherever its ops type-check with the matched call's type:
+#: SimplifyGradient's in text (transposes as axes=[1, 0], which only a rank-2 tensor takes, so that a rank-3
+#: match whose dims happen to agree cannot fire), identities, and replacements taking items of a split
+RULES = {
+    "fold_permutes": _rule(f"x: {_M}", "    return permute_dims(permute_dims(x))", "    return x"),
+    "fold_transposes": _rule(f"x: {_M}", "    t = permute_dims(x, axes=[1, 0])\n    return permute_dims(t, axes=[1, 0])",
+                             "    return x"),
+    "transpose_of_matmul": _rule(f"a: {_M}, b: {_M}", "    return permute_dims(matmul(a, b), axes=[1, 0])",
+                                 "    bt = permute_dims(b, axes=[1, 0])\n    at = permute_dims(a, axes=[1, 0])\n"
+                                 "    return matmul(bt, at)"),
+    "matmul_of_transposes": _rule(f"a: {_M}, b: {_M}",
+                                  "    bt = permute_dims(b, axes=[1, 0])\n    at = permute_dims(a, axes=[1, 0])\n"
+                                  "    return matmul(bt, at)", "    return permute_dims(matmul(a, b), axes=[1, 0])"),
+    "drop_astype_float32": _rule(f"x: {_M}", '    return astype(x, "float32")', "    return x"),
+    "drop_astype_float64": _rule(f"x: {_M}", '    return astype(x, "float64")', "    return x"),
+    "double_negative": _rule(f"x: {_M}", "    return negative(negative(x))", "    return x"),
+    "relu_relu": _rule(f"x: {_M}", "    return relu(relu(x))", "    return relu(x)"),
+    "add_self": _rule(f"x: {_M}", "    return add(x, x)", '    return multiply(x, const(2.0, "float32"))'),
+    "sum_of_permute": _rule(f"x: {_M}", "    return sum(permute_dims(x))", "    return sum(x)"),
+    "sum_of_halves": _rule(f"x: {_M}", "    return sum(x)",
+                           "    s = split(x, 2, axis=0)\n    h = add(s[0], s[1])\n    return sum(h)"),
+    "concat_of_split": _rule(f"x: {_M}", "    s = split(x, 2, axis=0)\n    a = s[0]\n    b = s[1]\n"
+                             "    return concat((a, b), axis=0)", "    return x"),
+    "multiply_commutes": _rule(f"a: {_M}, b: {_M}", "    return multiply(a, b)", "    return multiply(b, a)"),
+}
+#: rules that never stop (alone, or with the other): the rewriter refuses them with an aj.TransformError
+LOOPING = {("multiply_commutes",), ("transpose_of_matmul", "matmul_of_transposes")}
+#: rules exact in floats (the others round otherwise)
+EXACT_RULES = {"fold_permutes", "fold_transposes", "drop_astype_float32", "drop_astype_float64", "double_negative",
+               "relu_relu", "add_self", "concat_of_split"}
+#: optimizers of the Train check, by name: updates elementwise per weight, linear in the gradient (no Adam,
+#: whose first step is lr * sign(grad) and so turns a rounding of a zero gradient into a whole step)
+OPTIMIZERS = {"sgd": "T.SGD(lr=0.1)", "momentum": "T.SGD(lr=0.1, momentum=0.9)",
+              "decay": "T.SGD(lr=0.05, weight_decay=0.01)"}
 #: CombineParallelMatmul's check, by name
 CHECKS = {"none": None, "yes": "lambda lhs, rhs: True", "no": "lambda lhs, rhs: False",
           "numpy": "lambda lhs, rhs: np.bool_(True)", "lhs only": "lambda lhs, rhs: isinstance(rhs, list)",
@@ -294,11 +385,35 @@ def pass_code(spec: dict) -> str:
         check = CHECKS[spec["check"]]
         return "aj.transform.CombineParallelMatmul()" if check is None else \
             f"aj.transform.CombineParallelMatmul(check={check})"
+    if name == "Rewriter":
+        rules = [f"P.Rewriter.from_text({RULES[r]!r})" for r in spec["rules"]]
+        return rules[0] if len(rules) == 1 else "(" + " | ".join(rules) + ")"
+    if name == "Train":
+        return (f"TrainCheck({spec['func_name']!r}, {OPTIMIZERS[spec['optimizer']]}, "
+                f"seed={spec['seed']})")
     return f"aj.transform.{name}()"
 
 
-def make_pass(spec: dict) -> aj.transform.Pass:
-    return eval(pass_code(spec), {"aj": aj, "np": np})  # noqa: S307 (our own generated code)
+def make_pass(spec: dict, reach: Callable[[str], None] | None = None) -> Any:
+    """The pass of a pipeline entry (a TrainCheck reports its stages to ``reach``)."""
+    def train_check(*args: Any, **kwargs: Any) -> TrainCheck:
+        return TrainCheck(*args, **kwargs, reach=reach)
+
+    return eval(pass_code(spec), {"aj": aj, "np": np, "P": P, "T": T,  # noqa: S307 (our own generated code)
+                                  "TrainCheck": train_check})
+
+
+def fixed_point(spec: dict) -> bool:
+    """Whether an entry's pass is its own fixed point (a Rewriter of rules that stop)."""
+    if spec["pass"] == "Rewriter":
+        return not any(set(loop) <= set(spec["rules"]) for loop in LOOPING)
+    return spec["pass"] in FIXED_POINT
+
+
+def rounds(spec: dict) -> bool:
+    """Whether an entry's passes may round results otherwise."""
+    return any(leaf["pass"] in ROUNDING and not (leaf["pass"] == "Rewriter" and set(leaf["rules"]) <= EXACT_RULES)
+               for leaf in leaf_specs(spec))
 
 
 def leaf_specs(spec: dict) -> list[dict]:
@@ -602,6 +717,18 @@ class Fuzzer:
             spec["check"] = rng.choices(list(CHECKS), [10, 2, 2, 1, 2, 2])[0]
         elif name == "LiftTransformParams":
             names |= {f + "_transform_params" for f in list(names) if f in mod and "num_input" in mod[f].attrs}
+        elif name == "Rewriter":
+            # one rule or two, mostly of those that stop
+            rules = rng.sample(sorted(RULES), rng.choice([1, 1, 2]))
+            while any(set(loop) <= set(rules) for loop in LOOPING) and rng.random() < 0.9:
+                rules = rng.sample(sorted(RULES), len(rules))
+            spec["rules"] = rules
+        elif name == "Train":
+            # mostly a function with weights (a num_input attr)
+            good = [f for f in sorted(names) if f in mod and "num_input" in mod[f].attrs]
+            spec["func_name"] = rng.choice(good) if good and rng.random() < 0.95 else rng.choice(sorted(names))
+            spec["optimizer"] = rng.choice(sorted(OPTIMIZERS))
+            spec["seed"] = rng.randrange(2**31)
         return spec
 
     def save(self, inp: dict, stem: str, header: str) -> list[str]:
@@ -610,7 +737,9 @@ class Fuzzer:
         with open(aj_path, "w", encoding="utf-8", errors="surrogatepass", newline="") as f:
             f.write(inp["text"])
         lines = ["# " + line if line else "#" for line in header.splitlines()]
-        body = [*lines, "", "import numpy as np", "", "import adjoint as aj", "", f"TEXT = {inp['text']!r}",
+        body = [*lines, "", "import numpy as np", "", "import adjoint as aj", "from adjoint import pattern as P",
+                "from adjoint import training as T", "from adjoint.fuzz.passes import TrainCheck", "",
+                f"TEXT = {inp['text']!r}",
                 "mod = aj.parse(TEXT)", "aj.analysis.verify(mod)",
                 *[f"mod = {pass_code(s)}(mod)  # pass {i + 1}" for i, s in enumerate(inp["passes"])],
                 "aj.analysis.verify(mod)", "print(mod.script())", ""]
@@ -640,7 +769,7 @@ class Fuzzer:
         for i, spec in enumerate(inp["passes"]):
             where = f"pass {i + 1} ({pass_code(spec)})"
             try:
-                p = make_pass(spec)
+                p = make_pass(spec, reach)
             except aj.Error as e:
                 reach("pass refused")
                 label = label if label.startswith("aj.") else error_label(e)
@@ -701,7 +830,9 @@ class Fuzzer:
         if again.script() != printed or aj.structural_hash(again) != aj.structural_hash(out):
             raise Finding("roundtrip", f"{where}: print or hash unstable\n--- printed:\n{printed}", name)
         reach("round trip")
-        if name in FIXED_POINT:
+        if name == "Rewriter" and not aj.structural_equal(out, mod):
+            reach("rule rewrote")
+        if fixed_point(spec):
             try:
                 twice = make_pass(spec)(out)
             except aj.Error as e:
@@ -731,7 +862,7 @@ class Fuzzer:
 
     def _check_results(self, spec: dict, where: str, mod: aj.Module, out: aj.Module, tracks: dict, reach) -> dict:
         names = pass_names(spec)
-        rounding = any(n in ROUNDING for n in names)
+        rounding = rounds(spec)
         converted = "ConvertDType" in names
         new = [f for f in out.functions if f not in mod]
         updated = {f: Track(t.steps, t.args, t.want, t.converted or converted, t.rounding or rounding,
@@ -810,6 +941,126 @@ class Fuzzer:
                           f"simplify: {type(e).__name__}") from None
         rounded = replace(t, want=got, rounding=True)
         compare(again, got, rounded, f"{f}(...) with simplify={not spec['simplify']}, against simplify={spec['simplify']}")
+
+
+class TrainCheck:
+    """A pipeline entry that trains one step and returns the module as it
+    was: ``T.Trainer`` on ``func_name`` with the MSE loss, ``optimizer`` and
+    random small inputs, weights and labels (drawn from ``seed``; as
+    ``small_inputs``), and the same on the function as LiftTransformParams
+    lifts it, its weights being ``f_transform_params`` of those. The loss
+    (before the update) is the same; frozen weights, and the lifted ones
+    computed from frozen weights and constants alone, are unchanged; a
+    trained weight that the lifted function takes as it is, and that nothing
+    lifted reads, gets the same update (its gradient is the same); and
+    ``T.SetupTrainer``'s step, built and called without donation, gives
+    what the Trainer's step gave. A Trainer refusing the function (no
+    weights, ints, every weight frozen) is an ``aj.Error``, as a pass
+    refusing it; a refusal on the lifted function only is counted, not a
+    finding (lifting may leave no trained weight)."""
+
+    def __init__(self, func_name: str, optimizer: Any, seed: int = 0, reach: Callable[[str], None] | None = None):
+        self.func_name, self.optimizer, self.seed = func_name, optimizer, seed
+        self.reach = reach or (lambda stage: None)
+
+    def __repr__(self) -> str:
+        return f"TrainCheck({self.func_name!r}, {self.optimizer!r}, seed={self.seed})"
+
+    def __call__(self, mod: aj.Module) -> aj.Module:
+        f = self.func_name
+        fn = mod[f]
+        ni = fn.attrs.get("num_input")
+        rng = np.random.default_rng(self.seed)
+        args = small_inputs(fn, rng)
+        if ni is None or args is None or cost(fn, args) > COST_LIMIT / 4:
+            self.reach("train skipped")
+            return mod
+        pred = aj.build(mod)[f](*args)
+        pred = pred[0] if isinstance(pred, tuple) else pred
+        if not isinstance(pred, np.ndarray) or pred.dtype.kind != "f":
+            self.reach("train skipped")
+            return mod
+        label = np.asarray(rng.standard_normal(pred.shape).astype(pred.dtype))
+        inputs, weights = args[:ni], args[ni:]
+        names = [p.name_hint for p in fn.params[ni:]]
+        given = dict(zip(names, weights))
+        track = Track((), [], None, rounding=True, sensitive=sensitive(fn), float32=_has_float32(fn))
+        exact = replace(track, rounding=False)
+        trainer = T.Trainer(mod, T.mse, self.optimizer, params={n: a.copy() for n, a in given.items()}, func_name=f, check_nan=False)
+        loss = np.asarray(trainer.step(*inputs, label), dtype=pred.dtype)
+        new = {n: np.array(v) for n, v in trainer.params.items()}
+        self.reach("trained")
+        where = f"{self!r} on {f!r}"
+        for n in trainer.layout.frozen:
+            if not _same(new[n], given[n]):
+                raise Finding("train-frozen", f"{where}: frozen weight {n!r} changed:\ngot  {new[n]!r}\n"
+                                              f"was  {given[n]!r}", "frozen")
+        self._step_alone(mod, trainer.layout, inputs, label, given, loss, new, exact, where)
+        lifted = aj.transform.LiftTransformParams()(mod)
+        tps = sorted((n for n in lifted.functions if n not in mod and
+                      re.fullmatch(re.escape(f) + r"_transform_params(_\d+)?", n)), key=len)
+        if not tps:
+            return mod
+        tp = aj.parse(lifted.script())[tps[0]]  # distinct names
+        got = aj.build(lifted)[tps[0]](*weights)
+        values = list(got) if isinstance(got, tuple) else [got]
+        lnames = [p.name_hint for p in lifted[f].params[ni:]]
+        lgiven = dict(zip(lnames, values))
+        try:
+            ltrainer = T.Trainer(lifted, T.mse, self.optimizer, params={n: a.copy() for n, a in lgiven.items()}, func_name=f, check_nan=False)
+        except aj.Error as e:
+            if any(n not in lifted[f].frozen for n in lnames):
+                self.reach("train lifted refused")
+            return mod
+        lloss = np.asarray(ltrainer.step(*inputs, label), dtype=pred.dtype)
+        lnew = {n: np.array(v) for n, v in ltrainer.params.items()}
+        self.reach("trained lifted")
+        compare(lloss, loss, track, f"{where}: the loss of the lifted function, against the function's")
+        for n in ltrainer.layout.frozen:
+            if not _same(lnew[n], lgiven[n]):
+                raise Finding("train-frozen", f"{where}: frozen weight {n!r} of the lifted function changed:\n"
+                                              f"got  {lnew[n]!r}\nwas  {lgiven[n]!r}", "lifted frozen")
+        # a trained weight passed through as it is, read by nothing else lifted: the same gradient, the same update
+        deps: dict[str, Any] = {p.name_hint: {w} for p, w in zip(tp.params, names)}
+        for b in tp.bindings:
+            deps[b.var.name_hint] = _deps(b.value, deps)
+        fields = list(tp.ret.fields) if isinstance(tp.ret, aj.Tuple) else [tp.ret]
+        readers: dict[str, int] = {}
+        for value in fields:
+            for w in _flat(_deps(value, deps)):
+                readers[w] = readers.get(w, 0) + 1
+        params = {p.name_hint: w for p, w in zip(tp.params, names)}
+        for lname, value in zip(lnames, fields):
+            if not isinstance(value, aj.Var) or value.name_hint not in params:
+                continue
+            w = params[value.name_hint]
+            if readers.get(w) != 1 or w in trainer.layout.frozen or lname in ltrainer.layout.frozen:
+                continue
+            compare(lnew[lname], new[w], track, f"{where}: weight {w!r} as updated through the lifted function "
+                                                 f"({lname!r}), against the function's update")
+            self.reach("trained weight compared")
+        return mod
+
+    def _step_alone(self, mod: aj.Module, layout: Any, inputs: list, label: np.ndarray, given: dict,
+                    loss: np.ndarray, new: dict, track: Track, where: str) -> None:
+        """SetupTrainer's step, built without donation, run once from the same weights."""
+        stepped, layout2 = T.SetupTrainer(T.mse, self.optimizer, self.func_name).with_layout(mod)
+        step = stepped["step"]
+        types = [(p.name_hint, tuple(p.type.shape), p.type.dtype)
+                 for p in step.params[layout2.param_index:layout2.frozen_index]]
+        state = self.optimizer.init_state(types)
+        lr = np.asarray(self.optimizer.lr_at(0), dtype=step.params[layout2.lr_index].type.dtype)
+        args = [*inputs, label, *[given[n] for n in layout2.params], *[given[n] for n in layout2.frozen], *state, lr]
+        out = aj.build(aj.Module({self.func_name: stepped[self.func_name], "step": step}))["step"](*args)
+        compare(out[0], loss, track, f"{where}: the loss of SetupTrainer's step, against the Trainer's")
+        for i, n in enumerate(layout2.params):
+            compare(out[1 + i], new[n], track, f"{where}: weight {n!r} as SetupTrainer's step updates it, "
+                                               f"against the Trainer's")
+        self.reach("train step compared")
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")
 
 
 def check_frozen(where: str, mod: aj.Module, out: aj.Module) -> None:
