@@ -265,3 +265,41 @@ def test_a_lifted_constant_is_frozen_when_no_weight_is():
     lifted = aj.transform.LiftTransformParams()(aj.parse(LIFTED_CONSTANT.format(frozen="")))
     assert [p.name_hint for p in lifted["main"].params] == ["x", "w", "y", "z"]
     assert lifted["main"].frozen == ("z",)
+
+
+# ---- AppendLoss: a function returning a var bound to a tuple ----
+# Found by `passes` (seed 11, input 11497, a Train check after
+# LiftTransformParams: main returned lv_1 = split(lv, [2], axis=1)). A
+# function whose return is a var of tuple type has as many results as the
+# tuple has fields (AppendLoss counts them from the type), but AppendLoss
+# feeds the loss the whole tuple var instead of its first field, and mse
+# refuses it with a TypeInferenceError that names no tuple ("input must be a
+# tensor var of a FunctionBuilder, got Var"). Written `return (s[0], s[1])`,
+# the same function trains. Suspected cause:
+# python/adjoint/training/append_loss.py, `_outputs` splits only a Python
+# tuple from bb.inline, not a var of tuple type.
+
+RETURNS_A_TUPLE_VAR = '''\
+@function(num_input=1)
+def main(x: Tensor((2, 6), "float64"), w: Tensor((2, 6), "float64")):
+    y = multiply(x, w)
+    s = split(y, [2], axis=1)
+    return s
+'''
+
+
+@pytest.mark.xfail(strict=True, raises=aj.TypeInferenceError,
+                   reason="AppendLoss feeds the loss a returned tuple var whole, not its first field")
+def test_append_loss_of_a_function_returning_a_tuple_var_takes_its_first_field():
+    from adjoint import training as T
+
+    as_fields = aj.parse(RETURNS_A_TUPLE_VAR.replace("return s", "a = s[0]\n    b = s[1]\n    return (a, b)"))
+    want = T.AppendLoss("main", T.mse)(as_fields)["main_loss"]
+    got = T.AppendLoss("main", T.mse)(aj.parse(RETURNS_A_TUPLE_VAR))["main_loss"]
+    assert [p.name_hint for p in got.params] == ["x", "label", "w"]
+    assert got.ret_type == want.ret_type
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(s) for s in ((2, 6), (2, 2), (2, 6))]
+    wanted = aj.build(aj.Module({"f": want}))["f"](*args)
+    for g, w in zip(aj.build(aj.Module({"f": got}))["f"](*args), wanted):
+        np.testing.assert_allclose(g, w)
