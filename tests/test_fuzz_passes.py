@@ -289,8 +289,9 @@ def test_one_training_step_agrees_lifted_and_not(fuzzer, optimizer):
     # w frozen: wt is lifted from it alone and frozen too; b is trained and passes through
     label, reached = run(fuzzer, [train(optimizer)], MLP.replace('frozen="b"', 'frozen="w"'))
     assert label == "ok"
-    for stage in ("trained", "train step compared", "trained lifted", "trained weight compared"):
+    for stage in ("trained", "trainer compared", "trained lifted", "trained weight compared"):
         assert stage in reached, stage
+    assert reached.count("trainer compared") == 2  # on main and on main as lifted
 
 
 def test_training_after_passes_and_on_a_lifted_module(fuzzer):
@@ -334,19 +335,56 @@ def test_a_frozen_weight_changed_by_a_step_is_a_finding(fuzzer, monkeypatch):
 
 
 def test_a_trained_weight_updated_otherwise_when_lifted_is_a_finding(fuzzer, monkeypatch):
+    step = fuzz_passes.TrainCheck._step
+
+    def lifted_moves_b_further(self, mod, inputs, label, given, where):
+        loss, new, layout = step(self, mod, inputs, label, given, where)
+        if "main_transform_params" in mod:  # main as lifted: b moves twice as far
+            new["b"] = 2 * new["b"] - given["b"]
+        return loss, new, layout
+
+    monkeypatch.setattr(fuzz_passes.TrainCheck, "_step", lifted_moves_b_further)
+    with pytest.raises(Finding) as info:
+        run(fuzzer, [train()], MLP.replace('frozen="b"', 'frozen="w"'))
+    assert info.value.kind == "wrong-result" and "as updated through the lifted function" in info.value.detail
+
+
+def test_a_trainer_updating_otherwise_than_its_step_is_a_finding(fuzzer, monkeypatch):
     from adjoint import training as T
 
     step = T.Trainer.step
 
-    def lifted_steps_further(self, *args, **kwargs):
-        if "wt" in self.layout.frozen:  # main as lifted: b moves twice as far
-            kwargs["lr"] = 2 * self.lr
-        return step(self, *args, **kwargs)
+    def twice_the_lr(self, *args, **kwargs):
+        return step(self, *args, lr=2 * self.lr)
 
-    monkeypatch.setattr(T.Trainer, "step", lifted_steps_further)
+    monkeypatch.setattr(T.Trainer, "step", twice_the_lr)
     with pytest.raises(Finding) as info:
         run(fuzzer, [train()], MLP.replace('frozen="b"', 'frozen="w"'))
-    assert info.value.kind == "wrong-result" and "as updated through the lifted function" in info.value.detail
+    assert info.value.kind == "wrong-result" and "as the Trainer updates it, against its step" in info.value.detail
+
+
+def test_a_trainer_refusing_weights_of_symbolic_dims_is_counted_and_the_steps_compared(fuzzer):
+    # Trainer takes arrays of its weights' types, so not a weight of shape (6, "r"); its step runs with r bound
+    lora = next(t for t in fuzz_passes.PASS_TEXTS if '"r"' in t)
+    label, reached = run(fuzzer, [train()], lora)
+    assert label == "ok" and "trainer refused" in reached
+    # as lifted, main takes s = w + a @ b, of shape (6, 5): a Trainer takes that
+    assert "trained lifted" in reached and reached.count("trainer refused") == 1 and "trainer compared" in reached
+
+
+def test_a_step_freezing_other_weights_than_the_attr_is_a_finding(fuzzer, monkeypatch):
+    from adjoint import training as T
+
+    with_layout = T.SetupTrainer.with_layout
+
+    def nothing_frozen(self, mod):
+        self.frozen = ()
+        return with_layout(self, mod)
+
+    monkeypatch.setattr(T.SetupTrainer, "with_layout", nothing_frozen)
+    with pytest.raises(Finding) as info:
+        run(fuzzer, [train()])
+    assert info.value.kind == "train-layout"
 
 
 def test_a_saved_pipeline_with_rules_and_training_runs(fuzzer, tmp_path):

@@ -62,8 +62,8 @@ from adjoint.fuzz.runner import Finding, error_label
 LABELS = ["ok", "ok, nothing run"]
 REACHED = ["mutated", "attrs set", "pass ran", "pass refused", "verified", "round trip", "fixed point", "built",
            "compared", "compared after a dtype change", "lifted compared", "adjoint compared",
-           "simplified gradient compared", "frozen checked", "rule rewrote", "trained", "train step compared",
-           "trained lifted", "train lifted refused", "trained weight compared", "train skipped"]
+           "simplified gradient compared", "frozen checked", "rule rewrote", "trained", "trainer compared",
+           "trainer refused", "trained lifted", "train lifted refused", "trained weight compared", "train skipped"]
 
 PASS_TEXTS = [
     # parallel matmuls sharing their LHS (biases, activations), then attention; weights, one frozen
@@ -945,19 +945,22 @@ class Fuzzer:
 
 class TrainCheck:
     """A pipeline entry that trains one step and returns the module as it
-    was: ``T.Trainer`` on ``func_name`` with the MSE loss, ``optimizer`` and
-    random small inputs, weights and labels (drawn from ``seed``; as
-    ``small_inputs``), and the same on the function as LiftTransformParams
-    lifts it, its weights being ``f_transform_params`` of those. The loss
-    (before the update) is the same; frozen weights, and the lifted ones
-    computed from frozen weights and constants alone, are unchanged; a
-    trained weight that the lifted function takes as it is, and that nothing
-    lifted reads, gets the same update (its gradient is the same); and
-    ``T.SetupTrainer``'s step, built and called without donation, gives
-    what the Trainer's step gave. A Trainer refusing the function (no
-    weights, ints, every weight frozen) is an ``aj.Error``, as a pass
-    refusing it; a refusal on the lifted function only is counted, not a
-    finding (lifting may leave no trained weight)."""
+    was: ``T.SetupTrainer``'s step on ``func_name`` with the MSE loss,
+    ``optimizer`` and random small inputs, weights and labels (drawn from
+    ``seed``; as ``small_inputs``), built and run without donation, and the
+    same on the function as LiftTransformParams lifts it, its weights being
+    ``f_transform_params`` of those. The loss (before the update) is the
+    same; a trained weight that the lifted function takes as it is, and that
+    nothing lifted reads, gets the same update (its gradient is the same);
+    frozen weights, and the lifted ones computed from frozen weights and
+    constants alone, are read and not updated. A ``T.Trainer`` (donating,
+    its buffers updated in place) on each gives what its step gave and
+    leaves its frozen weights as they were; a Trainer refusing weights of
+    symbolic dims is counted ("trainer refused"). SetupTrainer refusing the
+    function (no weights, ints, every weight frozen, state of symbolic dims)
+    is an ``aj.Error``, as a pass refusing it; a refusal on the lifted
+    function only is counted, not a finding (lifting may leave no trained
+    weight, or a bool one)."""
 
     def __init__(self, func_name: str, optimizer: Any, seed: int = 0, reach: Callable[[str], None] | None = None):
         self.func_name, self.optimizer, self.seed = func_name, optimizer, seed
@@ -985,17 +988,10 @@ class TrainCheck:
         names = [p.name_hint for p in fn.params[ni:]]
         given = dict(zip(names, weights))
         track = Track((), [], None, rounding=True, sensitive=sensitive(fn), float32=_has_float32(fn))
-        exact = replace(track, rounding=False)
-        trainer = T.Trainer(mod, T.mse, self.optimizer, params={n: a.copy() for n, a in given.items()}, func_name=f, check_nan=False)
-        loss = np.asarray(trainer.step(*inputs, label), dtype=pred.dtype)
-        new = {n: np.array(v) for n, v in trainer.params.items()}
-        self.reach("trained")
         where = f"{self!r} on {f!r}"
-        for n in trainer.layout.frozen:
-            if not _same(new[n], given[n]):
-                raise Finding("train-frozen", f"{where}: frozen weight {n!r} changed:\ngot  {new[n]!r}\n"
-                                              f"was  {given[n]!r}", "frozen")
-        self._step_alone(mod, trainer.layout, inputs, label, given, loss, new, exact, where)
+        loss, new, layout = self._step(mod, inputs, label, given, where)
+        self.reach("trained")
+        self._trainer(mod, inputs, label, given, loss, new, layout, replace(track, rounding=False), where)
         lifted = aj.transform.LiftTransformParams()(mod)
         tps = sorted((n for n in lifted.functions if n not in mod and
                       re.fullmatch(re.escape(f) + r"_transform_params(_\d+)?", n)), key=len)
@@ -1006,20 +1002,15 @@ class TrainCheck:
         values = list(got) if isinstance(got, tuple) else [got]
         lnames = [p.name_hint for p in lifted[f].params[ni:]]
         lgiven = dict(zip(lnames, values))
+        where = f"{where}, lifted"
         try:
-            ltrainer = T.Trainer(lifted, T.mse, self.optimizer, params={n: a.copy() for n, a in lgiven.items()}, func_name=f, check_nan=False)
-        except aj.Error as e:
+            lloss, lnew, llayout = self._step(lifted, inputs, label, lgiven, where)
+        except aj.Error:
             if any(n not in lifted[f].frozen for n in lnames):
                 self.reach("train lifted refused")
             return mod
-        lloss = np.asarray(ltrainer.step(*inputs, label), dtype=pred.dtype)
-        lnew = {n: np.array(v) for n, v in ltrainer.params.items()}
         self.reach("trained lifted")
         compare(lloss, loss, track, f"{where}: the loss of the lifted function, against the function's")
-        for n in ltrainer.layout.frozen:
-            if not _same(lnew[n], lgiven[n]):
-                raise Finding("train-frozen", f"{where}: frozen weight {n!r} of the lifted function changed:\n"
-                                              f"got  {lnew[n]!r}\nwas  {lgiven[n]!r}", "lifted frozen")
         # a trained weight passed through as it is, read by nothing else lifted: the same gradient, the same update
         deps: dict[str, Any] = {p.name_hint: {w} for p, w in zip(tp.params, names)}
         for b in tp.bindings:
@@ -1034,29 +1025,57 @@ class TrainCheck:
             if not isinstance(value, aj.Var) or value.name_hint not in params:
                 continue
             w = params[value.name_hint]
-            if readers.get(w) != 1 or w in trainer.layout.frozen or lname in ltrainer.layout.frozen:
+            if readers.get(w) != 1 or w not in new or lname not in lnew:
                 continue
             compare(lnew[lname], new[w], track, f"{where}: weight {w!r} as updated through the lifted function "
                                                  f"({lname!r}), against the function's update")
             self.reach("trained weight compared")
+        self._trainer(lifted, inputs, label, lgiven, lloss, lnew, llayout, replace(track, rounding=False), where)
         return mod
 
-    def _step_alone(self, mod: aj.Module, layout: Any, inputs: list, label: np.ndarray, given: dict,
-                    loss: np.ndarray, new: dict, track: Track, where: str) -> None:
-        """SetupTrainer's step, built without donation, run once from the same weights."""
-        stepped, layout2 = T.SetupTrainer(T.mse, self.optimizer, self.func_name).with_layout(mod)
+    def _step(self, mod: aj.Module, inputs: list, label: np.ndarray, given: dict, where: str) -> tuple:
+        """SetupTrainer's step, built without donation, run once: the loss, the
+        trained weights as updated by name, and the step's layout. Its frozen
+        weights are params it does not return (checked from its layout)."""
+        stepped, layout = T.SetupTrainer(T.mse, self.optimizer, self.func_name).with_layout(mod)
         step = stepped["step"]
+        names = [p.name_hint for p in mod[self.func_name].params[len(inputs):]]
+        if sorted(layout.params + layout.frozen) != sorted(names) or set(layout.params) & set(layout.frozen):
+            raise Finding("train-layout", f"{where}: the step trains {layout.params} and freezes {layout.frozen}; "
+                                          f"the weights are {names}", "layout")
+        if tuple(sorted(layout.frozen)) != tuple(sorted(mod[self.func_name].frozen)):
+            raise Finding("train-layout", f"{where}: the step freezes {layout.frozen}, the function's attr "
+                                          f"{mod[self.func_name].frozen}", "frozen")
         types = [(p.name_hint, tuple(p.type.shape), p.type.dtype)
-                 for p in step.params[layout2.param_index:layout2.frozen_index]]
+                 for p in step.params[layout.param_index:layout.frozen_index]]
         state = self.optimizer.init_state(types)
-        lr = np.asarray(self.optimizer.lr_at(0), dtype=step.params[layout2.lr_index].type.dtype)
-        args = [*inputs, label, *[given[n] for n in layout2.params], *[given[n] for n in layout2.frozen], *state, lr]
+        lr = np.asarray(self.optimizer.lr_at(0), dtype=step.params[layout.lr_index].type.dtype)
+        args = [*inputs, label, *[given[n] for n in layout.params], *[given[n] for n in layout.frozen], *state, lr]
         out = aj.build(aj.Module({self.func_name: stepped[self.func_name], "step": step}))["step"](*args)
-        compare(out[0], loss, track, f"{where}: the loss of SetupTrainer's step, against the Trainer's")
-        for i, n in enumerate(layout2.params):
-            compare(out[1 + i], new[n], track, f"{where}: weight {n!r} as SetupTrainer's step updates it, "
-                                               f"against the Trainer's")
-        self.reach("train step compared")
+        if not isinstance(out, tuple) or len(out) != 1 + len(layout.params) + len(layout.state):
+            raise Finding("train-layout", f"{where}: the step returned {_summary(out)} for {len(layout.params)} "
+                                          f"weights and {len(layout.state)} state entries", "results")
+        return out[0], dict(zip(layout.params, out[1:])), layout
+
+    def _trainer(self, mod: aj.Module, inputs: list, label: np.ndarray, given: dict, loss: np.ndarray, new: dict,
+                 layout: Any, track: Track, where: str) -> None:
+        """A Trainer's step gives what the step did; it leaves frozen weights as they were."""
+        try:
+            trainer = T.Trainer(mod, T.mse, self.optimizer, params={n: a.copy() for n, a in given.items()},
+                                func_name=self.func_name, check_nan=False)
+        except aj.Error:
+            self.reach("trainer refused")  # weights of symbolic dims
+            return
+        got = np.asarray(trainer.step(*inputs, label), dtype=loss.dtype)
+        after = {n: np.array(v) for n, v in trainer.params.items()}
+        compare(got, loss, track, f"{where}: the Trainer's loss, against its step's")
+        for n in layout.params:
+            compare(after[n], new[n], track, f"{where}: weight {n!r} as the Trainer updates it, against its step")
+        for n in layout.frozen:
+            if not _same(after[n], given[n]):
+                raise Finding("train-frozen", f"{where}: frozen weight {n!r} changed:\ngot  {after[n]!r}\n"
+                                              f"was  {given[n]!r}", "frozen")
+        self.reach("trainer compared")
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
