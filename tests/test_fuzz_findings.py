@@ -273,11 +273,10 @@ def test_a_lifted_constant_is_frozen_when_no_weight_is():
 # function whose return is a var of tuple type has as many results as the
 # tuple has fields (AppendLoss counts them from the type), but AppendLoss
 # feeds the loss the whole tuple var instead of its first field, and mse
-# refuses it with a TypeInferenceError that names no tuple ("input must be a
+# refused it with a TypeInferenceError that names no tuple ("input must be a
 # tensor var of a FunctionBuilder, got Var"). Written `return (s[0], s[1])`,
-# the same function trains. Suspected cause:
-# python/adjoint/training/append_loss.py, `_outputs` splits only a Python
-# tuple from bb.inline, not a var of tuple type.
+# the same function trained. `_outputs` (training/append_loss.py) split only
+# a Python tuple from bb.inline; it now takes a var of tuple type apart too.
 
 RETURNS_A_TUPLE_VAR = '''\
 @function(num_input=1)
@@ -288,8 +287,6 @@ def main(x: Tensor((2, 6), "float64"), w: Tensor((2, 6), "float64")):
 '''
 
 
-@pytest.mark.xfail(strict=True, raises=aj.TypeInferenceError,
-                   reason="AppendLoss feeds the loss a returned tuple var whole, not its first field")
 def test_append_loss_of_a_function_returning_a_tuple_var_takes_its_first_field():
     from adjoint import training as T
 

@@ -63,7 +63,11 @@ def _checked_labels(loss: Any, labels: Any) -> list[tuple]:
 
 
 def _outputs(ret: Any) -> list[Any]:
-    return list(ret) if isinstance(ret, tuple) else [ret]
+    """The inlined function's results, one per field of its tuple result: a
+    var bound to a tuple (``s = split(y, 2); return s``) taken apart too."""
+    if isinstance(ret, tuple):
+        return list(ret)
+    return [ret[i] for i in range(len(ret.type.fields))] if ret.type.is_tuple else [ret]
 
 
 class AppendLoss:
