@@ -177,20 +177,8 @@ def test_a_mutation_leaving_no_function_is_no_program(fuzzer):
     assert len(aj.parse(inp["text"])) >= 1
 
 
-FLOAT64_OF_FLOAT32 = '''\
-@function(num_input=1)
-def main(x: Tensor((2, 3, 4), "float32"), wq: Tensor((4, 4), "float32"), wk: Tensor((4, 4), "float32")):
-    q = matmul(x, wq)
-    k = matmul(x, wk)
-    kt = permute_dims(k, axes=[0, 2, 1])
-    s = matmul(q, kt)
-    c = const(0.5, "float32")
-    sc = multiply(s, c)
-    p = softmax(sc, axis=-1)
-    o = matmul(p, x, out_dtype="float64")
-    l = sum(o)
-    return l
-'''
+ATTENTION = next(t for t in fuzz_passes.PASS_TEXTS if "softmax(sc" in t)  # a text of the corpus
+FLOAT64_OF_FLOAT32 = ATTENTION.replace("o = matmul(p, x)", 'o = matmul(p, x, out_dtype="float64")')
 
 
 def test_a_float64_result_of_float32_values_is_compared_at_float32_tolerance(fuzzer):
