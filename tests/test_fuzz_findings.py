@@ -229,7 +229,7 @@ def test_a_result_numpy_cannot_make_is_an_execution_error_naming_it():
     mod = aj.parse('@function\ndef main():\n    z = zeros((0, 2305843009213693953), "int32")\n    return (z, z)\n')
     with pytest.raises(aj.ExecutionError, match=r"^function 'main', result 0: an array of shape "
                                                  r"\(0, 2305843009213693953\) int32, which NumPy cannot make: "
-                                                 r"ValueError: array is too big"):
+                                                 r"its strides pass int64$"):
         aj.build(mod)["main"]()
 
 

@@ -246,15 +246,23 @@ const py::dtype& numpy_dtype(DType t) {
 }
 
 py::array ndarray_to_py(const NDArray& a, bool writeable) {
+  // NumPy refuses dims whose product passes its limit, even beside a 0 ((0, 2**61 + 1) int32); pybind11
+  // multiplies them into C strides before NumPy sees them, so strides past int64 are refused here first.
+  auto refused = [&](const std::string& why) {
+    return SizeOverflowError(str("an array of shape ", shape_to_string(Shape(a.shape().begin(), a.shape().end())),
+                                 " ", dtype_name(a.dtype()), ", which NumPy cannot make: ", why));
+  };
+  int64_t stride = static_cast<int64_t>(dtype_size(a.dtype()));
+  for (size_t d = a.shape().size(); d-- > 1;)
+    if (__builtin_mul_overflow(stride, a.shape()[d], &stride)) throw refused("its strides pass int64");
   auto* keep = new std::shared_ptr<void>(a.owner());
   py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
   py::array out;
   try {
     out = py::array(numpy_dtype(a.dtype()), a.shape(), a.data(), base);
-  } catch (py::error_already_set& e) {  // NumPy refuses dims whose product passes its limit, even beside a 0
+  } catch (py::error_already_set& e) {
     if (!e.matches(PyExc_ValueError)) throw;
-    throw SizeOverflowError(str("an array of shape ", shape_to_string(Shape(a.shape().begin(), a.shape().end())),
-                                " ", dtype_name(a.dtype()), ", which NumPy cannot make: ", e.what()));
+    throw refused(e.what());
   }
   if (!writeable) out.attr("flags").attr("writeable") = false;
   return out;
