@@ -57,6 +57,7 @@ import adjoint as aj
 from adjoint import pattern as P
 from adjoint import training as T
 from adjoint.fuzz import parse as fuzz_parse
+from adjoint.fuzz.exec import summarize
 from adjoint.fuzz.runner import Finding, error_label
 
 LABELS = ["ok", "ok, nothing run"]
@@ -501,20 +502,20 @@ def _has_float(t: aj.Type) -> bool:
 def compare(got: Any, want: Any, track: Track, where: str) -> None:
     if isinstance(want, tuple):
         if not isinstance(got, tuple) or len(got) != len(want):
-            raise Finding("wrong-result", f"{where} is {_summary(got)}, want {_summary(want)}", "structure")
+            raise Finding("wrong-result", f"{where} is {summarize(got)}, want {summarize(want)}", "structure")
         for i, (g, w) in enumerate(zip(got, want)):
             compare(g, w, track, f"{where}[{i}]")
         return
     if not isinstance(got, np.ndarray) or got.shape != want.shape:
-        raise Finding("wrong-result", f"{where} is {_summary(got)}, want {_summary(want)}", "shape")
+        raise Finding("wrong-result", f"{where} is {summarize(got)}, want {summarize(want)}", "shape")
     if want.dtype.kind != "f" or got.dtype.kind != "f":
         if got.dtype != want.dtype:
-            raise Finding("wrong-result", f"{where} is {_summary(got)}, want {_summary(want)}", "dtype")
+            raise Finding("wrong-result", f"{where} is {summarize(got)}, want {summarize(want)}", "dtype")
         if not np.array_equal(got, want) and not (track.rounding and track.sensitive):
             raise Finding("wrong-result", f"{where} differs:\ngot  {got!r}\nwant {want!r}", "ints")
         return
     if got.dtype != want.dtype and not track.converted:
-        raise Finding("wrong-result", f"{where} is {_summary(got)}, want {_summary(want)}", "dtype")
+        raise Finding("wrong-result", f"{where} is {summarize(got)}, want {summarize(want)}", "dtype")
     if track.rounding and track.sensitive:
         return
     g, w = got.astype(np.float64), want.astype(np.float64)
@@ -539,14 +540,6 @@ def compare(got: Any, want: Any, track: Track, where: str) -> None:
         i = int(np.argmax(bad))
         raise Finding("wrong-result", f"{where} differs ({int(bad.sum())} of {bad.size} elements; "
                                       f"first got {g[i]!r}, want {w[i]!r}):\ngot  {got!r}\nwant {want!r}", "floats")
-
-
-def _summary(v: Any) -> str:
-    if isinstance(v, tuple):
-        return "(" + ", ".join(_summary(x) for x in v) + ")"
-    if isinstance(v, np.ndarray):
-        return f"array{v.shape} {v.dtype}"
-    return type(v).__name__
 
 
 def small_inputs(fn: aj.Function, rng: np.random.Generator) -> list | None:
@@ -906,7 +899,7 @@ class Fuzzer:
                 base = updated.get(base_name(f)) if f.endswith("_adjoint") else None
                 if base is not None and base.want is not None:
                     if not isinstance(got, tuple) or len(got) != 2:
-                        raise Finding("wrong-result", f"{where}: {f!r} returned {_summary(got)}, not (result, grads)",
+                        raise Finding("wrong-result", f"{where}: {f!r} returned {summarize(got)}, not (result, grads)",
                                       "adjoint")
                     compare(got[0], base.want, base, f"{f}(...)[0], against {base_name(f)}'s result")
                     reach("adjoint compared")
@@ -1053,7 +1046,7 @@ class TrainCheck:
         args = [*inputs, label, *[given[n] for n in layout.params], *[given[n] for n in layout.frozen], *state, lr]
         out = aj.build(aj.Module({self.func_name: stepped[self.func_name], "step": step}))["step"](*args)
         if not isinstance(out, tuple) or len(out) != 1 + len(layout.params) + len(layout.state):
-            raise Finding("train-layout", f"{where}: the step returned {_summary(out)} for {len(layout.params)} "
+            raise Finding("train-layout", f"{where}: the step returned {summarize(out)} for {len(layout.params)} "
                                           f"weights and {len(layout.state)} state entries", "results")
         return out[0], dict(zip(layout.params, out[1:])), layout
 
