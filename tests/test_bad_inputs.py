@@ -160,9 +160,16 @@ def symbolic_module() -> aj.Module:
 def run_overflow_module() -> aj.Module:
     """Zero-size bool input binds m = 2**61 + 1; broadcasting to (m, 8) float64 overflows."""
     bb = aj.FunctionBuilder("main")
-    x = bb.param("x", ("n", "m"), "bool")
-    s = aj.op.sum(aj.op.astype(x, "float64"))
+    bb.param("x", ("n", "m"), "bool")
+    s = aj.op.zeros((), "float64")
     return bb.finish(aj.op.sum(aj.op.broadcast_to(s, ("m", 8), name="big")))
+
+
+def seventy_dims_module() -> aj.Module:
+    """A result of 70 dims: adjoint has no limit, NumPy's is 64."""
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (1,), "float32")
+    return bb.finish(aj.op.reshape(x, (1,) * 70))
 
 
 def zeros_module(n: int) -> aj.Module:
@@ -197,6 +204,11 @@ CASES = [
          aj.TypeInferenceError, f"({HUGE}, 8)", OVERFLOW, line=2),
     case("parse_huge_ones", lambda: parse(f"y = ones(({HUGE}, 8), \"float64\")\nreturn y"),
          aj.TypeInferenceError, "op 'ones'", OVERFLOW, line=3),
+    # a 0 dim leaves no bytes, yet NumPy refuses the other dims' product past int64, in either order
+    case("parse_huge_beside_zero", lambda: parse(f"y = zeros(({HUGE}, 0), \"float32\")\nreturn y"),
+         aj.TypeInferenceError, "op 'zeros'", f"({HUGE}, 0)", OVERFLOW, line=3),
+    case("parse_zero_beside_huge", lambda: parse(f"y = zeros((0, {HUGE}), \"float32\")\nreturn y"),
+         aj.TypeInferenceError, "op 'zeros'", f"(0, {HUGE})", OVERFLOW, line=3),
     case("parse_huge_zeros", lambda: parse("y = zeros((4294967296, 4294967296), \"float64\")\nreturn y"),
          aj.TypeInferenceError, "op 'zeros'", OVERFLOW, line=3),
     case("parse_tuple_index_beyond_int32", lambda: parse("t = (x, x)\ny = t[4294967296]\nreturn y"),
@@ -413,6 +425,8 @@ CASES = [
     case("run_none", lambda: exe(sum_module())(None), aj.ExecutionError, "param 'x'", "None"),
     case("run_strings", lambda: exe(sum_module())(["a", "b"]), aj.ExecutionError, "param 'x'", "list"),
     case("run_object_array", lambda: exe(sum_module())(np.array([1, None])), aj.ExecutionError, "param 'x'", "object"),
+    case("run_result_past_numpy_dims", lambda: exe(seventy_dims_module())(np.ones(1, np.float32)),
+         aj.ExecutionError, "function 'main', result 0", "which NumPy cannot make", "within [0, 64]"),
     case("run_shape_overflow", lambda: exe(run_overflow_module())(np.zeros((0, 2**61 + 1), bool)),
          aj.ExecutionError, "binding 'big'", "op 'broadcast_to'", "(2305843009213693953, 8)", OVERFLOW),
     case("run_impossible_input_copy", lambda: exe(sum_module((2**40,), "float64"))(np.broadcast_to(np.zeros(1), (2**40,))),

@@ -152,8 +152,8 @@ NDArray view_of(const py::array& a, DType dtype) {
 
 // The result as the type nests it; flat tensor k is `given[k]` when set (a
 // donated input's array).
-// A result NumPy cannot make (a 0-size shape whose other dims multiply past
-// its limit) is an ExecutionError naming the function and the result.
+// A result NumPy cannot make (more than its 64 dims) is an ExecutionError
+// naming the function and the result.
 py::object rebuild(const Type& t, const std::vector<NDArray>& flat, const std::vector<py::object>& given, size_t& pos,
                    const std::string& fn_name) {
   if (t->is_tensor()) {

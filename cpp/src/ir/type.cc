@@ -42,15 +42,18 @@ size_t dtype_size(DType t) {
   return 0;
 }
 
+// As NumPy counts it: the dims other than 0 must multiply (with the item
+// size) within int64 even when a 0 leaves no bytes, so (0, 2**61 + 1) and
+// (2**61 + 1, 0) of float32 are both too large, as np.empty finds them.
 std::optional<int64_t> tensor_bytes(const std::vector<int64_t>& dims, DType t) {
   int64_t bytes = static_cast<int64_t>(dtype_size(t));
-  for (int64_t d : dims)
-    if (d < 0) return std::nullopt;
+  bool empty = false;
   for (int64_t d : dims) {
-    if (d == 0) return 0;
-    if (__builtin_mul_overflow(bytes, d, &bytes)) return std::nullopt;
+    if (d < 0) return std::nullopt;
+    if (d == 0) empty = true;
+    else if (__builtin_mul_overflow(bytes, d, &bytes)) return std::nullopt;
   }
-  return bytes;
+  return empty ? 0 : bytes;
 }
 
 namespace {

@@ -15,7 +15,8 @@ const char* dtype_name(DType t);                        // "float32"
 std::optional<DType> dtype_from_name(const std::string& name);
 size_t dtype_size(DType t);                             // bytes per element
 // Bytes of a row-major tensor of these dims, or nullopt when a dim is
-// negative or the element count or byte size does not fit in int64.
+// negative or the byte size of its dims other than 0 does not fit in int64
+// (NumPy's limit, which holds beside a 0 dim too).
 std::optional<int64_t> tensor_bytes(const std::vector<int64_t>& dims, DType t);
 inline bool is_float(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
 inline bool is_int(DType t) { return t == DType::kInt32 || t == DType::kInt64; }
