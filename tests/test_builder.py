@@ -124,12 +124,25 @@ def test_type_errors_name_the_op(case):
         call(x)
 
 
-@pytest.mark.parametrize("shape, dtype, message", [((2,), "float16", "dtype"), ((-1,), "float32", "negative dim -1")])
+@pytest.mark.parametrize("shape, dtype, message", [((2,), "float16", "dtype"), ((-1,), "float32", "negative dim -1"),
+                                                   ((aj.Dim(1) - 3,), "float32", "negative dim -2"),
+                                                   ((1.5,), "float32", "a dim must be an int, a string or an aj.Dim")])
 def test_param_errors_abandon_the_builder(shape, dtype, message):
     bb = aj.FunctionBuilder("main")
     with pytest.raises(aj.Error, match=message):
         bb.param("z", shape, dtype)
     assert bb.status == "abandoned" and bb not in aj.builder._stack()
+
+
+def test_shapes_take_dims_as_ints_and_strings():
+    bb = aj.FunctionBuilder("main")
+    n = aj.Dim("n")
+    x = bb.param("x", (n, aj.Dim(3)), "float32")
+    y = aj.op.reshape(x, (n * 3,))
+    z = aj.op.broadcast_to(aj.op.zeros((), "float32"), (2, n * 3))
+    assert x.type.shape == ("n", 3) and y.type.shape == ("3*n",) and z.type.shape == (2, "3*n")
+    mod = bb.finish(y + z)
+    assert aj.build(mod)["main"](np.ones((2, 3), np.float32)).shape == (2, 6)
 
 
 def test_ops_outside_a_builder_are_an_error():

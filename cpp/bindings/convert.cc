@@ -24,11 +24,11 @@ Dim dim_from_str(const py::handle& s, const What& what) {
   }
 }
 
-// Dims from a tuple or list of ints and dim strings; negative ints are an
-// error unless `allow_negative` (attrs, whose op checks them).
+// Dims from a tuple or list of ints, dim strings and aj.Dims; negative ints
+// are an error unless `allow_negative` (attrs, whose op checks them).
 Shape dims_from_py(const py::handle& obj, const What& what, bool allow_negative) {
   if (!py::isinstance<py::tuple>(obj) && !py::isinstance<py::list>(obj))
-    throw Error(str(what, ": a shape must be a tuple or list of ints and strings, got ",
+    throw Error(str(what, ": a shape must be a tuple or list of ints, strings and aj.Dims, got ",
                     py_type_name(obj)));
   Shape out;
   for (const auto& d : obj) {
@@ -38,8 +38,12 @@ Shape dims_from_py(const py::handle& obj, const What& what, bool allow_negative)
       int64_t v = to_int64(d, what);
       if (v < 0 && !allow_negative) throw Error(str(what, ": negative dim ", v));
       out.push_back(Dim(v));
+    } else if (py::isinstance<Dim>(d)) {
+      Dim v = d.cast<Dim>();  // arithmetic may make a negative one (aj.Dim(1) - 3)
+      if (v.is_const() && v.value() < 0 && !allow_negative) throw Error(str(what, ": negative dim ", v.value()));
+      out.push_back(std::move(v));
     } else {
-      throw Error(str(what, ": a dim must be an int or a string, got ", py_type_name(d)));
+      throw Error(str(what, ": a dim must be an int, a string or an aj.Dim, got ", py_type_name(d)));
     }
   }
   return out;

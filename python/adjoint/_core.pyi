@@ -5,7 +5,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import numpy as np
 
 DimLike = int | str | "Dim"
-ShapeLike = Sequence[int | str]
+ShapeLike = Sequence[int | str | Dim]
 DTypeLike = str | type | np.dtype[Any]
 AttrLike = None | bool | int | float | str | Sequence[int] | Sequence[int | str]
 

@@ -57,10 +57,10 @@ def generate() -> str:
         "",
         "import numpy as np",
         "",
-        "from ._core import Expr, Var",
+        "from ._core import Dim, Expr, Var",
         "",
         "TensorLike = Expr | np.ndarray | float | int | bool",
-        "ShapeLike = Sequence[int | str]",
+        "ShapeLike = Sequence[int | str | Dim]",
         "DTypeLike = str | type | np.dtype[Any]",
         "",
     ]

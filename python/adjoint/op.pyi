@@ -4,10 +4,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._core import Expr, Var
+from ._core import Dim, Expr, Var
 
 TensorLike = Expr | np.ndarray | float | int | bool
-ShapeLike = Sequence[int | str]
+ShapeLike = Sequence[int | str | Dim]
 DTypeLike = str | type | np.dtype[Any]
 
 def add(x1: TensorLike, x2: TensorLike, *, name: str = "") -> Var:
