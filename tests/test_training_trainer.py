@@ -447,3 +447,46 @@ def test_a_frozen_weight_is_read_kept_saved_and_loaded_but_never_trained(tmp_pat
 def test_a_bad_frozen_is_an_error_naming_it(frozen, message):
     with pytest.raises(aj.Error, match=message):
         T.Trainer(mlp(), T.mse, T.SGD(lr=0.1), frozen=frozen)
+
+
+def symbolic_mlp(h: int | str = "h") -> aj.Module:
+    """mlp() with its hidden width a symbol h (or a number), and a weight of 2*h."""
+    bb = aj.FunctionBuilder("main", num_input=1)
+    x = bb.param("x", ("n", 4), "float64")
+    w1, b1 = bb.param("w1", (4, h), "float64"), bb.param("b1", (h,), "float64")
+    w2, g = bb.param("w2", (h, 3), "float64"), bb.param("g", (aj.Dim(h) * 2,), "float64")
+    hidden = aj.op.relu(x @ w1 + b1)
+    scale = aj.op.sum(g)
+    return bb.finish(hidden @ w2 * scale)
+
+
+@pytest.mark.parametrize("optimizer", [lambda: T.SGD(lr=0.1, momentum=0.9), lambda: T.AdamW(lr=1e-2)])
+def test_weights_of_symbolic_dims_take_their_shapes_from_the_given_values(optimizer):
+    rng = np.random.default_rng(0)
+    given = {"w1": rng.standard_normal((4, 5)), "b1": rng.standard_normal(5), "w2": rng.standard_normal((5, 3)),
+             "g": rng.standard_normal(10)}
+    symbolic = T.Trainer(symbolic_mlp(), T.mse, optimizer(), params=given)
+    concrete = T.Trainer(symbolic_mlp(5), T.mse, optimizer(), params=given)
+    x, y = rng.standard_normal((6, 4)), rng.standard_normal((6, 3))
+    for _ in range(3):
+        assert symbolic.step(x, y) == concrete.step(x, y)
+    assert all(np.array_equal(symbolic.params[k], concrete.params[k]) for k in given)
+    state = symbolic.state_dict()
+    assert {k: v.shape for k, v in state.items()} == {k: v.shape for k, v in concrete.state_dict().items()}
+    symbolic.load_state_dict(state)
+    assert "4 weights (50 values)" in repr(symbolic)
+
+
+@pytest.mark.parametrize("params, message", [
+    ({"w1": np.zeros((4, 5)), "b1": np.zeros(6), "w2": np.zeros((5, 3)), "g": np.zeros(10)},
+     r"^Trainer: param 'b1' has shape \(6,\), giving its dim 'h' the value 6, but param 'w1' gave h = 5$"),
+    ({"w1": np.zeros((4, 5)), "b1": np.zeros(5), "w2": np.zeros((5, 3)), "g": np.zeros(9)},
+     r"^Trainer: param 'g' has shape \(9,\), expected \(10,\)$"),
+    ({"w1": np.zeros((4, 5)), "b1": np.zeros(5), "w2": np.zeros((5, 3))},
+     r"weight 'g' has symbolic shape \('2\*h',\); give its initial value"),
+    ({"w1": np.zeros((4, 5, 1)), "b1": np.zeros(5), "w2": np.zeros((5, 3)), "g": np.zeros(10)},
+     r"^Trainer: param 'w1' has shape \(4, 5, 1\), expected \(4, 5\)$"),
+])
+def test_symbolic_weights_whose_values_disagree_are_errors_naming_them(params, message):
+    with pytest.raises(aj.Error, match=message):
+        T.Trainer(symbolic_mlp(), T.mse, T.SGD(lr=0.1), params=params)

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .._core import Dim
 from ..errors import Error, ExecutionError
 from ..ir import Module
 from ..runtime import build
@@ -71,6 +72,9 @@ class Trainer:
         self._weight_names = tuple(p.name_hint for p in model.params[model.attrs["num_input"]:])
         self._lr_dtype = np.dtype(step_fn.params[self.layout.lr_index].type.dtype)
         weights = self._initial_params(params, seed)
+        # the initial values bind the weights' symbolic dims: state and checkpoints take their shapes
+        self._param_types = [(n, weights[n].shape, d) for n, _, d in self._param_types]
+        self._frozen_types = [(n, weights[n].shape, d) for n, _, d in self._frozen_types]
         self._params = [weights[name] for name, _, _ in self._param_types]
         self._frozen = [weights[name] for name, _, _ in self._frozen_types]
         self._state = [np.array(s, order="C") for s in optimizer.init_state(self._param_types)]
@@ -241,10 +245,13 @@ class Trainer:
             raise Error(f"Trainer: params has {shown(unknown[0])}, which is not a weight of '{self._func_name}' "
                         f"(its weights: {', '.join(names)})")
         initial = init_params(self.module[self._func_name], seed=seed, skip=set(given))
+        types = self._param_types + self._frozen_types
+        arrays = {name: as_array("Trainer", f"param '{name}'", given[name] if name in given else initial[name])
+                  for name, _, _ in types}
+        env = _bound_symbols(types, arrays)
         out = {}
-        for name, shape, dtype in self._param_types + self._frozen_types:
-            value = given[name] if name in given else initial[name]
-            out[name] = _as_value(value, _Spec(shape, dtype), "Trainer", f"param '{name}'")
+        for name, shape, dtype in types:
+            out[name] = _as_value(arrays[name], _Spec(_concrete(shape, env), dtype), "Trainer", f"param '{name}'")
         return out
 
     def _inputs(self, arrays: Iterable[Any], who: str) -> list[np.ndarray]:
@@ -304,6 +311,32 @@ def _whole(a: np.ndarray) -> int | None:
     if a.dtype.kind == "f" and np.isfinite(a) and float(a).is_integer():
         return int(a)
     return None
+
+
+def _bound_symbols(types: list, arrays: Mapping[str, np.ndarray]) -> dict[str, int]:
+    """The value of each symbol a weight's dim is alone ("n" of ("n", 4)),
+    from the initial arrays; an error naming both weights when two disagree."""
+    env: dict[str, int] = {}
+    first: dict[str, str] = {}
+    for name, shape, _ in types:
+        a = arrays[name]
+        if a.ndim != len(shape):
+            continue  # _as_value names the shape
+        for d, n in zip(shape, a.shape):
+            if not isinstance(d, str) or Dim(d).symbols != [d]:
+                continue
+            if d in env and env[d] != n:
+                raise Error(f"Trainer: param '{name}' has shape {a.shape}, giving its dim '{d}' the value {n}, "
+                            f"but param '{first[d]}' gave {d} = {env[d]}")
+            env.setdefault(d, n)
+            first.setdefault(d, name)
+    return env
+
+
+def _concrete(shape: tuple, env: Mapping[str, int]) -> tuple:
+    """``shape`` with each symbolic dim whose symbols ``env`` binds evaluated."""
+    return tuple(Dim(d).evaluate(env) if isinstance(d, str) and set(Dim(d).symbols) <= env.keys() else d
+                 for d in shape)
 
 
 class _Spec:
