@@ -15,6 +15,7 @@ import pytest
 
 import adjoint as aj
 from adjoint.fuzz import passes as fuzz_passes
+from adjoint.fuzz import passes_corpus
 from adjoint.fuzz.runner import Finding
 
 MLP = '''\
@@ -177,7 +178,7 @@ def test_a_mutation_leaving_no_function_is_no_program(fuzzer):
     assert len(aj.parse(inp["text"])) >= 1
 
 
-ATTENTION = next(t for t in fuzz_passes.PASS_TEXTS if "softmax(sc" in t)  # a text of the corpus
+ATTENTION = next(t for t in passes_corpus.PASS_TEXTS if "softmax(sc" in t)  # a text of the corpus
 FLOAT64_OF_FLOAT32 = ATTENTION.replace("o = matmul(p, x)", 'o = matmul(p, x, out_dtype="float64")')
 
 
@@ -193,7 +194,7 @@ def test_results_in_float64_after_convert_dtype_are_the_new_reference(fuzzer):
     # regression (seed 0, input 209264, a false finding): a softmax's gradient in float64 differed from
     # the float32 one by 0.7% at an element (float32 cancellation), over the tolerance; the float64
     # results are then the reference, so converting back compares against them
-    inp = {"base": 0, "mutations": [], "text": aj.transform.Gradient()(aj.parse(fuzz_passes.PASS_TEXTS[-1])).script(),
+    inp = {"base": 0, "mutations": [], "text": aj.transform.Gradient()(aj.parse(passes_corpus.PASS_TEXTS[-1])).script(),
            "passes": [{"pass": "ConvertDType", "dtype": "float64", "from_dtype": "float32"},
                       {"pass": "ConvertDType", "dtype": "float32", "from_dtype": "float64"}]}
     reached: list[str] = []
@@ -220,13 +221,13 @@ def main(x: Tensor((3,), "float64"), w: Tensor(("n", 3), "float64"), y: Tensor((
 # ---- text rules (P.Rewriter.from_text) as passes ----
 
 def rules_text() -> str:
-    return next(t for t in fuzz_passes.PASS_TEXTS if "negative(gt)" in t or "negative(g3)" in t)
+    return next(t for t in passes_corpus.PASS_TEXTS if "negative(gt)" in t or "negative(g3)" in t)
 
 
 @pytest.mark.parametrize("rule", sorted(set(fuzz_passes.RULES) - {"multiply_commutes"}))
 def test_each_text_rule_is_sound_and_its_own_fixed_point(fuzzer, rule):
     rewrote = False
-    for text in fuzz_passes.PASS_TEXTS[-2:]:  # the texts the rules are for, float32 and float64
+    for text in passes_corpus.PASS_TEXTS[-2:]:  # the texts the rules are for, float32 and float64
         label, reached = run(fuzzer, [{"pass": "Rewriter", "rules": [rule]}], text)
         assert label == "ok" and "compared" in reached and "fixed point" in reached
         rewrote |= "rule rewrote" in reached
@@ -234,7 +235,7 @@ def test_each_text_rule_is_sound_and_its_own_fixed_point(fuzzer, rule):
 
 
 def test_rules_that_never_stop_are_a_label_and_not_a_fixed_point_check(fuzzer):
-    batch_norm = next(t for t in fuzz_passes.PASS_TEXTS if "multiply(gamma, inv)" in t)
+    batch_norm = next(t for t in passes_corpus.PASS_TEXTS if "multiply(gamma, inv)" in t)
     label, reached = run(fuzzer, [{"pass": "Rewriter", "rules": ["multiply_commutes"]}], batch_norm)
     assert label == "aj.TransformError" and "pass refused" in reached
     label, _ = run(fuzzer, [{"pass": "Rewriter", "rules": ["transpose_of_matmul", "matmul_of_transposes"]}],
@@ -353,7 +354,7 @@ def test_a_trainer_updating_otherwise_than_its_step_is_a_finding(fuzzer, monkeyp
 
 def test_a_trainer_refusing_weights_of_symbolic_dims_is_counted_and_the_steps_compared(fuzzer):
     # Trainer takes arrays of its weights' types, so not a weight of shape (6, "r"); its step runs with r bound
-    lora = next(t for t in fuzz_passes.PASS_TEXTS if '"r"' in t)
+    lora = next(t for t in passes_corpus.PASS_TEXTS if '"r"' in t)
     label, reached = run(fuzzer, [train()], lora)
     assert label == "ok" and "trainer refused" in reached
     # as lifted, main takes s = w + a @ b, of shape (6, 5): a Trainer takes that
