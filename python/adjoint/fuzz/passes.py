@@ -47,7 +47,6 @@ reference from then on.
 from __future__ import annotations
 
 import random
-import re
 from dataclasses import replace
 from typing import Any, Callable
 
@@ -61,7 +60,7 @@ from adjoint.fuzz.exec import summarize
 from adjoint.fuzz.passes_compare import (COST_LIMIT, Track, _has_float, _has_float32, call, compare, cost, sensitive,
                                          small_inputs)
 from adjoint.fuzz.passes_corpus import PASS_TEXTS
-from adjoint.fuzz.passes_train import TrainCheck, check_frozen
+from adjoint.fuzz.passes_train import TrainCheck, check_frozen, transform_params_names
 from adjoint.fuzz.runner import Finding, error_label
 
 LABELS = ["ok", "ok, nothing run"]
@@ -457,8 +456,7 @@ class Fuzzer:
                                                     t.sensitive or sensitive(out[g + "_adjoint"]))
             elif leaf["pass"] == "LiftTransformParams":
                 for f in list(updated):
-                    lifted = sorted((n for n in new if n not in taken and
-                                     re.fullmatch(re.escape(f) + r"_transform_params(_\d+)?", n)), key=len)
+                    lifted = sorted(transform_params_names(f, (n for n in new if n not in taken)), key=len)
                     if not lifted or "num_input" not in out[f].attrs:
                         continue
                     tp, ni, t = lifted[0], out[f].attrs["num_input"], updated[f]

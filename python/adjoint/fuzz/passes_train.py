@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -70,11 +70,20 @@ class TrainCheck:
         loss, new, layout = self._step(mod, inputs, label, given, where)
         self.reach("trained")
         self._trainer(mod, inputs, label, given, loss, new, layout, replace(track, rounding=False), where)
+        self._train_lifted(mod, inputs, label, weights, loss, new, track, where)
+        return mod
+
+    def _train_lifted(self, mod: aj.Module, inputs: list, label: np.ndarray, weights: list, loss: np.ndarray,
+                      new: dict, track: Track, where: str) -> None:
+        """The step on the function as LiftTransformParams lifts it, its weights
+        made by f_transform_params: the function's loss, and its update of a
+        trained weight passed through as it is; then its Trainer."""
+        f = self.func_name
+        ni = mod[f].attrs["num_input"]
         lifted = aj.transform.LiftTransformParams()(mod)
-        tps = sorted((n for n in lifted.functions if n not in mod and
-                      re.fullmatch(re.escape(f) + r"_transform_params(_\d+)?", n)), key=len)
+        tps = sorted(transform_params_names(f, (n for n in lifted.functions if n not in mod)), key=len)
         if not tps:
-            return mod
+            return
         tp = aj.parse(lifted.script())[tps[0]]  # distinct names
         got = aj.build(lifted)[tps[0]](*weights)
         values = list(got) if isinstance(got, tuple) else [got]
@@ -86,17 +95,22 @@ class TrainCheck:
         except aj.Error:
             if any(n not in lifted[f].frozen for n in lnames):
                 self.reach("train lifted refused")
-            return mod
+            return
         self.reach("trained lifted")
         compare(lloss, loss, track, f"{where}: the loss of the lifted function, against the function's")
-        # a trained weight passed through as it is, read by nothing else lifted: the same gradient, the same update
-        deps: dict[str, Any] = {p.name_hint: {w} for p, w in zip(tp.params, names)}
-        for b in tp.bindings:
-            deps[b.var.name_hint] = _deps(b.value, deps)
-        fields = list(tp.ret.fields) if isinstance(tp.ret, aj.Tuple) else [tp.ret]
+        names = [p.name_hint for p in mod[f].params[ni:]]
+        self._compare_passed_through(tp, names, lnames, new, lnew, track, where)
+        self._trainer(lifted, inputs, label, lgiven, lloss, lnew, llayout, replace(track, rounding=False), where)
+
+    def _compare_passed_through(self, tp: aj.Function, names: list, lnames: list, new: dict, lnew: dict,
+                                track: Track, where: str) -> None:
+        """A trained weight that f_transform_params ``tp`` returns as it is, and
+        that nothing else it returns reads, gets the same update through the
+        lifted function (its gradient is the same)."""
+        fields, reads = _returned_deps(tp, names)
         readers: dict[str, int] = {}
-        for value in fields:
-            for w in _flat(_deps(value, deps)):
+        for d in reads:
+            for w in _flat(d):
                 readers[w] = readers.get(w, 0) + 1
         params = {p.name_hint: w for p, w in zip(tp.params, names)}
         for lname, value in zip(lnames, fields):
@@ -108,8 +122,6 @@ class TrainCheck:
             compare(lnew[lname], new[w], track, f"{where}: weight {w!r} as updated through the lifted function "
                                                  f"({lname!r}), against the function's update")
             self.reach("trained weight compared")
-        self._trainer(lifted, inputs, label, lgiven, lloss, lnew, llayout, replace(track, rounding=False), where)
-        return mod
 
     def _step(self, mod: aj.Module, inputs: list, label: np.ndarray, given: dict, where: str) -> tuple:
         """SetupTrainer's step, built without donation, run once: the loss, the
@@ -169,7 +181,7 @@ def check_frozen(where: str, mod: aj.Module, out: aj.Module) -> None:
     the printed output parsed back (distinct names in each function)."""
     new = [n for n in out.functions if n not in mod]
     for f, fn in mod.functions.items():
-        lifted = [n for n in new if re.fullmatch(re.escape(f) + r"_transform_params(_\d+)?", n)]
+        lifted = transform_params_names(f, new)
         if "num_input" not in fn.attrs or not lifted or f not in out:
             continue
         ni, tp, after = fn.attrs["num_input"], out[lifted[0]], out[f]
@@ -181,17 +193,13 @@ def check_frozen(where: str, mod: aj.Module, out: aj.Module) -> None:
         if len(tp.params) != len(weights):
             raise Finding("lift-signature", f"{where}: {tp.name!r} takes {len(tp.params)} params for {len(weights)} "
                                             f"weights", "transform_params")
-        deps: dict[str, Any] = {p.name_hint: {w} for p, w in zip(tp.params, weights)}
-        for b in tp.bindings:
-            deps[b.var.name_hint] = _deps(b.value, deps)
-        fields = tp.ret.fields if isinstance(tp.ret, aj.Tuple) else [tp.ret]
+        fields, reads = _returned_deps(tp, weights)
         lifted_weights = [p.name_hint for p in after.params[ni:]]
         if len(fields) != len(lifted_weights) or len(set(lifted_weights)) != len(lifted_weights):
             raise Finding("lift-signature", f"{where}: {f!r} takes weights {lifted_weights}, {tp.name!r} returns "
                                             f"{len(fields)} values", "weights")
         want = []
-        for name, value in zip(lifted_weights, fields):
-            d = _deps(value, deps)
+        for name, d in zip(lifted_weights, reads):
             if isinstance(d, list):
                 continue  # a tuple: not a weight the executor takes
             if d <= frozen:  # frozen weights alone, or constants alone (zeros of a weight's dim): no trained weight
@@ -201,6 +209,23 @@ def check_frozen(where: str, mod: aj.Module, out: aj.Module) -> None:
             raise Finding("lift-frozen", f"{where}: {f!r} as lifted has frozen={got}, want {want} (the weights "
                                          f"computed from frozen weights {sorted(frozen)} alone)\n--- output:\n"
                                          f"{out.script()}", "frozen")
+
+
+def transform_params_names(f: str, names: Iterable[str]) -> list[str]:
+    """The names, of ``names`` and in their order, that LiftTransformParams
+    gives a function it lifts out of ``f`` (f_transform_params, a number
+    after it when that is taken)."""
+    return [n for n in names if re.fullmatch(re.escape(f) + r"_transform_params(_\d+)?", n)]
+
+
+def _returned_deps(tp: aj.Function, weights: list[str]) -> tuple[list, list]:
+    """The values a transform_params function returns (a tuple's fields), and
+    the weights each reads (as ``_deps``), its params being ``weights``."""
+    deps: dict[str, Any] = {p.name_hint: {w} for p, w in zip(tp.params, weights)}
+    for b in tp.bindings:
+        deps[b.var.name_hint] = _deps(b.value, deps)
+    fields = list(tp.ret.fields) if isinstance(tp.ret, aj.Tuple) else [tp.ret]
+    return fields, [_deps(value, deps) for value in fields]
 
 
 def _deps(e: Any, deps: dict) -> Any:
