@@ -15,7 +15,7 @@ import pytest
 
 import adjoint as aj
 from adjoint.fuzz import passes as fuzz_passes
-from adjoint.fuzz import passes_corpus
+from adjoint.fuzz import passes_corpus, passes_pipeline, passes_train
 from adjoint.fuzz.runner import Finding
 
 MLP = '''\
@@ -130,8 +130,8 @@ def test_a_finding_is_saved_as_the_program_and_a_script_running_the_pipeline(fuz
 
 def test_inputs_use_every_pass_and_programs_with_weights(fuzzer):
     inputs = [fuzzer.make(k) for k in range(300)]
-    used = {name for inp in inputs for spec in inp["passes"] for name in fuzz_passes.pass_names(spec)}
-    assert used == set(fuzz_passes.PASSES) - {"Sequential"}
+    used = {name for inp in inputs for spec in inp["passes"] for name in passes_pipeline.pass_names(spec)}
+    assert used == set(passes_pipeline.PASSES) - {"Sequential"}
     assert any(spec["pass"] == "Sequential" for inp in inputs for spec in inp["passes"])
     assert all(1 <= len(inp["passes"]) <= 6 for inp in inputs)
     assert sum("num_input=" in inp["text"] for inp in inputs) > 50
@@ -224,7 +224,7 @@ def rules_text() -> str:
     return next(t for t in passes_corpus.PASS_TEXTS if "negative(gt)" in t or "negative(g3)" in t)
 
 
-@pytest.mark.parametrize("rule", sorted(set(fuzz_passes.RULES) - {"multiply_commutes"}))
+@pytest.mark.parametrize("rule", sorted(set(passes_pipeline.RULES) - {"multiply_commutes"}))
 def test_each_text_rule_is_sound_and_its_own_fixed_point(fuzzer, rule):
     rewrote = False
     for text in passes_corpus.PASS_TEXTS[-2:]:  # the texts the rules are for, float32 and float64
@@ -241,30 +241,31 @@ def test_rules_that_never_stop_are_a_label_and_not_a_fixed_point_check(fuzzer):
     label, _ = run(fuzzer, [{"pass": "Rewriter", "rules": ["transpose_of_matmul", "matmul_of_transposes"]}],
                    rules_text())
     assert label == "aj.TransformError"
-    assert not fuzz_passes.fixed_point({"pass": "Rewriter", "rules": ["matmul_of_transposes", "transpose_of_matmul"]})
-    assert fuzz_passes.fixed_point({"pass": "Rewriter", "rules": ["relu_relu", "transpose_of_matmul"]})
+    looping = {"pass": "Rewriter", "rules": ["matmul_of_transposes", "transpose_of_matmul"]}
+    assert not passes_pipeline.fixed_point(looping)
+    assert passes_pipeline.fixed_point({"pass": "Rewriter", "rules": ["relu_relu", "transpose_of_matmul"]})
 
 
 def test_rules_in_a_sequential_and_joined_with_or(fuzzer):
     spec = {"pass": "Sequential", "passes": [{"pass": "Rewriter", "rules": ["double_negative", "sum_of_halves"]},
                                              {"pass": "DeadCodeElimination"}]}
-    assert " | " in fuzz_passes.pass_code(spec)
+    assert " | " in passes_pipeline.pass_code(spec)
     label, reached = run(fuzzer, [spec], rules_text())
     assert label == "ok" and "compared" in reached
 
 
 def test_an_unsound_text_rule_is_a_finding(fuzzer, monkeypatch):
-    wrong = fuzz_passes._rule('x: Tensor((2, 2), "float32")', "    return relu(relu(x))", "    return x")
-    monkeypatch.setitem(fuzz_passes.RULES, "relu_relu", wrong)
+    wrong = passes_pipeline._rule('x: Tensor((2, 2), "float32")', "    return relu(relu(x))", "    return x")
+    monkeypatch.setitem(passes_pipeline.RULES, "relu_relu", wrong)
     with pytest.raises(Finding) as info:
         run(fuzzer, [{"pass": "Rewriter", "rules": ["relu_relu"]}], rules_text())
     assert info.value.kind == "wrong-result"
 
 
 def test_an_exact_rule_is_compared_at_the_tight_tolerance():
-    assert not fuzz_passes.rounds({"pass": "Rewriter", "rules": ["double_negative", "fold_permutes"]})
-    assert fuzz_passes.rounds({"pass": "Rewriter", "rules": ["double_negative", "sum_of_halves"]})
-    assert fuzz_passes.rounds({"pass": "Sequential", "passes": [{"pass": "ReassociateMatmul", "dim_bounds": None}]})
+    assert not passes_pipeline.rounds({"pass": "Rewriter", "rules": ["double_negative", "fold_permutes"]})
+    assert passes_pipeline.rounds({"pass": "Rewriter", "rules": ["double_negative", "sum_of_halves"]})
+    assert passes_pipeline.rounds({"pass": "Sequential", "passes": [{"pass": "ReassociateMatmul", "dim_bounds": None}]})
 
 
 # ---- training one step, on the function and on it lifted ----
@@ -273,7 +274,7 @@ def train(optimizer: str = "sgd", func_name: str = "main") -> dict:
     return {"pass": "Train", "func_name": func_name, "optimizer": optimizer, "seed": 7}
 
 
-@pytest.mark.parametrize("optimizer", sorted(fuzz_passes.OPTIMIZERS))
+@pytest.mark.parametrize("optimizer", sorted(passes_pipeline.OPTIMIZERS))
 def test_one_training_step_agrees_lifted_and_not(fuzzer, optimizer):
     # w frozen: wt is lifted from it alone and frozen too; b is trained and passes through
     label, reached = run(fuzzer, [train(optimizer)], MLP.replace('frozen="b"', 'frozen="w"'))
@@ -324,7 +325,7 @@ def test_a_frozen_weight_changed_by_a_step_is_a_finding(fuzzer, monkeypatch):
 
 
 def test_a_trained_weight_updated_otherwise_when_lifted_is_a_finding(fuzzer, monkeypatch):
-    step = fuzz_passes.TrainCheck._step
+    step = passes_train.TrainCheck._step
 
     def lifted_moves_b_further(self, mod, inputs, label, given, where):
         loss, new, layout = step(self, mod, inputs, label, given, where)
@@ -332,7 +333,7 @@ def test_a_trained_weight_updated_otherwise_when_lifted_is_a_finding(fuzzer, mon
             new["b"] = 2 * new["b"] - given["b"]
         return loss, new, layout
 
-    monkeypatch.setattr(fuzz_passes.TrainCheck, "_step", lifted_moves_b_further)
+    monkeypatch.setattr(passes_train.TrainCheck, "_step", lifted_moves_b_further)
     with pytest.raises(Finding) as info:
         run(fuzzer, [train()], MLP.replace('frozen="b"', 'frozen="w"'))
     assert info.value.kind == "wrong-result" and "as updated through the lifted function" in info.value.detail
@@ -386,8 +387,8 @@ def test_a_saved_pipeline_with_rules_and_training_runs(fuzzer, tmp_path):
 
 def test_inputs_use_every_text_rule_and_train_with_weights(fuzzer):
     inputs = [fuzzer.make(k) for k in range(600)]
-    leaves = [leaf for inp in inputs for spec in inp["passes"] for leaf in fuzz_passes.leaf_specs(spec)]
-    assert {r for leaf in leaves if leaf["pass"] == "Rewriter" for r in leaf["rules"]} == set(fuzz_passes.RULES)
-    assert {leaf["optimizer"] for leaf in leaves if leaf["pass"] == "Train"} == set(fuzz_passes.OPTIMIZERS)
+    leaves = [leaf for inp in inputs for spec in inp["passes"] for leaf in passes_pipeline.leaf_specs(spec)]
+    assert {r for leaf in leaves if leaf["pass"] == "Rewriter" for r in leaf["rules"]} == set(passes_pipeline.RULES)
+    assert {leaf["optimizer"] for leaf in leaves if leaf["pass"] == "Train"} == set(passes_pipeline.OPTIMIZERS)
     assert any(leaf["pass"] == "Train" for spec in (s for inp in inputs for s in inp["passes"])
                if spec["pass"] == "Sequential" for leaf in spec["passes"])
