@@ -11,7 +11,7 @@ which makes the inputs and runs the pipeline.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Callable
 
 import adjoint as aj
 from adjoint.fuzz.exec import summarize
@@ -21,7 +21,11 @@ from adjoint.fuzz.passes_train import check_frozen, transform_params_names
 from adjoint.fuzz.runner import Finding
 
 
-def check_output(spec: dict, where: str, mod: aj.Module, out: aj.Module, reach) -> None:
+def check_output(spec: dict, where: str, mod: aj.Module, out: aj.Module, reach: Callable[[str], None]) -> None:
+    """What a pass's output must be whether or not it runs: a module that
+    verifies and prints and parses back to itself; its own fixed point when
+    the pass says so; LiftTransformParams' frozen attrs right; Gradient
+    adding f_adjoint alone, the other passes dropping no function."""
     name = spec["pass"]
     try:
         aj.analysis.verify(out)
@@ -29,6 +33,21 @@ def check_output(spec: dict, where: str, mod: aj.Module, out: aj.Module, reach) 
         raise Finding("invalid-output", f"{where} gave a module that does not verify: {type(e).__name__}: {e}\n"
                                         f"--- output:\n{_script(out)}", f"{name}: {type(e).__name__}") from None
     reach("verified")
+    printed, again = _round_trip(name, where, out)
+    reach("round trip")
+    if name == "Rewriter" and not aj.structural_equal(out, mod):
+        reach("rule rewrote")
+    if fixed_point(spec):
+        _check_fixed_point(spec, where, out, printed)
+        reach("fixed point")
+    if name == "LiftTransformParams":
+        check_frozen(where, mod, again)
+        reach("frozen checked")
+    _check_functions_kept(spec, where, mod, out)
+
+
+def _round_trip(name: str, where: str, out: aj.Module) -> tuple[str, aj.Module]:
+    """The output printed, and parsed back: structurally equal to it, with the same print and hash."""
     printed = out.script()
     try:
         again = aj.parse(printed)
@@ -40,23 +59,26 @@ def check_output(spec: dict, where: str, mod: aj.Module, out: aj.Module, reach) 
                                    f"{aj.structural_diff(out, again)}\n--- printed:\n{printed}", name)
     if again.script() != printed or aj.structural_hash(again) != aj.structural_hash(out):
         raise Finding("roundtrip", f"{where}: print or hash unstable\n--- printed:\n{printed}", name)
-    reach("round trip")
-    if name == "Rewriter" and not aj.structural_equal(out, mod):
-        reach("rule rewrote")
-    if fixed_point(spec):
-        try:
-            twice = make_pass(spec)(out)
-        except aj.Error as e:
-            raise Finding("fixed-point", f"{where}: a second run raised {type(e).__name__}: {e}\n"
-                                         f"--- after one run:\n{printed}", name) from None
-        if not aj.structural_equal(twice, out):
-            raise Finding("fixed-point", f"{where}: a second run changed the module:\n"
-                                         f"{aj.structural_diff(out, twice)}\n--- after one run:\n{printed}\n"
-                                         f"--- after two:\n{_script(twice)}", name)
-        reach("fixed point")
-    if name == "LiftTransformParams":
-        check_frozen(where, mod, again)
-        reach("frozen checked")
+    return printed, again
+
+
+def _check_fixed_point(spec: dict, where: str, out: aj.Module, printed: str) -> None:
+    """The pass run again on its output gives it back."""
+    name = spec["pass"]
+    try:
+        twice = make_pass(spec)(out)
+    except aj.Error as e:
+        raise Finding("fixed-point", f"{where}: a second run raised {type(e).__name__}: {e}\n"
+                                     f"--- after one run:\n{printed}", name) from None
+    if not aj.structural_equal(twice, out):
+        raise Finding("fixed-point", f"{where}: a second run changed the module:\n"
+                                     f"{aj.structural_diff(out, twice)}\n--- after one run:\n{printed}\n"
+                                     f"--- after two:\n{_script(twice)}", name)
+
+
+def _check_functions_kept(spec: dict, where: str, mod: aj.Module, out: aj.Module) -> None:
+    """Gradient adds f_adjoint and leaves the other functions as they were; no other pass drops one."""
+    name = spec["pass"]
     if name == "Gradient":
         adjoint = spec["func_name"] + "_adjoint"
         if set(out.functions) != set(mod.functions) | {adjoint} or adjoint in mod:
@@ -72,14 +94,49 @@ def check_output(spec: dict, where: str, mod: aj.Module, out: aj.Module, reach) 
             raise Finding("function-lost", f"{where} dropped functions {lost}", name)
 
 
-def check_results(spec: dict, where: str, mod: aj.Module, out: aj.Module, tracks: dict, reach) -> dict:
+def check_results(spec: dict, where: str, mod: aj.Module, out: aj.Module, tracks: dict[str, Track],
+                  reach: Callable[[str], None]) -> dict[str, Track]:
+    """The output built and each tracked function run on the inputs of
+    before: the results it gave (a new function's are the reference from
+    now on). The tracks for the next pass."""
+    last = pass_names(spec)[-1]
+    updated = _follow(spec, mod, out, tracks)
+    try:
+        exe = aj.build(out)
+    except aj.Error as e:
+        raise Finding("build-refused", f"{where}: the input built, its output does not: {type(e).__name__}: {e}\n"
+                                       f"--- output:\n{_script(out)}", f"{last}: {type(e).__name__}") from None
+    reach("built")
+    for f, t in updated.items():
+        try:
+            got = call(exe, out, f, t)
+        except aj.Error as e:
+            raise Finding("run-refused", f"{where}: function {f!r} ran before the pass, not after: "
+                                         f"{type(e).__name__}: {e}\n--- output:\n{_script(out)}",
+                          f"{last}: {type(e).__name__}") from None
+        if t.want is None:  # new: its results are the reference from now on
+            _check_new(spec, where, mod, out, updated, f, got, reach)
+            continue
+        t.float32 = _has_float32(out[f])
+        compare(got, t.want, t, f"{f}(...)")
+        reach("compared after a dtype change" if t.converted else
+              "lifted compared" if any(s[0] == "lift" for s in t.steps) else "compared")
+        if t.converted:  # the results in the new dtypes are the reference from now on
+            t.want, t.converted = got, False
+    return updated
+
+
+def _follow(spec: dict, mod: aj.Module, out: aj.Module, tracks: dict[str, Track]) -> dict[str, Track]:
+    """The tracks after the pass: each function kept, marked by what the pass
+    may have done to its results; and the functions the passes added, in the
+    order they ran (a Sequential may differentiate, then lift): f_adjoint,
+    run on f's args, and f_transform_params, on f's weights (then f through it)."""
     names = pass_names(spec)
     rounding = rounds(spec)
     converted = "ConvertDType" in names
     new = [f for f in out.functions if f not in mod]
     updated = {f: Track(t.steps, t.args, t.want, t.converted or converted, t.rounding or rounding,
                         t.sensitive or sensitive(out[f])) for f, t in tracks.items() if f in out}
-    # the functions the passes added, in the order they ran (a Sequential may differentiate, then lift)
     taken: set[str] = set()
     for leaf in leaf_specs(spec):
         if leaf["pass"] == "Gradient":
@@ -99,39 +156,26 @@ def check_results(spec: dict, where: str, mod: aj.Module, out: aj.Module, tracks
                                     t.sensitive or sensitive(out[tp]))
                 updated[f] = Track(t.steps + (("lift", ni, tp),), t.args, t.want, t.converted, t.rounding,
                                    t.sensitive)
-    try:
-        exe = aj.build(out)
-    except aj.Error as e:
-        raise Finding("build-refused", f"{where}: the input built, its output does not: {type(e).__name__}: {e}\n"
-                                       f"--- output:\n{_script(out)}", f"{names[-1]}: {type(e).__name__}") from None
-    reach("built")
-    for f, t in updated.items():
-        try:
-            got = call(exe, out, f, t)
-        except aj.Error as e:
-            raise Finding("run-refused", f"{where}: function {f!r} ran before the pass, not after: "
-                                         f"{type(e).__name__}: {e}\n--- output:\n{_script(out)}",
-                          f"{names[-1]}: {type(e).__name__}") from None
-        if t.want is None:  # new: its results are the reference from now on
-            t.want, t.converted, t.float32 = got, False, _has_float32(out[f])
-            base = updated.get(base_name(f)) if f.endswith("_adjoint") else None
-            if base is not None and base.want is not None:
-                if not isinstance(got, tuple) or len(got) != 2:
-                    raise Finding("wrong-result", f"{where}: {f!r} returned {summarize(got)}, not (result, grads)",
-                                  "adjoint")
-                compare(got[0], base.want, base, f"{f}(...)[0], against {base_name(f)}'s result")
-                reach("adjoint compared")
-                if spec["pass"] == "Gradient":
-                    _other_simplify(spec, where, mod, f, t, got)
-                    reach("simplified gradient compared")
-            continue
-        t.float32 = _has_float32(out[f])
-        compare(got, t.want, t, f"{f}(...)")
-        reach("compared after a dtype change" if t.converted else
-              "lifted compared" if any(s[0] == "lift" for s in t.steps) else "compared")
-        if t.converted:  # the results in the new dtypes are the reference from now on
-            t.want, t.converted = got, False
     return updated
+
+
+def _check_new(spec: dict, where: str, mod: aj.Module, out: aj.Module, tracks: dict[str, Track], f: str, got: Any,
+               reach: Callable[[str], None]) -> None:
+    """A function the pass added gave ``got``, the reference from now on. An
+    adjoint's first output is its function's result; after Gradient, the
+    adjoint made with the other ``simplify`` gives the same."""
+    t = tracks[f]
+    t.want, t.converted, t.float32 = got, False, _has_float32(out[f])
+    base = tracks.get(base_name(f)) if f.endswith("_adjoint") else None
+    if base is None or base.want is None:
+        return
+    if not isinstance(got, tuple) or len(got) != 2:
+        raise Finding("wrong-result", f"{where}: {f!r} returned {summarize(got)}, not (result, grads)", "adjoint")
+    compare(got[0], base.want, base, f"{f}(...)[0], against {base_name(f)}'s result")
+    reach("adjoint compared")
+    if spec["pass"] == "Gradient":
+        _other_simplify(spec, where, mod, f, t, got)
+        reach("simplified gradient compared")
 
 
 def _other_simplify(spec: dict, where: str, mod: aj.Module, f: str, t: Track, got: Any) -> None:
