@@ -79,6 +79,9 @@ MUTATION_TRIES = 12
 
 
 class Fuzzer:
+    """The ``passes`` target as the runner drives it: input k made from
+    (seed, k) alone, run, described and saved as a reproducer."""
+
     def __init__(self, seed: int):
         self.seed = seed
         self.parse = fuzz_parse.Fuzzer(seed)
@@ -114,16 +117,7 @@ class Fuzzer:
         text, mutations = self.corpus[base], []
         mod = aj.parse(text)
         if rng.random() < 0.6:
-            for _ in range(MUTATION_TRIES):
-                new, names = text, []
-                for _ in range(rng.choice([1, 1, 2])):
-                    mutate = getattr(self.parse, rng.choices([m for m, _ in MUTATIONS], [w for _, w in MUTATIONS])[0])
-                    new, name = mutate(rng, new)
-                    names.append(name)
-                got = _valid(new)
-                if got is not None:
-                    text, mod, mutations = new, got, names
-                    break
+            text, mod, mutations = self._mutated(rng, text, mod)
         if rng.random() < 0.3:
             text, mod, attrs = _with_attrs(rng, text, mod)
             if attrs:
@@ -132,45 +126,33 @@ class Fuzzer:
         passes = [self._pass(rng, mod, names) for _ in range(rng.choices(range(1, 7), [20, 25, 20, 15, 10, 10])[0])]
         return {"base": base, "mutations": mutations, "text": text, "passes": passes}
 
+    def _mutated(self, rng: random.Random, text: str, mod: aj.Module) -> tuple[str, aj.Module, list[str]]:
+        """The text mutated by one or two of parse's MUTATIONS until it is valid,
+        its module and the mutations' names (as it was, none, after MUTATION_TRIES)."""
+        for _ in range(MUTATION_TRIES):
+            new, names = text, []
+            for _ in range(rng.choice([1, 1, 2])):
+                mutate = getattr(self.parse, rng.choices([m for m, _ in MUTATIONS], [w for _, w in MUTATIONS])[0])
+                new, name = mutate(rng, new)
+                names.append(name)
+            got = _valid(new)
+            if got is not None:
+                return new, got, names
+        return text, mod, []
+
     def _pass(self, rng: random.Random, mod: aj.Module, names: set, nested: bool = False) -> dict:
+        """A random pipeline entry, its options drawn for ``mod`` and the
+        functions ``names`` the pipeline has by then (updated with those it adds)."""
         weights = {n: w for n, w in PASSES.items() if not (nested and n == "Sequential")}
         name = rng.choices(list(weights), list(weights.values()))[0]
         spec: dict[str, Any] = {"pass": name}
         if name == "Sequential":
             spec["passes"] = [self._pass(rng, mod, names, nested=True) for _ in range(rng.choice([1, 2]))]
         elif name == "Gradient":
-            # mostly a function with a float scalar to differentiate, not differentiated yet
-            targets = {f: _scalar_fields(mod[f].ret_type) for f in sorted(names)
-                       if f in mod and f + "_adjoint" not in names}
-            good = [f for f, fields in targets.items() if fields]
-            func = rng.choice(good) if good and rng.random() < 0.9 else rng.choice(sorted(names))
-            if rng.random() < 0.02:
-                func = "no_such_function"
-            fields = targets.get(func) or [0]
-            index = rng.choice(fields) if rng.random() < 0.95 else rng.choice([0, 1, 2])
-            if rng.random() < 0.5 or func not in mod:
-                grads = None
-            else:
-                fn = mod[func]
-                candidates = [p.name_hint for p in fn.params if _has_float(p.type)] + \
-                             [b.var.name_hint for b in fn.bindings if _has_float(b.var.type)]
-                grads = rng.sample(candidates, min(len(candidates), rng.randint(1, 3))) if candidates else None
-                if grads and rng.random() < 0.03:
-                    grads.append("no_such_var")
-            spec.update(func_name=func, require_grads=grads, target_index=index, simplify=rng.random() < 0.7)
-            names.add(func + "_adjoint")
+            spec.update(_gradient_options(rng, mod, names))
+            names.add(spec["func_name"] + "_adjoint")
         elif name == "ReassociateMatmul":
-            symbols = _symbols(mod)
-            bounds = None
-            if rng.random() < 0.6 and symbols:
-                bounds = {}
-                for s in rng.sample(symbols, rng.randint(1, len(symbols))):
-                    low = rng.choice([0, 1, 1, 2, 16, 1024])
-                    high = rng.choice([None, low, low + 1, low + 64, 2**20])
-                    bounds[s] = [low, high]
-                if rng.random() < 0.03:
-                    bounds["unused_symbol"] = [1, 2]
-            spec["dim_bounds"] = bounds
+            spec["dim_bounds"] = _dim_bounds(rng, mod)
         elif name == "ConvertDType":
             dtype = rng.choice(["float32", "float64"])
             spec["dtype"] = dtype if rng.random() < 0.97 else "float16"
@@ -180,17 +162,9 @@ class Fuzzer:
         elif name == "LiftTransformParams":
             names |= {f + "_transform_params" for f in list(names) if f in mod and "num_input" in mod[f].attrs}
         elif name == "Rewriter":
-            # one rule or two, mostly of those that stop
-            rules = rng.sample(sorted(RULES), rng.choice([1, 1, 2]))
-            while any(set(loop) <= set(rules) for loop in LOOPING) and rng.random() < 0.9:
-                rules = rng.sample(sorted(RULES), len(rules))
-            spec["rules"] = rules
+            spec["rules"] = _rules(rng)
         elif name == "Train":
-            # mostly a function with weights (a num_input attr)
-            good = [f for f in sorted(names) if f in mod and "num_input" in mod[f].attrs]
-            spec["func_name"] = rng.choice(good) if good and rng.random() < 0.95 else rng.choice(sorted(names))
-            spec["optimizer"] = rng.choice(sorted(OPTIMIZERS))
-            spec["seed"] = rng.randrange(2**31)
+            spec.update(_train_options(rng, mod, names))
         return spec
 
     def save(self, inp: dict, stem: str, header: str) -> list[str]:
@@ -220,6 +194,8 @@ class Fuzzer:
     # ---- running it ----
 
     def run(self, inp: dict, reach: Callable[[str], None]) -> str:
+        """The input's pipeline run on its program, each output checked; the
+        label of the first refusal (an aj.Error), else ok."""
         if inp["mutations"]:
             reach("mutated")
         mod = aj.parse(inp["text"])
@@ -230,16 +206,10 @@ class Fuzzer:
         label = "ok" if tracks else "ok, nothing run"
         for i, spec in enumerate(inp["passes"]):
             where = f"pass {i + 1} ({pass_code(spec)})"
-            try:
-                p = make_pass(spec, reach)
-            except aj.Error as e:
-                reach("pass refused")
-                label = label if label.startswith("aj.") else error_label(e)
-                continue
             before = mod.script()
             try:
-                out = p(mod)
-            except aj.Error as e:
+                out = make_pass(spec, reach)(mod)
+            except aj.Error as e:  # the pass refused its options or the program
                 reach("pass refused")
                 label = label if label.startswith("aj.") else error_label(e)
                 continue
@@ -255,6 +225,8 @@ class Fuzzer:
         return label
 
     def _tracks(self, mod: aj.Module) -> dict[str, Track]:
+        """The functions (of the first four) that build and run on small random
+        inputs, with what they gave: the reference of the pipeline."""
         try:
             exe = aj.build(mod)
         except aj.Error:
@@ -271,6 +243,60 @@ class Fuzzer:
                 continue
             tracks[name] = Track((), args, want, sensitive=sensitive(fn))
         return tracks
+
+
+def _gradient_options(rng: random.Random, mod: aj.Module, names: set) -> dict:
+    """Gradient's options: mostly a function with a float scalar to
+    differentiate, not differentiated yet; its target index; some of its
+    vars as required grads, or None; ``simplify``."""
+    targets = {f: _scalar_fields(mod[f].ret_type) for f in sorted(names)
+               if f in mod and f + "_adjoint" not in names}
+    good = [f for f, fields in targets.items() if fields]
+    func = rng.choice(good) if good and rng.random() < 0.9 else rng.choice(sorted(names))
+    if rng.random() < 0.02:
+        func = "no_such_function"
+    fields = targets.get(func) or [0]
+    index = rng.choice(fields) if rng.random() < 0.95 else rng.choice([0, 1, 2])
+    if rng.random() < 0.5 or func not in mod:
+        grads = None
+    else:
+        fn = mod[func]
+        candidates = [p.name_hint for p in fn.params if _has_float(p.type)] + \
+                     [b.var.name_hint for b in fn.bindings if _has_float(b.var.type)]
+        grads = rng.sample(candidates, min(len(candidates), rng.randint(1, 3))) if candidates else None
+        if grads and rng.random() < 0.03:
+            grads.append("no_such_var")
+    return {"func_name": func, "require_grads": grads, "target_index": index, "simplify": rng.random() < 0.7}
+
+
+def _dim_bounds(rng: random.Random, mod: aj.Module) -> dict | None:
+    """ReassociateMatmul's dim_bounds: [low, high] of some of the module's symbols, or None."""
+    symbols = _symbols(mod)
+    bounds = None
+    if rng.random() < 0.6 and symbols:
+        bounds = {}
+        for s in rng.sample(symbols, rng.randint(1, len(symbols))):
+            low = rng.choice([0, 1, 1, 2, 16, 1024])
+            high = rng.choice([None, low, low + 1, low + 64, 2**20])
+            bounds[s] = [low, high]
+        if rng.random() < 0.03:
+            bounds["unused_symbol"] = [1, 2]
+    return bounds
+
+
+def _rules(rng: random.Random) -> list[str]:
+    """A Rewriter's text rules: one or two, mostly of those that stop."""
+    rules = rng.sample(sorted(RULES), rng.choice([1, 1, 2]))
+    while any(set(loop) <= set(rules) for loop in LOOPING) and rng.random() < 0.9:
+        rules = rng.sample(sorted(RULES), len(rules))
+    return rules
+
+
+def _train_options(rng: random.Random, mod: aj.Module, names: set) -> dict:
+    """The Train check's options: mostly a function with weights (a num_input attr), an optimizer, a seed."""
+    good = [f for f in sorted(names) if f in mod and "num_input" in mod[f].attrs]
+    func = rng.choice(good) if good and rng.random() < 0.95 else rng.choice(sorted(names))
+    return {"func_name": func, "optimizer": rng.choice(sorted(OPTIMIZERS)), "seed": rng.randrange(2**31)}
 
 
 def _scalar_fields(t: aj.Type) -> list[int]:
