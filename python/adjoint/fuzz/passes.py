@@ -42,6 +42,13 @@ function Gradient adds is run too: its first output must be the
 function's result, its results must be those of the adjoint made with the
 other ``simplify`` (within the looser tolerance), and they are the
 reference from then on.
+
+This module is the target the runner drives (``Fuzzer``: making input k,
+running its pipeline, saving a reproducer); its parts are siblings:
+``passes_corpus`` (the program texts), ``passes_pipeline`` (what an entry
+may be and how it becomes a pass), ``passes_check`` (what each output must
+be), ``passes_compare`` (running functions and comparing results) and
+``passes_train`` (the Train check and LiftTransformParams' frozen attr).
 """
 
 from __future__ import annotations
