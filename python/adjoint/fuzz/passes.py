@@ -27,8 +27,9 @@ EliminateCommonSubexpr, SimplifyGradient, ConvertDType and
 LiftTransformParams are their own fixed points; Gradient leaves the other
 functions as they were; LiftTransformParams keeps ``num_input`` and gives
 the lifted function a ``frozen`` attr naming exactly the weights its
-``f_transform_params`` computes from frozen weights (and constants) alone. When a function's params are small concrete shapes
-(symbols bound to 1..3), it is built and run on random inputs before the
+``f_transform_params`` computes from frozen weights (and constants)
+alone. When a function's params are small concrete shapes (symbols bound
+to 1..3), it is built and run on random inputs before the
 pipeline, and after each pass the output module is built and run on the
 same inputs and must give the same results (floats within a tolerance of
 their dtype, loose after passes that may round otherwise, NaN and inf at
