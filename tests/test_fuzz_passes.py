@@ -353,13 +353,25 @@ def test_a_trainer_updating_otherwise_than_its_step_is_a_finding(fuzzer, monkeyp
     assert info.value.kind == "wrong-result" and "as the Trainer updates it, against its step" in info.value.detail
 
 
-def test_a_trainer_refusing_weights_of_symbolic_dims_is_counted_and_the_steps_compared(fuzzer):
-    # Trainer takes arrays of its weights' types, so not a weight of shape (6, "r"); its step runs with r bound
+@pytest.mark.parametrize("optimizer", ["sgd", "momentum"])
+def test_weights_of_symbolic_dims_train_by_step_and_trainer(fuzzer, optimizer):
+    # the LoRA text's a: (6, "r"), b: ("r", 5): the given arrays bind r for the step's state and the Trainer
     lora = next(t for t in passes_corpus.PASS_TEXTS if '"r"' in t)
-    label, reached = run(fuzzer, [train()], lora)
-    assert label == "ok" and "trainer refused" in reached
-    # as lifted, main takes s = w + a @ b, of shape (6, 5): a Trainer takes that
-    assert "trained lifted" in reached and reached.count("trainer refused") == 1 and "trainer compared" in reached
+    label, reached = run(fuzzer, [train(optimizer)], lora)
+    assert label == "ok" and "trained" in reached and "trained lifted" in reached
+    assert reached.count("trainer compared") == 2  # the function and the function lifted
+
+
+def test_a_trainer_refusing_what_its_step_took_is_a_finding(fuzzer, monkeypatch):
+    from adjoint import training as T
+
+    def refuse(*args, **kwargs):
+        raise aj.Error("no")
+
+    monkeypatch.setattr(T, "Trainer", refuse)
+    with pytest.raises(Finding) as info:
+        run(fuzzer, [train()])
+    assert info.value.kind == "train-refused"
 
 
 def test_a_step_freezing_other_weights_than_the_attr_is_a_finding(fuzzer, monkeypatch):

@@ -490,3 +490,16 @@ def test_weights_of_symbolic_dims_take_their_shapes_from_the_given_values(optimi
 def test_symbolic_weights_whose_values_disagree_are_errors_naming_them(params, message):
     with pytest.raises(aj.Error, match=message):
         T.Trainer(symbolic_mlp(), T.mse, T.SGD(lr=0.1), params=params)
+
+
+def test_a_weight_dim_no_weight_gives_alone_is_bound_and_checked_by_the_first_step():
+    bb = aj.FunctionBuilder("main", num_input=1)
+    x = bb.param("x", ("n", 1), "float64")
+    w = bb.param("w", ("h**2",), "float64")
+    mod = bb.finish(x * w)
+    trainer = T.Trainer(mod, T.mse, T.SGD(lr=0.1), params={"w": np.ones(9)})
+    x, y = np.ones((2, 1)), np.zeros((2, 9))
+    assert trainer.step(x, y) == 1.0 and trainer.params["w"].shape == (9,)
+    odd = T.Trainer(mod, T.mse, T.SGD(lr=0.1), params={"w": np.ones(8)})
+    with pytest.raises(aj.ExecutionError, match=r"dim 1 is h\*\*2, got 8: no whole h >= 0 gives it"):
+        odd.step(x, np.zeros((2, 8)))

@@ -75,7 +75,7 @@ LABELS = ["ok", "ok, nothing run"]
 REACHED = ["mutated", "attrs set", "pass ran", "pass refused", "verified", "round trip", "fixed point", "built",
            "compared", "compared after a dtype change", "lifted compared", "adjoint compared",
            "simplified gradient compared", "frozen checked", "rule rewrote", "trained", "trainer compared",
-           "trainer refused", "trained lifted", "train lifted refused", "trained weight compared", "train skipped"]
+           "trained lifted", "train lifted refused", "trained weight compared", "train skipped"]
 
 #: parse mutations that keep a text close to valid, with their weights
 MUTATIONS = [("m_call", 30), ("m_attr", 8), ("m_line", 8), ("m_number", 6), ("m_string", 6), ("m_splice", 3),

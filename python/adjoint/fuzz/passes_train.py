@@ -33,9 +33,10 @@ class TrainCheck:
     frozen weights, and the lifted ones computed from frozen weights and
     constants alone, are read and not updated. A ``T.Trainer`` (donating,
     its buffers updated in place) on each gives what its step gave and
-    leaves its frozen weights as they were; a Trainer refusing weights of
-    symbolic dims is counted ("trainer refused"). SetupTrainer refusing the
-    function (no weights, ints, every weight frozen, state of symbolic dims)
+    leaves its frozen weights as they were (weights of symbolic dims too: the
+    given arrays bind them); a Trainer refusing what its step took is a
+    finding. SetupTrainer refusing the function (no weights, ints, every
+    weight frozen)
     is an ``aj.Error``, as a pass refusing it; a refusal on the lifted
     function only is counted, not a finding (lifting may leave no trained
     weight, or a bool one)."""
@@ -136,7 +137,7 @@ class TrainCheck:
         if tuple(sorted(layout.frozen)) != tuple(sorted(mod[self.func_name].frozen)):
             raise Finding("train-layout", f"{where}: the step freezes {layout.frozen}, the function's attr "
                                           f"{mod[self.func_name].frozen}", "frozen")
-        types = [(p.name_hint, tuple(p.type.shape), p.type.dtype)
+        types = [(p.name_hint, given[p.name_hint].shape, p.type.dtype)  # symbolic dims bound, as a Trainer binds them
                  for p in step.params[layout.param_index:layout.frozen_index]]
         state = self.optimizer.init_state(types)
         lr = np.asarray(self.optimizer.lr_at(0), dtype=step.params[layout.lr_index].type.dtype)
@@ -153,9 +154,8 @@ class TrainCheck:
         try:
             trainer = T.Trainer(mod, T.mse, self.optimizer, params={n: a.copy() for n, a in given.items()},
                                 func_name=self.func_name, check_nan=False)
-        except aj.Error:
-            self.reach("trainer refused")  # weights of symbolic dims
-            return
+        except aj.Error as e:
+            raise Finding("train-refused", f"{where}: T.Trainer refused weights its step takes: {e}", "trainer") from e
         got = np.asarray(trainer.step(*inputs, label), dtype=loss.dtype)
         after = {n: np.array(v) for n, v in trainer.params.items()}
         compare(got, loss, track, f"{where}: the Trainer's loss, against its step's")

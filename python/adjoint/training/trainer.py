@@ -345,10 +345,12 @@ class _Spec:
 
 
 def _as_value(value: Any, like: Any, who: str, what: str) -> np.ndarray:
-    """``value`` as a new C-contiguous array of ``like``'s shape and dtype."""
+    """``value`` as a new C-contiguous array of ``like``'s shape and dtype
+    (a symbolic dim left in the shape, such as "n**2" when no weight gives n
+    alone, takes any size: the step's executor binds and checks it)."""
     a = as_array(who, what, value)
     shape = tuple(like.shape)
-    if a.shape != shape:
+    if a.ndim != len(shape) or any(not isinstance(d, str) and d != n for d, n in zip(shape, a.shape)):
         raise Error(f"{who}: {what} has shape {a.shape}, expected {shape}")
     if a.dtype != like.dtype and not np.can_cast(a.dtype, like.dtype, "same_kind"):
         raise Error(f"{who}: {what} has dtype {a.dtype}, expected {like.dtype}")
