@@ -14,4 +14,5 @@ inputs; a crash (signal), a hang, an exception that is not an ``aj.Error``
 or a wrong result is a finding, saved as a reproducer under ``--out``.
 """
 
-TARGETS = {"parse": "adjoint.fuzz.parse", "exec": "adjoint.fuzz.exec", "passes": "adjoint.fuzz.passes"}
+TARGETS = {"parse": "adjoint.fuzz.parse", "exec": "adjoint.fuzz.exec", "passes": "adjoint.fuzz.passes",
+           "patterns": "adjoint.fuzz.patterns"}

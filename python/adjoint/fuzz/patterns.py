@@ -1,0 +1,1416 @@
+"""Fuzz target ``patterns``: the pattern language (``adjoint.pattern``)
+against a reference written in Python from docs/passes/pattern.md.
+
+An input is one of three kinds, made from (seed, k) alone:
+
+- ``match``: a small random function (elementwise ops, matmul,
+  permute_dims, concat, split and its items, constants, tuples, float32 and
+  float64, some symbolic dims) and random pattern trees over it (every
+  combinator, attrs, dtype and shape constraints, names, sub-patterns
+  shared), half of them mirroring a binding of the function. For each
+  binding, ``pattern.match(value, fn)`` (and on the binding's var, and with
+  ``fn=None``) must agree with :class:`RefMatcher`: match or not, and what
+  each sub-pattern and name captured.
+- ``rewrite``: one or two exact rules (``RULES``) applied by
+  ``P.Rewriter.from_pattern`` (and ``P.rewrite_call`` for one rule) and by
+  ``P.Rewriter.from_text``: both must refuse alike or give structurally
+  equal modules that verify, leave no call the rules rewrite (a fixed
+  point, checked with the reference matcher) and compute what the input
+  computed; the input module is left as it was.
+- ``graph``: a random ``P.PatternContext`` (plain roots sharing
+  sub-patterns, ``|`` in roots, a repeated root, edges) on a tiny function:
+  ``ctx.roots`` are those the docs name, the matchings of one walk of
+  ``P.rewrite_bindings`` are valid, disjoint and exactly what a greedy walk
+  over the first root's candidates allows (checked by brute force), and a
+  rewriter giving exact replacements for the first few matchings gives a
+  module that verifies and computes the same values.
+
+Only ``aj.Error`` may come out of the API; anything else, and any
+disagreement, is a finding. Inputs are plain data (the function's text and
+the pattern as a list of nodes), so a finding is saved as a script that
+rebuilds and reruns it.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+import adjoint as aj
+from adjoint import pattern as P
+from adjoint.fuzz.exec import summarize
+from adjoint.fuzz.runner import Finding, error_label
+from adjoint.pattern.rewrite_call import _ops_make_calls
+
+LABELS = ["ok", "ok, pattern refused"]
+REACHED = ["match compared", "matched", "matched on a var", "matched without fn", "rewrite compared",
+           "rewrite fired", "rewrite refused alike", "graph compared", "graph matched", "graph rewrote"]
+
+# ---------------------------------------------------------------- functions
+
+UNARY = ["exp", "negative", "tanh", "relu"]
+BINARY = ["add", "multiply", "subtract"]
+#: op -> number of args, for the op patterns made.
+ARITY = {**{op: 1 for op in UNARY}, **{op: 2 for op in BINARY}, "matmul": 2, "permute_dims": 1, "concat": 1,
+         "split": 1, "sum": 1}
+
+
+def _dims(rng: random.Random, symbolic: bool) -> tuple:
+    rank = rng.choice([1, 2, 2, 2, 3])
+    return tuple(rng.choice(["n", 2, 4] if symbolic and rng.random() < 0.3 else [2, 4, 4, 3]) for _ in range(rank))
+
+
+def make_function(rng: random.Random, steps: int, symbolic: bool = True, float64: bool = True,
+                  targets: bool = False) -> str:
+    """The text of a random valid function ``main``: ops drawn at random on
+    the values made so far (an op whose types do not fit is skipped).
+    ``targets``: more chains that the rewrite RULES match."""
+    bb = aj.FunctionBuilder("main")
+    dtypes = ["float32", "float64"] if float64 and rng.random() < 0.3 else ["float32"]
+    shape = _dims(rng, symbolic)
+    pool: list[Any] = []
+    for i, name in enumerate("abc"[:rng.choice([1, 2, 2, 3])]):
+        s = shape if i == 0 or rng.random() < 0.6 else _dims(rng, symbolic)
+        pool.append(bb.param(name, s, rng.choice(dtypes)))
+    values: list[Any] = []
+
+    def tensors() -> list[Any]:
+        return [v for v in pool if v.type.is_tensor and v.type.shape]
+
+    def pick() -> Any:
+        ts = tensors()
+        return rng.choice(ts[-4:]) if rng.random() < 0.7 else rng.choice(ts)
+
+    def alike(x: Any) -> Any:
+        same = [v for v in tensors() if v.type == x.type]
+        return rng.choice(same) if same and rng.random() < 0.85 else pick()
+
+    def const(x: Any, value: float | None = None) -> Any:
+        t = x.type
+        shape = () if rng.random() < 0.5 or not all(isinstance(d, int) for d in t.shape) else t.shape[-1:]
+        data = np.full(shape, value, t.dtype) if value is not None else \
+            np.asarray(np.round(np.random.default_rng(rng.randrange(1 << 30)).standard_normal(shape), 2), t.dtype)
+        return aj.Constant(data)
+
+    kinds = ["unary", "binary", "binary_const", "matmul", "permute", "concat", "split", "sum", "const", "tuple"]
+    weights = [5, 6, 2, 2, 2, 2, 2, 1, 1, 1]
+    if targets:
+        kinds += ["negneg", "permperm", "mulone", "splitcat", "subself", "permmatmul"]
+        weights += [3, 2, 2, 2, 1, 2]
+    for _ in range(steps):
+        kind = rng.choices(kinds, weights)[0]
+        try:
+            with _ops_make_calls():  # calls as exprs: one that does not type-check leaves the builder usable
+                v = _step(rng, bb, kind, pick, alike, const, tensors, pool)
+        except aj.Error:
+            continue
+        if v is None:
+            continue
+        if not isinstance(v, aj.Var):
+            v = bb.emit(v)
+        pool.append(v)
+        values.append(v)
+    if not values:
+        values.append(bb.emit(_exp(pool[0])))
+    outs = [v for v in values if v.type.is_tensor]
+    outs = rng.sample(outs, min(len(outs), rng.choice([1, 1, 2, 3]))) or values[-1:]
+    return bb.finish(outs[0] if len(outs) == 1 else aj.Tuple(outs))["main"].script()
+
+
+def _exp(x: Any) -> Any:
+    with _ops_make_calls():
+        return aj.op.exp(x)
+
+
+def _step(rng, bb, kind, pick, alike, const, tensors, pool) -> Any:
+    """One random value of the kind (an expr, or a var already bound), None for none."""
+    x = pick()
+    if kind == "unary":
+        v = getattr(aj.op, rng.choice(UNARY))(x)
+    elif kind == "binary":
+        y = alike(x)
+        v = getattr(aj.op, rng.choice(BINARY))(*([x, y] if rng.random() < 0.8 else [y, x]))
+    elif kind == "binary_const":
+        c = const(x, rng.choice([None, 1.0]))
+        if rng.random() < 0.3:
+            c = bb.emit(c)
+        v = getattr(aj.op, rng.choice(BINARY))(x, c)
+    elif kind == "matmul":
+        ys = [y for y in tensors() if len(y.type.shape) >= 2 and len(x.type.shape) >= 1
+              and y.type.shape[-2] == x.type.shape[-1] and y.type.dtype == x.type.dtype]
+        y = rng.choice(ys) if ys else aj.op.permute_dims(x)
+        v = aj.op.matmul(x, y)
+    elif kind == "permute":
+        axes = list(range(len(x.type.shape)))
+        rng.shuffle(axes)
+        v = aj.op.permute_dims(x, axes=axes if rng.random() < 0.4 else None)
+    elif kind == "concat":
+        y = alike(x)
+        fields = [x, y] + ([alike(x)] if rng.random() < 0.3 else [])
+        axis = rng.randrange(len(x.type.shape))
+        t = bb.emit(aj.Tuple(fields)) if rng.random() < 0.25 else fields
+        v = aj.op.concat(t, axis=axis)
+    elif kind == "split":
+        axes = [i for i, d in enumerate(x.type.shape) if isinstance(d, int) and d % 2 == 0]
+        if not axes:
+            return None
+        s = bb.emit(aj.op.split(x, 2, axis=rng.choice(axes)))
+        pool.append(s)
+        v = bb.emit(aj.TupleGetItem(s, rng.randrange(2)))
+        if rng.random() < 0.5:
+            pool.append(v)
+            v = bb.emit(aj.TupleGetItem(s, rng.randrange(2)))
+    elif kind == "sum":
+        v = aj.op.sum(x, axis=[rng.randrange(len(x.type.shape))], keepdims=rng.random() < 0.5)
+    elif kind == "const":
+        v = bb.emit(const(x))
+    elif kind == "tuple":
+        t = bb.emit(aj.Tuple([x, alike(x)]))
+        pool.append(t)
+        v = bb.emit(aj.TupleGetItem(t, rng.randrange(2)))
+    elif kind == "negneg":
+        v = aj.op.negative(aj.op.negative(x))
+    elif kind == "permperm":
+        v = aj.op.permute_dims(aj.op.permute_dims(x))
+    elif kind == "mulone":
+        v = aj.op.multiply(x, aj.Constant(np.ones((), x.type.dtype)))
+    elif kind == "splitcat":
+        axes = [i for i, d in enumerate(x.type.shape) if isinstance(d, int) and d % 2 == 0]
+        if not axes:
+            return None
+        axis = rng.choice(axes)
+        s = aj.op.split(x, 2, axis=axis)
+        v = aj.op.concat([s[0], s[1]], axis=axis)
+    elif kind == "subself":
+        v = aj.op.subtract(x, x)
+    elif kind == "permmatmul":
+        y = alike(x) if len(x.type.shape) == 2 else x
+        v = aj.op.permute_dims(aj.op.matmul(x, aj.op.permute_dims(y)))
+    else:
+        raise AssertionError(kind)
+    return v
+
+
+# ---------------------------------------------------------------- the reference matcher
+
+def node_text(node: dict) -> str:
+    return json.dumps(node, sort_keys=True)
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Two captures agree: the same var (by name: the functions here bind
+    each name once), equal constants, and calls, tuples and items made of
+    agreeing operands (no binding is looked through)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, aj.Var):
+        return a.name_hint == b.name_hint
+    if isinstance(a, aj.Constant):
+        return a.type == b.type and a.data.tobytes() == b.data.tobytes()
+    if isinstance(a, aj.Call):
+        return a.op == b.op and attrs_equal(a.attrs, b.attrs) and same_values(a.args, b.args)
+    if isinstance(a, aj.Tuple):
+        return same_values(a.fields, b.fields)
+    if isinstance(a, aj.TupleGetItem):
+        return a.index == b.index and same_value(a.tuple, b.tuple)
+    return False
+
+
+def same_values(a: Any, b: Any) -> bool:
+    return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+
+
+def attr_equal(a: Any, b: Any) -> bool:
+    """Attr values equal as stored: a bool is no int, an int no list."""
+    if type(a) is not type(b) and not (isinstance(a, (list, tuple)) and isinstance(b, (list, tuple))):
+        return False
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(attr_equal(x, y) for x, y in zip(a, b))
+    return a == b
+
+
+def attrs_equal(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(attr_equal(a[k], b[k]) for k in a)
+
+
+def attrs_agree(wanted: dict, call: Any) -> bool:
+    """Each attr asked for is the call's, equal as stored (the value asked
+    for read as the op reads it: an int where it takes a list is [int], as
+    ``aj.op.sum(x, axis=0)`` stores ``axis=[0]``)."""
+    kinds = _attr_kinds(call.op)
+    for k, v in wanted.items():
+        if k not in call.attrs:
+            return False
+        if isinstance(v, int) and not isinstance(v, bool) and kinds.get(k) == "None or a list of ints":
+            v = [v]
+        if not attr_equal(call.attrs[k], v):
+            return False
+    return True
+
+
+_KINDS: dict[str, dict[str, str]] = {}
+
+
+def _attr_kinds(op: str) -> dict[str, str]:
+    if op not in _KINDS:
+        _KINDS[op] = {a["name"]: a["kind"] for a in aj._core.op_schema(op)["attrs"]}
+    return _KINDS[op]
+
+
+def capture_name(nodes: list[dict], i: int) -> str:
+    return nodes[i].get("name") or f"%{i}"
+
+
+@dataclass
+class State:
+    """What a match has captured so far: the captures of the current scope
+    (name -> (node, expr)), the lists of the names inside runs, the lengths
+    of count names and the values of named runs."""
+    caps: dict[str, tuple[int, Any]] = field(default_factory=dict)
+    lists: dict[str, list[Any]] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+    runs: dict[str, list[Any]] = field(default_factory=dict)
+
+    def copy(self) -> "State":
+        return State(dict(self.caps), {k: list(v) for k, v in self.lists.items()}, dict(self.counts),
+                     {k: list(v) for k, v in self.runs.items()})
+
+
+class RefMatcher:
+    """The pattern language as docs/passes/pattern.md tells it, on the node
+    lists of this target (see ``build_patterns``): a plain recursive matcher,
+    with no memo (shared objects are simply matched again).
+
+    - A var stands for the value it is bound to in ``fn`` (through vars
+      bound to vars) when a pattern looks at what it is (op, const, var,
+      tuple, item, attrs); types are read from the expr itself.
+    - A pattern object (or a name) already captured in the scope must take
+      the same value again (vars by identity, other values by content); the
+      same object then needs no second match.
+    - ``|`` is an ordered choice without backtracking into its right side
+      once its left matched; ``|``'s failed side and ``~``'s operand leave no
+      captures.
+    - Args and tuple fields are matched left to right; runs take what the
+      single patterns leave, split evenly (several runs in one list share a
+      count name); each element of a run is a scope of its own, and the
+      names inside a run capture a list, one value per element.
+    """
+
+    def __init__(self, nodes: list[dict], fn: Any | None):
+        self.nodes = nodes
+        self.bound: dict[str, Any] = {} if fn is None else {b.var.name_hint: b.value for b in fn.bindings}
+        self.state = State()
+        self.in_run: set[int] = set()
+        for i, n in enumerate(nodes):
+            if n["k"] == "repeated":
+                self.in_run |= self._below(n["c"][0])
+
+    def _below(self, i: int) -> set[int]:
+        out, todo = set(), [i]
+        while todo:
+            j = todo.pop()
+            if j not in out:
+                out.add(j)
+                todo.extend(self.nodes[j].get("c", []))
+        return out
+
+    def resolve(self, e: Any) -> Any:
+        while isinstance(e, aj.Var) and e.name_hint in self.bound:
+            e = self.bound[e.name_hint]
+        return e
+
+    def match(self, root: int, e: Any) -> dict[str, Any] | None:
+        """name -> what it captured (a list for runs and names in runs), or None."""
+        self.state = State()
+        if not self.node(root, e):
+            return None
+        out = {name: expr for name, (_, expr) in self.state.caps.items()}
+        out.update(self.state.lists)
+        return out
+
+    def node(self, i: int, e: Any) -> bool:
+        name = capture_name(self.nodes, i)
+        caps = self.state.caps
+        if name in caps:
+            owner, earlier = caps[name]
+            if not same_value(earlier, e):
+                return False
+            if owner == i:
+                return True
+        if not self.here(i, e):
+            return False
+        if name in self.state.caps and not same_value(self.state.caps[name][1], e):
+            return False
+        self.state.caps.setdefault(name, (i, e))
+        return True
+
+    def here(self, i: int, e: Any) -> bool:
+        n = self.nodes[i]
+        k, c = n["k"], n.get("c", [])
+        if k == "wildcard":
+            return True
+        if k == "const":
+            return isinstance(self.resolve(e), aj.Constant)
+        if k == "var":
+            v = self.resolve(e)
+            return isinstance(v, aj.Var) and (not n.get("hint") or v.name_hint == n["hint"])
+        if k == "op":
+            v = self.resolve(e)
+            return isinstance(v, aj.Call) and v.op == n["op"] and attrs_agree(n["attrs"], v) and self.sequence(c, v.args)
+        if k == "tuple":
+            v = self.resolve(e)
+            return isinstance(v, aj.Tuple) and self.sequence(c, v.fields)
+        if k == "item":
+            v = self.resolve(e)
+            return isinstance(v, aj.TupleGetItem) and n["index"] in (None, v.index) and self.node(c[0], v.tuple)
+        if k == "or":
+            saved = self.state.copy()
+            if self.node(c[0], e):
+                return True
+            self.state = saved
+            return self.node(c[1], e)
+        if k == "and":
+            return self.node(c[0], e) and self.node(c[1], e)
+        if k == "not":
+            saved = self.state.copy()
+            matched = self.node(c[0], e)
+            self.state = saved
+            return not matched
+        if k == "dtype":
+            t = e.type
+            return t.is_tensor and t.dtype == n["dtype"] and self.node(c[0], e)
+        if k == "shape":
+            t = e.type
+            return t.is_tensor and same_shape(t.shape, n["shape"]) and self.node(c[0], e)
+        if k == "attr":
+            v = self.resolve(e)
+            return isinstance(v, aj.Call) and attrs_agree(n["attrs"], v) and self.node(c[0], e)
+        raise AssertionError(f"a run stands for one value: {n}")
+
+    def sequence(self, children: list[int], exprs: list[Any]) -> bool:
+        runs = sum(self.nodes[i]["k"] == "repeated" for i in children)
+        singles = len(children) - runs
+        if runs == 0 and len(exprs) != singles:
+            return False
+        if runs and (len(exprs) < singles or (len(exprs) - singles) % runs):
+            return False
+        per_run = (len(exprs) - singles) // runs if runs else 0
+        at = 0
+        for i in children:
+            if self.nodes[i]["k"] == "repeated":
+                if not self.run(i, exprs[at:at + per_run]):
+                    return False
+                at += per_run
+            else:
+                if not self.node(i, exprs[at]):
+                    return False
+                at += 1
+        return True
+
+    def run(self, i: int, exprs: list[Any]) -> bool:
+        n = self.nodes[i]
+        count = n.get("count")
+        if count:
+            if self.state.counts.setdefault(count, len(exprs)) != len(exprs):
+                return False
+        outer = self.state.caps
+        for e in exprs:
+            self.state.caps = {}
+            ok = self.node(n["c"][0], e)
+            element, self.state.caps = self.state.caps, outer
+            if not ok:
+                return False
+            for name, (_, expr) in element.items():
+                self.state.lists.setdefault(name, []).append(expr)
+        name = capture_name(self.nodes, i)
+        if n.get("name"):  # a run named as an earlier one holds the same values
+            if name in self.state.runs and not same_values(self.state.runs[name], exprs):
+                return False
+            self.state.runs.setdefault(name, list(exprs))
+        self.state.lists[name] = list(exprs)
+        return True
+
+
+def same_shape(shape: tuple, wanted: list) -> bool:
+    """Dims equal: ints exactly, symbolic dims as expressions (their
+    canonical text, ``aj.dims`` when it has one)."""
+    if len(shape) != len(wanted):
+        return False
+    return all(canonical_dim(a) == canonical_dim(b) for a, b in zip(shape, wanted))
+
+
+def canonical_dim(d: Any) -> Any:
+    if isinstance(d, int):
+        return d
+    s = str(d).replace(" ", "")
+    return {"n*2": "2*n", "n+n": "2*n"}.get(s, s)
+
+
+# ---------------------------------------------------------------- patterns as plain data
+
+def build_patterns(nodes: list[dict]) -> list[P.Pattern]:
+    """The pattern objects of a node list (children before parents; a node
+    used by several is one object)."""
+    out: list[P.Pattern] = []
+    for n in nodes:
+        k, c = n["k"], [out[i] for i in n.get("c", [])]
+        name = n.get("name")
+        if k == "wildcard":
+            p = P.wildcard(name=name)
+        elif k == "const":
+            p = P.is_const()
+        elif k == "var":
+            p = P.is_var(n.get("hint"))
+        elif k == "op":
+            p = P.is_op(n["op"])(*c, name=name, **n["attrs"])
+        elif k == "tuple":
+            p = P.is_tuple(c, name=name)
+        elif k == "item":
+            p = P.is_tuple_get_item(c[0], n["index"], name=name)
+        elif k == "repeated":
+            p = P.repeated(c[0], name=name, count=n.get("count"))
+        elif k == "or":
+            p = c[0] | c[1]
+        elif k == "and":
+            p = c[0] & c[1]
+        elif k == "not":
+            p = ~c[0]
+        elif k == "dtype":
+            p = c[0].has_dtype(n["dtype"])
+        elif k == "shape":
+            p = c[0].has_shape(tuple(n["shape"]))
+        elif k == "attr":
+            p = c[0].has_attr(n["attrs"])
+        else:
+            raise AssertionError(k)
+        out.append(p)
+    return out
+
+
+def pattern_code(nodes: list[dict], prefix: str = "p") -> list[str]:
+    """Python lines building the patterns of a node list (for reproducers)."""
+    lines = []
+    for i, n in enumerate(nodes):
+        k, c = n["k"], [f"{prefix}{j}" for j in n.get("c", [])]
+        name = f", name={n['name']!r}" if n.get("name") else ""
+        if k == "wildcard":
+            e = f"P.wildcard({name[2:]})"
+        elif k == "const":
+            e = "P.is_const()"
+        elif k == "var":
+            e = f"P.is_var({n.get('hint')!r})"
+        elif k == "op":
+            attrs = "".join(f", {a}={v!r}" for a, v in n["attrs"].items())
+            e = f"P.is_op({n['op']!r})({', '.join(c)}{name}{attrs})".replace("(, ", "(")
+        elif k == "tuple":
+            e = f"P.is_tuple([{', '.join(c)}]{name})"
+        elif k == "item":
+            e = f"P.is_tuple_get_item({c[0]}, {n['index']!r}{name})"
+        elif k == "repeated":
+            count = f", count={n['count']!r}" if n.get("count") else ""
+            e = f"P.repeated({c[0]}{name}{count})"
+        elif k in ("or", "and"):
+            e = f"{c[0]} {'|' if k == 'or' else '&'} {c[1]}"
+        elif k == "not":
+            e = f"~{c[0]}"
+        elif k == "dtype":
+            e = f"{c[0]}.has_dtype({n['dtype']!r})"
+        elif k == "shape":
+            e = f"{c[0]}.has_shape({tuple(n['shape'])!r})"
+        else:
+            e = f"{c[0]}.has_attr({n['attrs']!r})"
+        lines.append(f"{prefix}{i} = {e}")
+    return lines
+
+
+class PatternMaker:
+    """Random node lists over a function: random trees, and trees mirroring
+    one of its bindings (more of them match)."""
+
+    def __init__(self, rng: random.Random, fn: Any):
+        self.rng = rng
+        self.fn = fn
+        self.nodes: list[dict] = []
+        self.shared: list[int] = []  # made outside runs: may be used again outside runs
+        self.calls = [b.value for b in fn.bindings if isinstance(b.value, aj.Call)]
+        self.bound = {b.var.name_hint: b.value for b in fn.bindings}
+        self.shapes = [v.type.shape for v in list(fn.params) + [b.var for b in fn.bindings] if v.type.is_tensor]
+        self.count_names = ["c1", "c2"]
+
+    def add(self, node: dict, in_run: bool) -> int:
+        self.nodes.append(node)
+        i = len(self.nodes) - 1
+        if not in_run and self.rng.random() < 0.4:
+            self.shared.append(i)
+        return i
+
+    def name(self, in_run: bool) -> dict:
+        if in_run or self.rng.random() > 0.12:
+            return {}
+        return {"name": self.rng.choice(["x", "y", "z"])}
+
+    def attrs_for(self, op: str) -> dict:
+        """Attrs as stored in a call of op in the function, or changed."""
+        seen = [c.attrs for c in self.calls if c.op == op and c.attrs]
+        if not seen or self.rng.random() < 0.6:
+            return {}
+        attrs = dict(self.rng.choice(seen))
+        keys = self.rng.sample(sorted(attrs), self.rng.randint(1, len(attrs)))
+        out = {k: attrs[k] for k in keys}
+        if self.rng.random() < 0.3:
+            k = self.rng.choice(keys)
+            v = out[k]
+            if isinstance(v, bool):
+                out[k] = not v
+            elif isinstance(v, int):
+                out[k] = self.rng.choice([v + 1, v - 1, 0])
+            elif isinstance(v, list):
+                out[k] = list(reversed(v)) if len(v) > 1 and self.rng.random() < 0.5 else None
+            elif v is None:
+                out[k] = [1, 0]
+        return out
+
+    def tree(self, depth: int, in_run: bool = False) -> int:
+        rng = self.rng
+        if not in_run and self.shared and rng.random() < 0.15:
+            return rng.choice(self.shared)
+        r = rng.random()
+        if depth <= 0 or r < 0.22:
+            leaf = rng.choices(["wildcard", "const", "var"], [6, 1, 1])[0]
+            node = {"k": leaf, **(self.name(in_run) if leaf == "wildcard" else {})}
+            if leaf == "var" and rng.random() < 0.2:
+                node["hint"] = rng.choice(["a", "b", "lv"])
+            return self.add(node, in_run)
+        if r < 0.55:
+            op = rng.choice(list(ARITY))
+            return self.op(op, depth, in_run)
+        if r < 0.62:
+            return self.add({"k": "tuple", "c": self.fields(depth, in_run, rng.randint(1, 3)), **self.name(in_run)},
+                            in_run)
+        if r < 0.67:
+            inner = self.op("split", depth - 1, in_run) if rng.random() < 0.6 else self.tree(depth - 1, in_run)
+            return self.add({"k": "item", "c": [inner], "index": rng.choice([0, 1, None]), **self.name(in_run)},
+                            in_run)
+        if r < 0.77:
+            return self.add({"k": "or", "c": [self.tree(depth - 1, in_run), self.tree(depth - 1, in_run)]}, in_run)
+        if r < 0.84:
+            return self.add({"k": "and", "c": [self.tree(depth - 1, in_run), self.tree(depth - 1, in_run)]}, in_run)
+        if r < 0.88:
+            return self.add({"k": "not", "c": [self.tree(depth - 1, in_run)]}, in_run)
+        return self.constraint(self.tree(depth - 1, in_run), in_run)
+
+    def constraint(self, inner: int, in_run: bool) -> int:
+        rng = self.rng
+        kind = rng.choice(["dtype", "shape", "attr"])
+        if kind == "dtype":
+            return self.add({"k": "dtype", "c": [inner], "dtype": rng.choice(["float32", "float32", "float64"])}, in_run)
+        if kind == "shape":
+            shape = list(rng.choice(self.shapes)) if self.shapes else [2, 2]
+            if shape and rng.random() < 0.3:
+                j = rng.randrange(len(shape))
+                shape[j] = rng.choice([2, 4, "n", "m", "2*n", "n*2", "n + n"])
+            return self.add({"k": "shape", "c": [inner], "shape": shape}, in_run)
+        op = rng.choice([c.op for c in self.calls] or ["sum"])
+        attrs = self.attrs_for(op) or rng.choice([{"axis": 0}, {"axis": 1}, {"axes": None}, {"keepdims": True}])
+        return self.add({"k": "attr", "c": [inner], "attrs": attrs}, in_run)
+
+    def fields(self, depth: int, in_run: bool, n: int) -> list[int]:
+        """Fields or args: single patterns, and sometimes a run (two runs share a count name)."""
+        out = [self.tree(depth - 1, in_run) for _ in range(n)]
+        if not in_run and self.rng.random() < 0.3:
+            runs = self.rng.choice([1, 1, 1, 2])
+            count = self.rng.choice(self.count_names) if runs == 2 or self.rng.random() < 0.3 else None
+            for _ in range(runs):
+                element = self.tree(depth - 1, in_run=True)
+                name = {"name": "r"} if self.rng.random() < 0.1 else {}
+                out.insert(self.rng.randint(0, len(out)),
+                           self.add({"k": "repeated", "c": [element], **name, **({"count": count} if count else {})},
+                                    True))
+            while len(out) > 3 and self.nodes[out[-1]]["k"] != "repeated":
+                out.pop()
+        return out
+
+    def op(self, op: str, depth: int, in_run: bool) -> int:
+        rng = self.rng
+        if op == "concat" and rng.random() < 0.8:
+            args = [self.add({"k": "tuple", "c": self.fields(depth, in_run, rng.randint(1, 3))}, in_run)]
+        elif rng.random() < 0.15 and not in_run:
+            args = self.fields(depth, in_run, 0) or [self.tree(depth - 1, in_run) for _ in range(ARITY[op])]
+            if sum(self.nodes[a]["k"] != "repeated" for a in args) > ARITY[op]:
+                args = [self.tree(depth - 1, in_run) for _ in range(ARITY[op])]
+        else:
+            args = [self.tree(depth - 1, in_run) for _ in range(ARITY[op])]
+        return self.add({"k": "op", "op": op, "c": args, "attrs": self.attrs_for(op), **self.name(in_run)}, in_run)
+
+    def mirror(self, e: Any, depth: int) -> int:
+        """A pattern of e's shape (through bindings) down to depth, with random parts."""
+        rng = self.rng
+        v = e
+        while isinstance(v, aj.Var) and v.name_hint in self.bound:
+            v = self.bound[v.name_hint]
+        r = rng.random()
+        if depth <= 0 or r < 0.1:
+            return self.tree(0)
+        if r < 0.2:
+            return self.tree(depth)
+        if r < 0.27:
+            return self.add({"k": "or", "c": [self.tree(depth - 1), self.mirror(e, depth - 1)]
+                             if rng.random() < 0.5 else [self.mirror(e, depth - 1), self.tree(depth - 1)]}, False)
+        if r < 0.32:
+            return self.add({"k": "and", "c": [self.mirror(e, depth - 1), self.tree(1)]}, False)
+        if r < 0.37:
+            return self.constraint(self.mirror(e, depth), False)
+        if isinstance(v, aj.Call):
+            args = [self.mirror(a, depth - 1) for a in v.args]
+            attrs = self.attrs_for(v.op) if rng.random() < 0.5 else {}
+            if rng.random() < 0.3:
+                attrs = {k: v.attrs[k] for k in rng.sample(sorted(v.attrs), rng.randint(0, len(v.attrs)))}
+            return self.add({"k": "op", "op": v.op, "c": args, "attrs": attrs, **self.name(False)}, False)
+        if isinstance(v, aj.Tuple):
+            if rng.random() < 0.3:
+                element = self.tree(1, in_run=True)
+                run = self.add({"k": "repeated", "c": [element]}, True)
+                return self.add({"k": "tuple", "c": [run]}, False)
+            return self.add({"k": "tuple", "c": [self.mirror(f, depth - 1) for f in v.fields]}, False)
+        if isinstance(v, aj.TupleGetItem):
+            index = v.index if rng.random() < 0.8 else rng.choice([None, 1 - v.index])
+            return self.add({"k": "item", "c": [self.mirror(v.tuple, depth - 1)], "index": index}, False)
+        if isinstance(v, aj.Constant):
+            return self.add({"k": "const"}, False)
+        return self.add(rng.choice([{"k": "var"}, {"k": "wildcard"}, {"k": "var", "hint": v.name_hint}]), False)
+
+
+# ---------------------------------------------------------------- rewrite rules
+
+def _text_rule(params: str, pattern_body: str, replacement_body: str) -> str:
+    sig = ", ".join(f'{p}: Tensor((4, 4), "float32")' for p in params.split())
+    return (f"@function\ndef pattern({sig}):\n{pattern_body}\n\n"
+            f"@function\ndef replacement({sig}):\n{replacement_body}\n")
+
+
+def _is_scalar_one_f32(c: Any, bound: dict[str, Any]) -> bool:
+    while isinstance(c, aj.Var) and c.name_hint in bound:
+        c = bound[c.name_hint]
+    return isinstance(c, aj.Constant) and c.type.dtype == "float32" and c.type.shape == () and float(c.data) == 1.0
+
+
+@dataclass
+class Rule:
+    """An exact rewrite, written both ways: ``text`` for Rewriter.from_text,
+    ``pattern()`` (the pattern and its parts) and ``replace(expr, caps,
+    parts)`` for Python (None where it does not fire, as the text rule does
+    not fire where its ops do not type-check or the type changes), and
+    ``loops``: a rule that never settles (an aj.TransformError both ways)."""
+    name: str
+    text: str
+    pattern: Callable[[], tuple[P.Pattern, dict]]
+    replace: Callable[[Any, Any, dict], Any]
+    loops: bool = False
+
+
+def _negneg():
+    x = P.wildcard()
+    return P.is_op("negative")(P.is_op("negative")(x)), {"x": x}
+
+
+def _permperm():
+    x = P.wildcard()
+    return P.is_op("permute_dims")(P.is_op("permute_dims")(x, axes=None), axes=None), {"x": x}
+
+
+def _mulone():
+    x, c = P.wildcard(), P.is_const()
+    return P.is_op("multiply")(x, c), {"x": x, "c": c}
+
+
+def _splitcat():
+    x = P.wildcard()
+    s = P.is_op("split")(x, indices_or_sections=2, axis=1)
+    return (P.is_op("concat")(P.is_tuple([P.is_tuple_get_item(s, 0), P.is_tuple_get_item(s, 1)]), axis=1),
+            {"x": x})
+
+
+def _subself():
+    x = P.wildcard()
+    return P.is_op("subtract")(x, x), {"x": x}
+
+
+def _permmatmul():
+    a, b = P.wildcard(), P.wildcard()
+    return P.is_op("permute_dims")(P.is_op("matmul")(a, b, out_dtype=None), axes=None), {"a": a, "b": b}
+
+
+def _addswap():
+    a, b = P.wildcard(), P.wildcard()
+    return P.is_op("add")(a, b), {"a": a, "b": b}
+
+
+def _typed(make: Callable[[], Any], old: Any) -> Any:
+    """make()'s expr when its ops type-check and it has old's type, else None
+    (where a text rule does not fire)."""
+    try:
+        new = make()
+    except aj.TypeInferenceError:
+        return None
+    return new if new.type == old.type else None
+
+
+RULES = [
+    Rule("negneg", _text_rule("x", "    return negative(negative(x))", "    return x"), _negneg,
+         lambda e, m, p: _typed(lambda: m[p["x"]], e)),
+    Rule("permperm", _text_rule("x", "    return permute_dims(permute_dims(x))", "    return x"), _permperm,
+         lambda e, m, p: _typed(lambda: m[p["x"]], e)),
+    Rule("mulone", _text_rule("x", '    return multiply(x, const(1.0, "float32"))', "    return x"), _mulone,
+         lambda e, m, p: _typed(lambda: m[p["x"]], e) if _is_scalar_one_f32(m[p["c"]], p["bound"]) else None),
+    Rule("splitcat", _text_rule("x", "    s = split(x, 2, axis=1)\n    a = s[0]\n    b = s[1]\n"
+                                     "    return concat((a, b), axis=1)", "    return x"), _splitcat,
+         lambda e, m, p: _typed(lambda: m[p["x"]], e)),
+    Rule("subself", _text_rule("x", "    return subtract(x, x)", "    return zeros_like(x)"), _subself,
+         lambda e, m, p: _typed(lambda: aj.op.zeros_like(m[p["x"]]), e)),
+    Rule("permmatmul", _text_rule("a b", "    return permute_dims(matmul(a, b))",
+                                  "    return matmul(permute_dims(b), permute_dims(a))"), _permmatmul,
+         lambda e, m, p: _typed(lambda: aj.op.matmul(aj.op.permute_dims(m[p["b"]]), aj.op.permute_dims(m[p["a"]])), e)),
+    Rule("addswap", _text_rule("a b", "    return add(a, b)", "    return add(b, a)"), _addswap,
+         lambda e, m, p: _typed(lambda: aj.op.add(m[p["b"]], m[p["a"]]), e), loops=True),
+]
+RULE_BY_NAME = {r.name: r for r in RULES}
+
+
+# ---------------------------------------------------------------- graph patterns
+
+def make_context_nodes(rng: random.Random, fn: Any) -> tuple[list[dict], list[tuple[int, int, int | None, bool]]]:
+    """The nodes of a random context over fn (made in this order inside it)
+    and its edges (from, to, arg index, only). Roots mirror calls of fn, a
+    var of fn standing for one wildcard throughout (so roots share it)."""
+    nodes: list[dict] = []
+    bound = {b.var.name_hint: b.value for b in fn.bindings}
+    calls = [b.value for b in fn.bindings if isinstance(b.value, aj.Call)]
+    leaf_of: dict[str, int] = {}
+    leaves: list[int] = []
+
+    def add(n: dict) -> int:
+        nodes.append(n)
+        return len(nodes) - 1
+
+    def leaf(e: Any) -> int:
+        if isinstance(e, aj.Var) and rng.random() < 0.85:
+            if e.name_hint not in leaf_of:
+                leaf_of[e.name_hint] = add({"k": "wildcard"} if rng.random() < 0.9 else {"k": "wildcard", "name": "w"})
+                leaves.append(leaf_of[e.name_hint])
+            return leaf_of[e.name_hint]
+        if leaves and rng.random() < 0.5:
+            return rng.choice(leaves)
+        leaves.append(add({"k": "const"} if isinstance(e, aj.Constant) else {"k": "wildcard"}))
+        return leaves[-1]
+
+    def mirror(e: Any, depth: int) -> int:
+        v = e
+        while isinstance(v, aj.Var) and v.name_hint in bound:
+            v = bound[v.name_hint]
+        if depth <= 0 or rng.random() < 0.15 or not isinstance(v, (aj.Call, aj.Tuple)):
+            return leaf(e)
+        if isinstance(v, aj.Tuple):
+            return add({"k": "tuple", "c": [mirror(f, depth - 1) for f in v.fields]})
+        return add({"k": "op", "op": v.op, "c": [mirror(a, depth - 1) for a in v.args],
+                    "attrs": dict(v.attrs) if rng.random() < 0.3 else {}})
+
+    def root_body() -> int:
+        if not calls or rng.random() < 0.1:
+            r = add({"k": "op", "op": rng.choice(["exp", "negative"]), "c": [add({"k": "wildcard"})], "attrs": {}})
+        else:
+            call = rng.choice(calls)
+            r = add({"k": "op", "op": call.op, "c": [mirror(a, rng.choice([0, 0, 1])) for a in call.args],
+                     "attrs": {}})
+        if rng.random() < 0.12:
+            other = add({"k": "op", "op": rng.choice(["exp", "negative", "relu"]), "c": [leaf(None)], "attrs": {}})
+            r = add({"k": "or", "c": [r, other] if rng.random() < 0.5 else [other, r]})
+        return r
+
+    roots = [root_body() for _ in range(rng.choice([1, 2, 2, 3]))]
+    if rng.random() < 0.2:
+        element = root_body()
+        roots.append(add({"k": "repeated", "c": [element]}))
+    edges: list[tuple[int, int, int | None, bool]] = []
+    plain = [r for r in roots if nodes[r]["k"] != "repeated"]
+    used = {c for n in nodes for c in n.get("c", [])}
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        p = rng.choice([leaf for leaf in leaves if leaf in used] + plain)
+        q = rng.choice(plain)
+        if p != q:
+            edges.append((p, q, rng.choice([None, None, 0, 1]), rng.random() < 0.4))
+    return nodes, edges
+
+
+def build_context(nodes: list[dict], edges: list) -> tuple[P.PatternContext, list[P.Pattern]]:
+    with P.PatternContext() as ctx:
+        objs = build_patterns(nodes)
+        for p, q, index, only in edges:
+            (objs[p].only_used_by if only else objs[p].used_by)(objs[q], index)
+    return ctx, objs
+
+
+def reference_roots(nodes: list[dict]) -> list[int]:
+    """The docs' roots: the patterns no other registered pattern uses, in the
+    order made (all those made here can match a call, or are runs of such)."""
+    used = {c for n in nodes for c in n.get("c", [])}
+    return [i for i in range(len(nodes)) if i not in used and nodes[i]["k"] not in ("const", "var")]
+
+
+def operands(v: Any) -> list[Any]:
+    if isinstance(v, aj.Call):
+        return list(v.args)
+    if isinstance(v, aj.Tuple):
+        return list(v.fields)
+    if isinstance(v, aj.TupleGetItem):
+        return [v.tuple]
+    return []
+
+
+def var_uses(e: Any, out: list[str]) -> None:
+    if isinstance(e, aj.Var):
+        out.append(e.name_hint)
+        return
+    for o in operands(e):
+        var_uses(o, out)
+
+
+class GraphReference:
+    """rewrite_bindings' matching, as the docs tell it, by brute force over a
+    tiny function: each root matched on a binding's call as ``root.match``
+    would (RefMatcher), the root's own value reported as the binding's var;
+    names captured by two roots agree; each edge holds: ``p.used_by(q, i)``
+    when q's call has p's value as arg i (any arg for None) or as a field of
+    a tuple written in that arg; ``only_used_by`` moreover when every use of
+    p's value is by q's binding and the function does not return it (with an
+    index: that arg is its only use there). A repeated root takes every free
+    binding that fits the roots before it (at least one)."""
+
+    def __init__(self, nodes: list[dict], edges: list, fn: Any):
+        self.nodes, self.edges, self.fn = nodes, edges, fn
+        self.roots = reference_roots(nodes)
+        self.bindings = list(fn.bindings)
+        self.matcher = RefMatcher(nodes, fn)
+        users: dict[str, set[int]] = {}
+        for i, b in enumerate(self.bindings):
+            names: list[str] = []
+            var_uses(b.value, names)
+            for n in names:
+                users.setdefault(n, set()).add(i)
+        self.users = users
+        returned: list[str] = []
+        var_uses(fn.ret, returned)
+        self.returned = set(returned)
+        self.names_of = {r: self._names(r) for r in self.roots}
+        self.candidates = {r: self._candidates(r) for r in self.roots}
+
+    def _names(self, root: int) -> set[str]:
+        out, todo = set(), [root]
+        while todo:
+            i = todo.pop()
+            name = capture_name(self.nodes, i)
+            if name not in out:
+                out.add(name)
+                todo.extend(self.nodes[i].get("c", []))
+        return out
+
+    def element(self, root: int) -> int:
+        n = self.nodes[root]
+        return n["c"][0] if n["k"] == "repeated" else root
+
+    def _candidates(self, root: int) -> dict[int, dict[str, Any]]:
+        out = {}
+        el = self.element(root)
+        for i, b in enumerate(self.bindings):
+            if not isinstance(b.value, aj.Call):
+                continue
+            caps = self.matcher.match(el, b.value)
+            if caps is None:
+                continue
+            for name, e in list(caps.items()):
+                if e is b.value:
+                    caps[name] = b.var
+            caps[capture_name(self.nodes, root)] = b.var
+            out[i] = caps
+        return out
+
+    def value(self, name: str, chosen: list[tuple[int, list[int]]]) -> Any:
+        """What name stands for in an assignment (root, bindings), None if no root captured it."""
+        for r, bs in chosen:
+            if self.nodes[r]["k"] == "repeated" and name in self.names_of[r] - {capture_name(self.nodes, r)}:
+                vals = [self.candidates[r][b].get(name) for b in bs]
+                if vals and vals[0] is not None and all(v is not None and same_value(v, vals[0]) for v in vals):
+                    return vals[0]
+                continue
+            if self.nodes[r]["k"] != "repeated" and name in self.candidates[r][bs[0]]:
+                return self.candidates[r][bs[0]][name]
+        return None
+
+    def partly_captured(self, chosen: list[tuple[int, list[int]]]) -> bool:
+        """Whether a name that several chosen roots hold was captured by only some of them."""
+        for name in {n for r, _ in chosen for n in self.names_of[r]}:
+            holders = [(r, bs) for r, bs in chosen if name in self.names_of[r]]
+            took = [r for r, bs in holders if any(name in self.candidates[r][b] for b in bs)]
+            if len(holders) > 1 and 0 < len(took) < len(holders):
+                return True
+        return False
+
+    def shared_agree(self, chosen: list[tuple[int, list[int]]]) -> bool:
+        seen: dict[str, Any] = {}
+        for r, bs in chosen:
+            for b in bs:
+                for name, v in self.candidates[r][b].items():
+                    if isinstance(v, list) or name == capture_name(self.nodes, r):
+                        continue
+                    if not any(name in self.names_of[o] for o, _ in chosen if o != r):
+                        continue
+                    if name in seen and not same_value(seen[name], v):
+                        return False
+                    seen.setdefault(name, v)
+        return True
+
+    def edge_holds(self, edge: tuple, chosen: list[tuple[int, list[int]]]) -> bool:
+        p, q, index, only = edge
+        pv = self.value(capture_name(self.nodes, p), chosen)
+        qv = self.value(capture_name(self.nodes, q), chosen)
+        if not isinstance(pv, aj.Var) or qv is None:
+            return False  # "a direct use: q's call has p's var as an arg"
+        call = self.matcher.resolve(qv)
+        if not isinstance(call, aj.Call):
+            return False
+
+        def occurs(arg: Any) -> bool:
+            return same_value(arg, pv) or (isinstance(arg, aj.Tuple) and any(occurs(f) for f in arg.fields))
+
+        args = call.args
+        if index is not None:
+            if index >= len(args) or not occurs(args[index]):
+                return False
+        elif not any(occurs(a) for a in args):
+            return False
+        if not only:
+            return True
+        if index is not None and any(occurs(a) for i, a in enumerate(args) if i != index):
+            return False
+        if pv.name_hint in self.returned:
+            return False
+        q_bindings = {i for i, b in enumerate(self.bindings) if isinstance(qv, aj.Var) and b.var.name_hint == qv.name_hint}
+        return self.users.get(pv.name_hint, set()) <= q_bindings
+
+    def valid(self, chosen: list[tuple[int, list[int]]]) -> bool:
+        return self.shared_agree(chosen) and all(self.edge_holds(e, chosen) for e in self.edges)
+
+    def assignments(self, first: int, free: set[int]) -> list[list[tuple[int, list[int]]]]:
+        """Every valid assignment with the first root on binding ``first``,
+        within the free bindings (a repeated root: every fitting free binding)."""
+        out = []
+
+        def extend(k: int, chosen: list[tuple[int, list[int]]], used: set[int]) -> None:
+            if k == len(self.roots):
+                if self.valid(chosen):
+                    out.append(list(chosen))
+                return
+            r = self.roots[k]
+            if self.nodes[r]["k"] == "repeated":
+                fits = [b for b in sorted(self.candidates[r]) if b in free and b not in used
+                        and self.shared_agree(chosen + [(r, [b])])]
+                if fits:
+                    extend(k + 1, chosen + [(r, fits)], used | set(fits))
+                return
+            for b in sorted(self.candidates[r]):
+                if b in free and b not in used and self.shared_agree(chosen + [(r, [b])]):
+                    extend(k + 1, chosen + [(r, [b])], used | {b})
+
+        r0 = self.roots[0]
+        if first in self.candidates[r0] and first in free:
+            if self.nodes[r0]["k"] == "repeated":
+                return []  # a repeated first root: handled by check_walk
+            extend(1, [(r0, [first])], {first})
+        return out
+
+
+# ---------------------------------------------------------------- running
+
+def tol(dtype: Any) -> float:
+    return 1e-4 if np.dtype(dtype) == np.float32 else 1e-10
+
+
+def compare_results(got: Any, want: Any, what: str) -> None:
+    if isinstance(want, (tuple, list)):
+        if not isinstance(got, (tuple, list)) or len(got) != len(want):
+            raise Finding("wrong-result", f"{what}: {summarize(got)} where {summarize(want)} was computed")
+        for i, (g, w) in enumerate(zip(got, want)):
+            compare_results(g, w, f"{what}[{i}]")
+        return
+    g, w = np.asarray(got), np.asarray(want)
+    if g.shape != w.shape or g.dtype != w.dtype or not np.allclose(g, w, rtol=tol(w.dtype), atol=tol(w.dtype),
+                                                                    equal_nan=True):
+        raise Finding("wrong-result", f"{what}: {summarize(g)} where {summarize(w)} was computed; "
+                                      f"max diff {np.nanmax(np.abs(g.astype(float) - w.astype(float))) if g.shape == w.shape else 'n/a'}")
+
+
+def inputs_for(fn: Any, seed: int) -> list[np.ndarray] | None:
+    rng = np.random.default_rng(seed)
+    out = []
+    for p in fn.params:
+        shape = tuple(3 if isinstance(d, str) else d for d in p.type.shape)
+        out.append(rng.standard_normal(shape).astype(p.type.dtype))
+    return out
+
+
+def run_module(mod: Any, args: list) -> Any:
+    return aj.build(mod)["main"](*args)
+
+
+def show(e: Any) -> str:
+    if isinstance(e, list):
+        return "[" + ", ".join(show(x) for x in e) + "]"
+    if isinstance(e, aj.Var):
+        return e.name_hint
+    return str(e).split(":")[0] if isinstance(e, aj.Var) else repr(e)
+
+
+class Fuzzer:
+    def __init__(self, seed: int):
+        self.seed = seed
+
+    # ---- making input k ----
+
+    def make(self, k: int) -> dict:
+        rng = random.Random(f"patterns:{self.seed}:{k}")
+        kind = rng.choices(["match", "rewrite", "graph"], [5, 2, 3])[0]
+        if kind == "match":
+            text = make_function(rng, rng.randint(2, 7))
+            fn = aj.parse(text)["main"]
+            maker = PatternMaker(rng, fn)
+            roots = []
+            for _ in range(rng.randint(1, 3)):
+                if maker.calls and rng.random() < 0.5:
+                    b = rng.choice([b for b in fn.bindings])
+                    roots.append(maker.mirror(b.var, rng.randint(1, 4)))
+                else:
+                    roots.append(maker.tree(rng.randint(1, 4)))
+            return {"kind": kind, "text": text, "nodes": maker.nodes, "roots": roots}
+        if kind == "rewrite":
+            text = make_function(rng, rng.randint(2, 8), symbolic=False, targets=True)
+            names = [r.name for r in RULES]
+            rules = rng.sample(names, rng.choice([1, 1, 2]))
+            if "addswap" in rules and rng.random() < 0.7:
+                rules.remove("addswap")
+                rules = rules or [rng.choice(names[:-1])]
+            return {"kind": kind, "text": text, "rules": rules}
+        text = make_function(rng, rng.randint(3, 6), symbolic=False, float64=False)
+        nodes, edges = make_context_nodes(rng, aj.parse(text)["main"])
+        return {"kind": kind, "text": text, "nodes": nodes, "edges": [list(e) for e in edges],
+                "replace": rng.randint(0, 3)}
+
+    def describe(self, inp: dict) -> str:
+        if inp["kind"] == "rewrite":
+            return f"rewrite with rules {', '.join(inp['rules'])}"
+        return f"{inp['kind']}: {len(inp['nodes'])} pattern nodes"
+
+    def group(self, inp: dict) -> str:
+        return inp["kind"]
+
+    def run(self, inp: dict, reach: Callable[[str], None]) -> str:
+        return getattr(self, "run_" + inp["kind"])(inp, reach)
+
+    # ---- match ----
+
+    def run_match(self, inp: dict, reach: Callable[[str], None]) -> str:
+        fn = aj.parse(inp["text"])["main"]
+        nodes = inp["nodes"]
+        try:
+            objs = build_patterns(nodes)
+        except aj.Error:
+            return "ok, pattern refused"  # has_attr on a pattern of no call, or of an op without that attr
+        for root in inp["roots"]:
+            p = objs[root]
+            for b in fn.bindings:
+                for expr, with_fn, stage in ((b.value, fn, "matched"), (b.var, fn, "matched on a var"),
+                                             (b.value, None, "matched without fn")):
+                    got = p.match(expr, with_fn)
+                    want = RefMatcher(nodes, with_fn).match(root, expr)
+                    self.compare_match(nodes, objs, root, expr, with_fn is not None, got, want)
+                    reach("match compared")
+                    if got is not None:
+                        reach(stage)
+        return "ok"
+
+    @staticmethod
+    def compare_match(nodes, objs, root, expr, with_fn, got, want) -> None:
+        where = f"p{root}.match({show(expr)}{', fn' if with_fn else ', None'})"
+        if (got is None) != (want is None):
+            raise Finding("match", f"{where} gives {'a match' if got is not None else 'None'}; the reference "
+                                   f"{'matches' if want is not None else 'does not'} "
+                                   f"({'with captures ' + _show_caps(want) if want else ''})",
+                          f"match {'found' if got is not None else 'missed'}")
+        if got is None:
+            return
+        reachable = RefMatcher(nodes, None)._below(root)
+        in_run = RefMatcher(nodes, None).in_run
+        for i in sorted(reachable):
+            name = capture_name(nodes, i)
+            g = got.get(objs[i])
+            w = want.get(name)
+            if i in in_run or nodes[i]["k"] == "repeated":
+                g = [] if g is None else g
+                w = [] if w is None else w
+                ok = isinstance(g, list) and same_values(g, w)
+            else:
+                ok = (g is None) == (w is None) and (g is None or same_value(g, w))
+            if not ok:
+                raise Finding("capture", f"{where}: p{i} ({name}) captured {show(g)}, the reference {show(w)}",
+                              f"capture of a {nodes[i]['k']}")
+        for n in nodes:
+            # a run that took no part captures [] here, not None: see bugs.md (B2); not flagged again
+            g, w = got.get(n.get("name")) if n.get("name") else None, want.get(n.get("name"))
+            if n["k"] == "repeated":
+                g, w = g or None, w or None
+            if n.get("name") and (g is None) != (w is None):
+                raise Finding("capture", f"{where}: name {n['name']!r}: {show(got.get(n['name']))} vs the reference "
+                                         f"{show(want.get(n['name']))}", "capture of a name")
+
+    # ---- rewrite ----
+
+    def run_rewrite(self, inp: dict, reach: Callable[[str], None]) -> str:
+        mod = aj.parse(inp["text"])
+        before = mod.script()
+        rules = [RULE_BY_NAME[n] for n in inp["rules"]]
+        fn = mod["main"]
+        args = inputs_for(fn, 0)
+        want = run_module(mod, args)
+        outcomes = {}
+        for way in ("python", "text", "rewrite_call"):
+            if way == "rewrite_call" and len(rules) != 1:
+                continue
+            try:
+                outcomes[way] = ("ok", self.rewrite_one_way(way, rules, mod))
+            except aj.Error as e:
+                outcomes[way] = (error_label(e), e)
+            if mod.script() != before:
+                raise Finding("input-changed", f"{way}: the module given was changed")
+        labels = {w: o[0] for w, o in outcomes.items()}
+        loops = any(r.loops for r in rules)
+        if len(set(labels.values())) != 1:
+            raise Finding("rewrite-outcome", "the ways disagree: " + "; ".join(
+                f"{w}: {o[0]}" + (f" ({o[1]})" if o[0] != "ok" else "") for w, o in outcomes.items()),
+                ", ".join(f"{w} {l}" for w, l in sorted(labels.items())))
+        label = labels["python"]
+        if label != "ok":
+            if not (loops and label == "aj.TransformError"):
+                raise Finding("rewrite-refused", f"every way refused the rules: {outcomes['python'][1]}", label)
+            reach("rewrite refused alike")
+            return label
+        outs = {w: o[1] for w, o in outcomes.items()}
+        for w, out in outs.items():
+            if not aj.structural_equal(out, outs["python"]):
+                raise Finding("rewrite-differs", f"{w} and python give different modules:\n"
+                                                 f"{aj.structural_diff(outs['python'], out)}\n--- python:\n"
+                                                 f"{outs['python'].script()}--- {w}:\n{out.script()}")
+        out = outs["text"]
+        try:
+            aj.analysis.verify(out)
+        except aj.Error as e:
+            raise Finding("invalid-output", f"the rewritten module does not verify: {e}\n{out.script()}") from None
+        if out.script() != before:
+            reach("rewrite fired")
+        self.check_fixed_point(rules, out)
+        compare_results(run_module(out, args), want, "main(...) after the rewrite")
+        reach("rewrite compared")
+        return "ok"
+
+    @staticmethod
+    def rewrite_one_way(way: str, rules: list[Rule], mod: Any) -> Any:
+        bound = {b.var.name_hint: b.value for b in mod["main"].bindings}
+
+        def python_rule(rule: Rule) -> tuple[P.Pattern, Callable]:
+            pattern, parts = rule.pattern()
+            parts["bound"] = bound
+            return pattern, lambda e, m: rule.replace(e, m, parts)
+
+        if way == "text":
+            rewriter = P.Rewriter()
+            for rule in rules:
+                rewriter = rewriter | P.Rewriter.from_text(rule.text, name=rule.name)
+            return rewriter(mod)
+        if way == "rewrite_call":
+            return P.rewrite_call(*python_rule(rules[0]), mod)
+        rewriter = P.Rewriter()
+        for rule in rules:
+            rewriter = rewriter | P.Rewriter.from_pattern(*python_rule(rule), name=rule.name)
+        return rewriter(mod)
+
+    @staticmethod
+    def check_fixed_point(rules: list[Rule], out: Any) -> None:
+        """No call of the result is one a rule would still rewrite."""
+        fn = out["main"]
+        for rule in rules:
+            pattern, parts = rule.pattern()
+            parts["bound"] = {b.var.name_hint: b.value for b in fn.bindings}
+            for b in fn.bindings:
+                caps = pattern.match(b.value, fn)
+                if caps is None:
+                    continue
+                with _ops_make_calls():
+                    new = rule.replace(b.value, caps, parts)
+                if new is not None and not same_value(new, b.value):
+                    raise Finding("not-fixed-point", f"rule {rule.name} still rewrites {b.var.name_hint} in\n"
+                                                     f"{out.script()}", rule.name)
+
+    # ---- graph ----
+
+    def run_graph(self, inp: dict, reach: Callable[[str], None]) -> str:
+        mod = aj.parse(inp["text"])
+        fn = mod["main"]
+        nodes, edges = inp["nodes"], [tuple(e) for e in inp["edges"]]
+        try:
+            ctx, objs = build_context(nodes, edges)
+        except aj.Error as e:
+            raise Finding("pattern-refused", f"a valid context was refused: {type(e).__name__}: {e}",
+                          type(e).__name__) from None
+        ref = GraphReference(nodes, edges, fn)
+        got_roots = [next(i for i, o in enumerate(objs) if o is r) for r in ctx.roots]
+        if got_roots != ref.roots:
+            raise Finding("roots", f"ctx.roots are nodes {got_roots}, the docs' roots {ref.roots}")
+        names = {b.var.name_hint: i for i, b in enumerate(fn.bindings)}
+        seen: list[list[tuple[int, list[int]]]] = []
+
+        def record(m, bindings):
+            one = []
+            for r in ref.roots:
+                v = m[objs[r]]
+                vs = v if isinstance(v, list) else [v]
+                one.append((r, [names[x.name_hint] for x in vs]))
+            seen.append(one)
+            return {}
+
+        try:
+            P.rewrite_bindings(ctx, record, fn)
+        except aj.Error as e:
+            if any(nodes[r]["k"] == "repeated" for r in ref.roots):
+                return error_label(e)  # edges into a run, a run first: the docs allow refusals there
+            raise Finding("graph-refused", f"rewrite_bindings refused: {type(e).__name__}: {e}",
+                          type(e).__name__) from None
+        self.check_walk(ref, seen)
+        reach("graph compared")
+        if seen:
+            reach("graph matched")
+        if seen and inp["replace"]:
+            self.check_graph_rewrite(ctx, objs, ref, mod, inp["replace"], reach)
+        return "ok"
+
+    @staticmethod
+    def check_walk(ref: GraphReference, seen: list) -> None:
+        """The matchings of one walk: valid, disjoint, and for each candidate
+        of the first root in binding order, a match exactly when one exists
+        among the bindings still free."""
+        def text(chosen):
+            return ", ".join(f"p{r}->{[ref.bindings[b].var.name_hint for b in bs]}" for r, bs in chosen)
+
+        taken: set[int] = set()
+        everything = set(range(len(ref.bindings)))
+        r0 = ref.roots[0]
+        if ref.nodes[r0]["k"] == "repeated":
+            return
+        order = [m[0][1][0] for m in seen]
+        if order != sorted(order):
+            raise Finding("graph-order", f"matchings not in binding order of the first root: {order}")
+        pending = list(seen)
+        for b0 in sorted(ref.candidates[r0]):
+            free = everything - taken
+            possible = ref.assignments(b0, free)
+            if pending and pending[0][0][1][0] == b0:
+                m = pending.pop(0)
+                used = [b for _, bs in m for b in bs]
+                if len(set(used)) != len(used) or set(used) & taken:
+                    raise Finding("graph-overlap", f"matching {text(m)} reuses a binding taken ({sorted(taken)})")
+                if not any(m == a for a in possible):
+                    raise Finding("graph-invalid", f"matching {text(m)} is not one the docs allow here; allowed: "
+                                                   f"{[text(a) for a in possible]}", "invalid matching")
+                taken |= set(used)
+            elif possible:
+                why = " (a name shared by roots, captured by only some)" if ref.partly_captured(possible[0]) else ""
+                raise Finding("graph-missed", f"no matching with p{r0} on {ref.bindings[b0].var.name_hint}, "
+                                              f"but {text(possible[0])} holds{why}", "missed matching" + why)
+        if pending:
+            raise Finding("graph-invalid", f"matching {text(pending[0])} has a first root that is no candidate",
+                          "invalid matching")
+
+    @staticmethod
+    def check_graph_rewrite(ctx, objs, ref: GraphReference, mod: Any, budget: int, reach) -> None:
+        """Exact replacements for the plain roots of the first matchings: negative(negative(call)),
+        add and multiply with their args swapped; the module must verify and compute the same."""
+        left = [budget]
+
+        def replace(m, bindings):
+            if left[0] <= 0:
+                return {}
+            left[0] -= 1
+            out = {}
+            for r in ref.roots:
+                if ref.nodes[r]["k"] == "repeated":
+                    continue
+                var = m[objs[r]]
+                value = bindings[var]
+                if not isinstance(value, aj.Call) or not var.type.is_tensor:
+                    continue
+                make = getattr(aj.op, value.op)
+                if value.op in ("add", "multiply") and len(value.args) == 2:
+                    out[var] = make(value.args[1], value.args[0])
+                else:
+                    out[var] = aj.op.negative(aj.op.negative(make(*value.args, **value.attrs)))
+            return out
+
+        out = P.rewrite_bindings(ctx, replace, mod)
+        try:
+            aj.analysis.verify(out)
+        except aj.Error as e:
+            raise Finding("invalid-output", f"rewrite_bindings gives a module that does not verify: {e}\n"
+                                            f"{out.script()}") from None
+        args = inputs_for(mod["main"], 1)
+        compare_results(run_module(out, args), run_module(mod, args), "main(...) after rewrite_bindings")
+        reach("graph rewrote")
+
+    # ---- the reproducer ----
+
+    def save(self, inp: dict, stem: str, header: str) -> list[str]:
+        path = stem + ".py"
+        lines = ["# " + line for line in header.rstrip().splitlines()]
+        lines += ["import adjoint as aj", "from adjoint import pattern as P", "",
+                  f"TEXT = {inp['text']!r}", "mod = aj.parse(TEXT)", "fn = mod['main']", "print(TEXT)"]
+        if inp["kind"] == "match":
+            lines += pattern_code(inp["nodes"])
+            lines += [f"for root in {[f'p{r}' for r in inp['roots']]}".replace("'", ""),
+                      "    for b in fn.bindings:",
+                      "        print(b.var.name_hint, root.match(b.value, fn), root.match(b.var, fn), root.match(b.value))"]
+        elif inp["kind"] == "rewrite":
+            lines += ["from adjoint.fuzz.patterns import RULE_BY_NAME, Fuzzer",
+                      f"rules = [RULE_BY_NAME[n] for n in {inp['rules']!r}]",
+                      "for way in ('python', 'text', 'rewrite_call'):",
+                      "    try:",
+                      "        print(way, Fuzzer.rewrite_one_way(way, rules, mod))",
+                      "    except aj.Error as e:",
+                      "        print(way, type(e).__name__, e)"]
+        else:
+            lines += ["with P.PatternContext() as ctx:"]
+            lines += ["    " + line for line in pattern_code(inp["nodes"])]
+            for p, q, index, only in inp["edges"]:
+                lines.append(f"    p{p}.{'only_used_by' if only else 'used_by'}(p{q}, {index!r})")
+            lines += ["print(ctx)", "def show(m, bindings):",
+                      "    print({repr(k): v for k, v in m.items() if not isinstance(k, str)})", "    return {}",
+                      "P.rewrite_bindings(ctx, show, fn)"]
+        with open(path, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        return [path]
+
+
+def _show_caps(caps: dict | None) -> str:
+    if caps is None:
+        return "None"
+    return "{" + ", ".join(f"{k}: {show(v)}" for k, v in caps.items()) + "}"
