@@ -743,7 +743,7 @@ def _subself():
 
 def _permmatmul():
     a, b = P.wildcard(), P.wildcard()
-    return P.is_op("permute_dims")(P.is_op("matmul")(a, b, out_dtype=None), axes=None), {"a": a, "b": b}
+    return P.is_op("permute_dims")(P.is_op("matmul")(a, b, out_dtype=None), axes=[1, 0]), {"a": a, "b": b}
 
 
 def _addswap():
@@ -773,9 +773,13 @@ RULES = [
          lambda e, m, p: _typed(lambda: m[p["x"]], e)),
     Rule("subself", _text_rule("x", "    return subtract(x, x)", "    return zeros_like(x)"), _subself,
          lambda e, m, p: _typed(lambda: aj.op.zeros_like(m[p["x"]]), e)),
-    Rule("permmatmul", _text_rule("a b", "    return permute_dims(matmul(a, b))",
-                                  "    return matmul(permute_dims(b), permute_dims(a))"), _permmatmul,
-         lambda e, m, p: _typed(lambda: aj.op.matmul(aj.op.permute_dims(m[p["b"]]), aj.op.permute_dims(m[p["a"]])), e)),
+    # (a @ b).T = b.T @ a.T for matrices only: axes=[1, 0] type-checks on them alone (axes=None would
+    # also reverse the batch axes of 3-D operands, where the identity does not hold)
+    Rule("permmatmul", _text_rule("a b", "    return permute_dims(matmul(a, b), axes=[1, 0])",
+                                  "    return matmul(permute_dims(b, axes=[1, 0]), permute_dims(a, axes=[1, 0]))"),
+         _permmatmul,
+         lambda e, m, p: _typed(lambda: aj.op.matmul(aj.op.permute_dims(m[p["b"]], axes=[1, 0]),
+                                                     aj.op.permute_dims(m[p["a"]], axes=[1, 0])), e)),
     Rule("addswap", _text_rule("a b", "    return add(a, b)", "    return add(b, a)"), _addswap,
          lambda e, m, p: _typed(lambda: aj.op.add(m[p["b"]], m[p["a"]]), e), loops=True),
 ]
@@ -1386,7 +1390,7 @@ class Fuzzer:
                   f"TEXT = {inp['text']!r}", "mod = aj.parse(TEXT)", "fn = mod['main']", "print(TEXT)"]
         if inp["kind"] == "match":
             lines += pattern_code(inp["nodes"])
-            lines += [f"for root in {[f'p{r}' for r in inp['roots']]}".replace("'", ""),
+            lines += ["for root in [" + ", ".join(f"p{r}" for r in inp["roots"]) + "]:",
                       "    for b in fn.bindings:",
                       "        print(b.var.name_hint, root.match(b.value, fn), root.match(b.var, fn), root.match(b.value))"]
         elif inp["kind"] == "rewrite":
