@@ -1,4 +1,4 @@
-"""``python -m adjoint.fuzz parse|exec N``: run N fuzz inputs of one target."""
+"""``python -m adjoint.fuzz parse|exec|passes|patterns N``: run N fuzz inputs of one target."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def out_problem(out: str) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m adjoint.fuzz",
-        description="Fuzz parse, executables or passes in a worker process; crashes, hangs, non-aj.Error "
+        description="Fuzz parse, executables, passes or the pattern language in a worker process; crashes, hangs, non-aj.Error "
                     "exceptions and wrong results are saved as reproducers. Exit status 1 if any.")
     parser.add_argument("target", choices=sorted(TARGETS), help="what to fuzz")
     parser.add_argument("n", type=count_arg, metavar="N", help="how many inputs to run")
