@@ -911,6 +911,7 @@ class GraphReference:
         var_uses(fn.ret, returned)
         self.returned = set(returned)
         self.names_of = {r: self._names(r) for r in self.roots}
+        self.strict = False
         self.candidates = {r: self._candidates(r) for r in self.roots}
 
     def _names(self, root: int) -> set[str]:
@@ -965,7 +966,12 @@ class GraphReference:
         return False
 
     def shared_agree(self, chosen: list[tuple[int, list[int]]]) -> bool:
+        """Names captured by several chosen roots agree (one that only some
+        captured is free: bugs.md B1; ``self.strict`` makes the matcher's
+        choice instead, a name held by several roots captured by each)."""
         seen: dict[str, Any] = {}
+        if self.strict and self.partly_captured(chosen):
+            return False
         for r, bs in chosen:
             for b in bs:
                 for name, v in self.candidates[r][b].items():
@@ -1009,6 +1015,12 @@ class GraphReference:
     def valid(self, chosen: list[tuple[int, list[int]]]) -> bool:
         return self.shared_agree(chosen) and all(self.edge_holds(e, chosen) for e in self.edges)
 
+    def edges_hold(self, chosen: list[tuple[int, list[int]]]) -> bool:
+        """The edges whose ends the chosen roots hold, hold."""
+        held = {n for r, _ in chosen for n in self.names_of[r]}
+        return all(self.edge_holds(e, chosen) for e in self.edges
+                   if capture_name(self.nodes, e[0]) in held and capture_name(self.nodes, e[1]) in held)
+
     def assignments(self, first: int, free: set[int]) -> list[list[tuple[int, list[int]]]]:
         """Every valid assignment with the first root on binding ``first``,
         within the free bindings (a repeated root: every fitting free binding)."""
@@ -1022,7 +1034,7 @@ class GraphReference:
             r = self.roots[k]
             if self.nodes[r]["k"] == "repeated":
                 fits = [b for b in sorted(self.candidates[r]) if b in free and b not in used
-                        and self.shared_agree(chosen + [(r, [b])])]
+                        and self.shared_agree(chosen + [(r, [b])]) and self.edges_hold(chosen + [(r, [b])])]
                 if fits:
                     extend(k + 1, chosen + [(r, fits)], used | set(fits))
                 return
@@ -1329,17 +1341,22 @@ class Fuzzer:
         for b0 in sorted(ref.candidates[r0]):
             free = everything - taken
             possible = ref.assignments(b0, free)
+            ref.strict = True
+            strict = ref.assignments(b0, free)
+            ref.strict = False
+            b1 = " (B1: a name shared by roots, captured by only some)"
             if pending and pending[0][0][1][0] == b0:
                 m = pending.pop(0)
                 used = [b for _, bs in m for b in bs]
                 if len(set(used)) != len(used) or set(used) & taken:
                     raise Finding("graph-overlap", f"matching {text(m)} reuses a binding taken ({sorted(taken)})")
                 if not any(m == a for a in possible):
+                    why = b1 if any(m == a for a in strict) else ""
                     raise Finding("graph-invalid", f"matching {text(m)} is not one the docs allow here; allowed: "
-                                                   f"{[text(a) for a in possible]}", "invalid matching")
+                                                   f"{[text(a) for a in possible]}{why}", "invalid matching" + why)
                 taken |= set(used)
             elif possible:
-                why = " (a name shared by roots, captured by only some)" if ref.partly_captured(possible[0]) else ""
+                why = b1 if not strict else ""
                 raise Finding("graph-missed", f"no matching with p{r0} on {ref.bindings[b0].var.name_hint}, "
                                               f"but {text(possible[0])} holds{why}", "missed matching" + why)
         if pending:
