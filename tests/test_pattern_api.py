@@ -906,3 +906,12 @@ def test_a_nul_in_a_name_is_shown_in_the_message_not_the_end_of_it():
     # regression: the message ended at the NUL ("there is no op named 'relu")
     with pytest.raises(aj.Error, match=r"there is no op named 'relu\\0 and more'"):
         P.is_op("relu\x00 and more")(_())
+
+
+def test_a_pattern_on_the_failed_side_of_an_or_is_not_captured_and_a_run_there_captures_an_empty_list():
+    fn = aj.parse('@function\ndef main(a: Tensor((2, 2), "float32")):\n    e = exp(a)\n    return e\n')["main"]
+    w, r = P.wildcard(), P.repeated(P.wildcard(), name="r")
+    inside = P.is_op("negative")(w, name="inside")
+    caps = (P.is_op("add")(r, inside) | P.is_op("exp")(P.wildcard())).match(fn.bindings[0].value, fn)
+    assert caps.get(inside) is None and caps.get("inside") is None and inside not in caps
+    assert caps.get(r) == [] and caps["r"] == []  # as when a run matches no element

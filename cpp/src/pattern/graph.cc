@@ -236,12 +236,15 @@ void GraphPattern::plan_kept(uint32_t r, const std::vector<RootNames>& names, co
 void GraphPattern::plan_key_and_edges(uint32_t r, const std::vector<RootNames>& names) {
   RootPlan& p = plans_[r];
   for (uint32_t s : p.key_slots) {
-    if (owner(names, p.kept[s]) < static_cast<int>(r)) {
-      p.key_from.push_back(source(p.kept[s]));
-    } else {
-      p.key_from.push_back({r, s});
-      p.key_fixed = false;
+    std::vector<NameSource> sources;
+    for (uint32_t q = 0; q < r; ++q) {
+      const Names& kept = plans_[q].kept;
+      auto it = std::lower_bound(kept.begin(), kept.end(), p.kept[s]);
+      if (it != kept.end() && *it == p.kept[s]) sources.push_back({q, static_cast<uint32_t>(it - kept.begin())});
     }
+    if (sources.empty()) p.key_fixed = false;
+    if (searched(r).repeated) sources.push_back({r, s});
+    p.key_sources.push_back(std::move(sources));
   }
   const std::string& own = searched(r).pattern->name();
   for (uint32_t e = 0; e < edges_.size(); ++e) {

@@ -6,6 +6,7 @@
 // open-addressing table, so filing a candidate allocates nothing of its own.
 #include <algorithm>
 #include <deque>
+#include <optional>
 
 #include "adjoint/analysis/dataflow.h"
 #include "adjoint/op/registry.h"
@@ -18,11 +19,9 @@ namespace {
 
 enum class Held : uint8_t { kFree, kTaken, kHeld };
 
-// Two kept values agree: both absent, the same var, equal other values.
-bool same(const Expr* a, const Expr* b) {
-  if (a == b) return true;
-  return a && b && cse::value_equal(*a, *b);
-}
+// Two kept values agree: the same var, equal other values, or one of them
+// absent (its root's match left the name out: nothing to agree on).
+bool agree(const Expr* a, const Expr* b) { return !a || !b || a == b || cse::value_equal(*a, *b); }
 
 size_t value_hash(const Expr* e) { return e ? cse::value_hash(*e) : 0x51u; }
 
@@ -134,6 +133,8 @@ class GraphMatcher {
     std::vector<Candidate> candidates;  // in binding order
     uint32_t first_free = 0;            // candidates before it are taken
     Buckets buckets;                    // by key, for a root with key names
+    std::vector<uint32_t> loose;        // candidates that left a key name out, in order
+    uint32_t loose_first_free = 0;      // those of loose before it are taken
     std::vector<uint32_t> candidate_at;  // by binding; for a root with a users or operands edge
     std::vector<uint32_t> held;          // its candidates in the partial match
     // For a repeated root: the visit in which each candidate was a branch
@@ -147,8 +148,14 @@ class GraphMatcher {
   const GraphPattern::RootPlan& plan(uint32_t r) const { return gp_.plans()[r]; }
   const Candidate& cand(uint32_t r, uint32_t c) const { return roots_[r].candidates[c]; }
   const Expr* value(uint32_t r, uint32_t c, uint32_t slot) const { return values_[cand(r, c).values + slot]; }
-  // A kept name's value in the partial match (its first branch, for a repeated root).
-  const Expr* held_value(GraphPattern::NameSource s) const { return value(s.root, roots_[s.root].held[0], s.slot); }
+  // The value key slot k of root r has in the partial match: the first
+  // captured among its sources' held candidates, or nullptr.
+  const Expr* agreed(uint32_t r, size_t k) const {
+    for (const GraphPattern::NameSource& s : plan(r).key_sources[k])
+      for (uint32_t c : roots_[s.root].held)
+        if (const Expr* v = value(s.root, c, s.slot)) return v;
+    return nullptr;
+  }
 
   // ---- steps 1 and 2: candidates and buckets ----
 
@@ -170,7 +177,15 @@ class GraphMatcher {
     for (const auto& nodes : plan(r).kept_nodes)
       values_.push_back(kept_value(find_capture(matcher_.result(), nodes), binding));
     if (!rs.candidate_at.empty()) rs.candidate_at[b] = c;
-    if (!plan(r).key_slots.empty()) rs.buckets.add(own_key_hash(r, c), c);
+    if (plan(r).key_slots.empty()) return;
+    if (has_whole_key(r, c)) rs.buckets.add(own_key_hash(r, c), c);
+    else rs.loose.push_back(c);
+  }
+
+  bool has_whole_key(uint32_t r, uint32_t c) const {
+    for (uint32_t s : plan(r).key_slots)
+      if (!value(r, c, s)) return false;
+    return true;
   }
 
   // The binding's value as its var (kept in vars_, whose addresses stay put).
@@ -186,9 +201,15 @@ class GraphMatcher {
     return h;
   }
 
-  size_t held_key_hash(uint32_t r) const {
+  // The hash of the key the partial match gives root r, or nullopt when it
+  // left a key name out (then any candidate may fit).
+  std::optional<size_t> held_key_hash(uint32_t r) const {
     size_t h = 0;
-    for (const auto& src : plan(r).key_from) h = hash_combine(h, value_hash(held_value(src)));
+    for (size_t k = 0; k < plan(r).key_slots.size(); ++k) {
+      const Expr* v = agreed(r, k);
+      if (!v) return std::nullopt;
+      h = hash_combine(h, value_hash(v));
+    }
     return h;
   }
 
@@ -196,12 +217,13 @@ class GraphMatcher {
 
   bool free(uint32_t r, uint32_t c) const { return held_[cand(r, c).binding] == Held::kFree; }
 
-  // c is free and agrees with the earlier roots on the key names they fix.
+  // c is free and agrees with the partial match on its key names (with the
+  // earlier roots, and a repeated root's branches held so far).
   bool fits(uint32_t r, uint32_t c) const {
     if (!free(r, c)) return false;
     const auto& p = plan(r);
     for (size_t k = 0; k < p.key_slots.size(); ++k)
-      if (p.key_from[k].root != r && !same(value(r, c, p.key_slots[k]), held_value(p.key_from[k]))) return false;
+      if (!agree(value(r, c, p.key_slots[k]), agreed(r, k))) return false;
     return true;
   }
 
@@ -289,11 +311,11 @@ class GraphMatcher {
     if (!uses_hold(r, first)) return false;
     hold(r, first);
     auto take = [&](uint32_t c) {
-      if (c != first && fits(r, c) && same_key(r, c, first) && uses_hold(r, c)) hold(r, c);
+      if (c != first && fits(r, c) && uses_hold(r, c)) hold(r, c);
       return false;
     };
     if (has_edge_options(r)) for_each(edge_options(r), take);
-    else if (!plan(r).key_slots.empty()) scan_bucket(r, roots_[r].buckets.find(own_key_hash(r, first)), take);
+    else if (!plan(r).key_slots.empty() && has_whole_key(r, first)) scan_key(r, own_key_hash(r, first), take);
     else scan_all(r, take);
     auto& held = roots_[r].held;
     std::sort(held.begin(), held.end(), [&](uint32_t a, uint32_t b) { return cand(r, a).binding < cand(r, b).binding; });
@@ -301,12 +323,6 @@ class GraphMatcher {
     for (uint32_t c : held) roots_[r].failed_in[c] = roots_[r].visit;
     release(r);
     return false;
-  }
-
-  bool same_key(uint32_t r, uint32_t a, uint32_t b) const {
-    for (uint32_t s : plan(r).key_slots)
-      if (!same(value(r, a, s), value(r, b, s))) return false;
-    return true;
   }
 
   bool extend(uint32_t r) {
@@ -320,11 +336,8 @@ class GraphMatcher {
   template <typename F>
   bool for_each_option(uint32_t r, F&& f) {
     const auto& p = plan(r);
-    RootState& rs = roots_[r];
-    if (!p.key_slots.empty() && p.key_fixed) {
-      uint32_t bucket = rs.buckets.find(held_key_hash(r));
-      return bucket != kNone && scan_bucket(r, bucket, f);
-    }
+    if (!p.key_slots.empty() && p.key_fixed)
+      if (std::optional<size_t> key = held_key_hash(r)) return scan_key(r, *key, f);
     if (has_edge_options(r)) return for_each(edge_options(r), f);
     return scan_all(r, f);
   }
@@ -381,14 +394,28 @@ class GraphMatcher {
 
   bool taken(uint32_t r, uint32_t c) const { return held_[cand(r, c).binding] == Held::kTaken; }
 
-  // f(c) for the candidates of a bucket, stepping once over those taken.
+  // f(c) for the candidates filed under `hash` and those that left a key
+  // name out, merged in candidate order; each list steps once over the
+  // candidates at its front that are taken.
   template <typename F>
-  bool scan_bucket(uint32_t r, uint32_t bucket, F&& f) {
-    Buckets& bs = roots_[r].buckets;
-    uint32_t& head = bs.first(bucket);
-    while (head != kNone && taken(r, head)) head = bs.next(head);
-    for (uint32_t c = head; c != kNone; c = bs.next(c))
-      if (f(c)) return true;
+  bool scan_key(uint32_t r, size_t hash, F&& f) {
+    RootState& rs = roots_[r];
+    uint32_t bucket = rs.buckets.find(hash);
+    uint32_t c = kNone;
+    if (bucket != kNone) {
+      uint32_t& head = rs.buckets.first(bucket);
+      while (head != kNone && taken(r, head)) head = rs.buckets.next(head);
+      c = head;
+    }
+    auto n = static_cast<uint32_t>(rs.loose.size());
+    while (rs.loose_first_free < n && taken(r, rs.loose[rs.loose_first_free])) ++rs.loose_first_free;
+    uint32_t l = rs.loose_first_free;
+    while (c != kNone || l < n) {
+      bool from_bucket = c != kNone && (l == n || c < rs.loose[l]);
+      uint32_t next = from_bucket ? c : rs.loose[l++];
+      if (from_bucket) c = rs.buckets.next(c);
+      if (f(next)) return true;
+    }
     return false;
   }
 

@@ -911,7 +911,6 @@ class GraphReference:
         var_uses(fn.ret, returned)
         self.returned = set(returned)
         self.names_of = {r: self._names(r) for r in self.roots}
-        self.strict = False
         self.candidates = {r: self._candidates(r) for r in self.roots}
 
     def _names(self, root: int) -> set[str]:
@@ -956,22 +955,10 @@ class GraphReference:
                 return self.candidates[r][bs[0]][name]
         return None
 
-    def partly_captured(self, chosen: list[tuple[int, list[int]]]) -> bool:
-        """Whether a name that several chosen roots hold was captured by only some of them."""
-        for name in {n for r, _ in chosen for n in self.names_of[r]}:
-            holders = [(r, bs) for r, bs in chosen if name in self.names_of[r]]
-            took = [r for r, bs in holders if any(name in self.candidates[r][b] for b in bs)]
-            if len(holders) > 1 and 0 < len(took) < len(holders):
-                return True
-        return False
-
     def shared_agree(self, chosen: list[tuple[int, list[int]]]) -> bool:
-        """Names captured by several chosen roots agree (one that only some
-        captured is free: bugs.md B1; ``self.strict`` makes the matcher's
-        choice instead, a name held by several roots captured by each)."""
+        """Names captured by several chosen roots agree (a root whose match
+        left a name out puts no bound on it)."""
         seen: dict[str, Any] = {}
-        if self.strict and self.partly_captured(chosen):
-            return False
         for r, bs in chosen:
             for b in bs:
                 for name, v in self.candidates[r][b].items():
@@ -1341,24 +1328,18 @@ class Fuzzer:
         for b0 in sorted(ref.candidates[r0]):
             free = everything - taken
             possible = ref.assignments(b0, free)
-            ref.strict = True
-            strict = ref.assignments(b0, free)
-            ref.strict = False
-            b1 = " (B1: a name shared by roots, captured by only some)"
             if pending and pending[0][0][1][0] == b0:
                 m = pending.pop(0)
                 used = [b for _, bs in m for b in bs]
                 if len(set(used)) != len(used) or set(used) & taken:
                     raise Finding("graph-overlap", f"matching {text(m)} reuses a binding taken ({sorted(taken)})")
                 if not any(m == a for a in possible):
-                    why = b1 if any(m == a for a in strict) else ""
                     raise Finding("graph-invalid", f"matching {text(m)} is not one the docs allow here; allowed: "
-                                                   f"{[text(a) for a in possible]}{why}", "invalid matching" + why)
+                                                   f"{[text(a) for a in possible]}", "invalid matching")
                 taken |= set(used)
             elif possible:
-                why = b1 if not strict else ""
                 raise Finding("graph-missed", f"no matching with p{r0} on {ref.bindings[b0].var.name_hint}, "
-                                              f"but {text(possible[0])} holds{why}", "missed matching" + why)
+                                              f"but {text(possible[0])} holds", "missed matching")
         if pending:
             raise Finding("graph-invalid", f"matching {text(pending[0])} has a first root that is no candidate",
                           "invalid matching")

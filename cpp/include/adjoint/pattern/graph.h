@@ -9,7 +9,9 @@
 //     its branches, in binding order.
 //   - A capture name that two roots capture, or that an edge names inside a
 //     repeated root, is shared: it stands for one value in a match (vars by
-//     identity, other values by content, as cse::value_equal compares them).
+//     identity, other values by content, as cse::value_equal compares them)
+//     among the roots and branches that captured it; one whose match left
+//     it out (a side of `|` it is not on, under `~`) puts no bound on it.
 //     The other names of a repeated root take one value per branch.
 //   - An edge (from, to, index) holds when from's value is to's operand
 //     `index` (any operand for -1; a field of a tuple operand counts). With
@@ -29,7 +31,9 @@
 //      values of the root's shared and edge names.
 //   2. The candidates of root i are filed in hash buckets keyed by the values
 //      of its shared names that roots searched before it capture (for a
-//      repeated root: all its shared names).
+//      repeated root: all its shared names); a candidate that left one of
+//      them out goes on a list of its own, tried beside every bucket, and
+//      when the earlier roots left one out the search tries every candidate.
 //   3. For each free candidate of the first root searched, in binding order,
 //      a depth-first search picks for each next root a free candidate from
 //      the bucket the earlier roots' values select, or, when no shared name
@@ -105,8 +109,12 @@ class GraphPattern {
     std::vector<std::string> kept;      // names whose values candidates keep, by slot
     std::vector<std::vector<const PatternNode*>> kept_nodes;  // by slot: the root's nodes of that name
     std::vector<uint32_t> key_slots;    // the bucket key: slots of kept
-    std::vector<NameSource> key_from;   // for each key slot, the earlier root that fixes it
-    bool key_fixed = true;              // every key name is fixed by earlier roots
+    // For each key slot, where the partial match holds its value: the
+    // earlier roots that capture the name, in search order, and for a
+    // repeated root its own branches held so far; the first value found
+    // there is the one a candidate must agree with.
+    std::vector<std::vector<NameSource>> key_sources;
+    bool key_fixed = true;              // every key name is captured by earlier roots
     std::vector<uint32_t> edges;        // the edges checked when this root is assigned
     int users_edge = -1;                // an edge into this root whose source's users give candidates
     int operands_edge = -1;             // an edge out of this root whose target's operands give candidates
