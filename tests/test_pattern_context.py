@@ -983,3 +983,30 @@ def test_a_run_whose_first_branch_left_a_shared_pattern_out_is_bound_by_the_bran
         neg = P.is_op("negative")(x)
     # from y, the run takes s (x = a), which n (x = b) refuses; from t (x = b) it takes y and t
     assert matchings(ctx, fn, [run, neg]) == [[["y", "t"], "n"]]
+
+
+def test_an_edge_reads_its_end_from_any_root_that_captured_it():
+    fn = aj.parse(SHARED_LEFT_OUT)["main"]
+    with P.PatternContext() as ctx:
+        x = P.wildcard()
+        first = P.is_op("negative")(P.wildcard()) | P.is_op("exp")(x)  # on n: x left out
+        split = P.is_op("split")(x)  # on s: x = a
+        x.used_by(split, 0)
+    assert matchings(ctx, fn, [first, split]) == [["y", "t"], ["n", "s"]]  # y: exp(b) gives x = b
+
+
+def test_an_edge_waits_for_the_last_root_that_captures_its_end():
+    fn = aj.parse(SHARED_LEFT_OUT.replace("    return n", "    c = add(a, a)\n    return c"))["main"]
+    with P.PatternContext() as ctx:
+        x = P.wildcard()
+        first = P.is_op("negative")(P.wildcard()) | P.is_op("exp")(x)  # on n: x left out
+        split = P.is_op("split")(P.wildcard())
+        add = P.is_op("add")(x, x)  # gives x = a, after the edge's other end
+        x.used_by(split, 0)
+    assert matchings(ctx, fn, [first, split, add]) == [["n", "s", "c"]]
+    with P.PatternContext() as ctx:  # every root left the edge's source out: the edge fails
+        x = P.wildcard()
+        first = P.is_op("negative")(P.wildcard()) | P.is_op("exp")(x)
+        split = P.is_op("split")(P.wildcard())
+        x.used_by(split, 0)
+    assert matchings(ctx, fn, [first, split]) == [["y", "t"]]  # exp(b) gives x = b, which t splits

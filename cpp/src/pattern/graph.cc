@@ -79,13 +79,10 @@ std::unordered_map<std::string, std::vector<const PatternNode*>> nodes_by_name(c
 
 bool GraphPattern::is_shared(const std::string& name) const { return contains(shared_, name); }
 
-GraphPattern::NameSource GraphPattern::source(const std::string& name) const {
-  for (uint32_t r = 0; r < plans_.size(); ++r) {
-    const Names& kept = plans_[r].kept;
-    auto it = std::lower_bound(kept.begin(), kept.end(), name);
-    if (it != kept.end() && *it == name) return {r, static_cast<uint32_t>(it - kept.begin())};
-  }
-  throw Error(str("graph pattern: no root keeps the value of '", name, "'"));
+const std::vector<GraphPattern::NameSource>& GraphPattern::sources(const std::string& name) const {
+  auto it = sources_.find(name);
+  if (it == sources_.end()) throw Error(str("graph pattern: no root keeps the value of '", name, "'"));
+  return it->second;
 }
 
 namespace {
@@ -93,6 +90,13 @@ namespace {
 // The first place whose root captures n once per match, or -1.
 int owner(const std::vector<RootNames>& names, const std::string& n) {
   for (size_t r = 0; r < names.size(); ++r)
+    if (contains(names[r].single, n)) return static_cast<int>(r);
+  return -1;
+}
+
+// The last place whose root captures n once per match, or -1.
+int last_owner(const std::vector<RootNames>& names, const std::string& n) {
+  for (size_t r = names.size(); r-- > 0;)
     if (contains(names[r].single, n)) return static_cast<int>(r);
   return -1;
 }
@@ -217,6 +221,12 @@ void GraphPattern::plan() {
   plans_.resize(roots_.size());
   for (uint32_t r = 0; r < roots_.size(); ++r) plan_kept(r, names, edge_ends);
   for (uint32_t r = 0; r < roots_.size(); ++r) plan_key_and_edges(r, names);
+  for (const std::string& n : edge_ends)
+    for (uint32_t r = 0; r < roots_.size(); ++r) {
+      const Names& kept = plans_[r].kept;
+      auto it = std::lower_bound(kept.begin(), kept.end(), n);
+      if (it != kept.end() && *it == n) sources_[n].push_back({r, static_cast<uint32_t>(it - kept.begin())});
+    }
 }
 
 void GraphPattern::plan_kept(uint32_t r, const std::vector<RootNames>& names, const Names& edge_ends) {
@@ -248,9 +258,10 @@ void GraphPattern::plan_key_and_edges(uint32_t r, const std::vector<RootNames>& 
   }
   const std::string& own = searched(r).pattern->name();
   for (uint32_t e = 0; e < edges_.size(); ++e) {
-    int from = owner(names, edges_[e].from), to = owner(names, edges_[e].to);
-    if (std::max(from, to) != static_cast<int>(r)) continue;
+    // checked once every root capturing an end is assigned
+    if (std::max(last_owner(names, edges_[e].from), last_owner(names, edges_[e].to)) != static_cast<int>(r)) continue;
     p.edges.push_back(e);
+    int from = owner(names, edges_[e].from), to = owner(names, edges_[e].to);
     if (from == to) continue;
     if (p.users_edge < 0 && to == static_cast<int>(r) && edges_[e].to == own) p.users_edge = static_cast<int>(e);
     if (p.operands_edge < 0 && from == static_cast<int>(r) && edges_[e].from == own)

@@ -274,10 +274,17 @@ class GraphMatcher {
     }
   }
 
+  // Whether root q captures the name.
+  bool captures(uint32_t q, const std::string& name) const {
+    for (const GraphPattern::NameSource& s : gp_.sources(name))
+      if (s.root == q) return true;
+    return false;
+  }
+
   bool has_edge_with(uint32_t r, uint32_t q) const {
     for (uint32_t e : plan(r).edges) {
       const GraphEdge& edge = gp_.edges()[e];
-      if (gp_.source(edge.from).root == q || gp_.source(edge.to).root == q) return true;
+      if (captures(q, edge.from) || captures(q, edge.to)) return true;
     }
     return false;
   }
@@ -287,10 +294,9 @@ class GraphMatcher {
   bool uses_hold_for_branch(uint32_t r, uint32_t q, uint32_t branch) const {
     for (uint32_t e : plan(r).edges) {
       const GraphEdge& edge = gp_.edges()[e];
-      GraphPattern::NameSource from = gp_.source(edge.from), to = gp_.source(edge.to);
-      if (from.root != q && to.root != q) continue;
-      bool ok = all_values(from, q, branch, [&](const Expr* f) {
-        return all_values(to, q, branch, [&](const Expr* t) { return used_at(edge, f, t); });
+      if (!captures(q, edge.from) && !captures(q, edge.to)) continue;
+      bool ok = all_values(edge.from, q, branch, [&](const Expr* f) {
+        return all_values(edge.to, q, branch, [&](const Expr* t) { return used_at(edge, f, t); });
       });
       if (!ok) return false;
     }
@@ -314,7 +320,8 @@ class GraphMatcher {
       if (c != first && fits(r, c) && uses_hold(r, c)) hold(r, c);
       return false;
     };
-    if (has_edge_options(r)) for_each(edge_options(r), take);
+    std::optional<std::vector<uint32_t>> options = edge_options(r);
+    if (options) for_each(*options, take);
     else if (!plan(r).key_slots.empty() && has_whole_key(r, first)) scan_key(r, own_key_hash(r, first), take);
     else scan_all(r, take);
     auto& held = roots_[r].held;
@@ -338,22 +345,24 @@ class GraphMatcher {
     const auto& p = plan(r);
     if (!p.key_slots.empty() && p.key_fixed)
       if (std::optional<size_t> key = held_key_hash(r)) return scan_key(r, *key, f);
-    if (has_edge_options(r)) return for_each(edge_options(r), f);
+    if (std::optional<std::vector<uint32_t>> options = edge_options(r)) return for_each(*options, f);
     return scan_all(r, f);
   }
-
-  bool has_edge_options(uint32_t r) const { return plan(r).users_edge >= 0 || plan(r).operands_edge >= 0; }
 
   // The candidates of root r that an edge into it or out of it gives: the
   // users of the edge's source (each branch of it, for a repeated root's),
   // or those among the operands of its target (in a tuple written in the
-  // call as well), in candidate order.
-  std::vector<uint32_t> edge_options(uint32_t r) const {
+  // call as well), in candidate order; nullopt when r has no such edge, or
+  // the earlier roots left the edge's other end out.
+  std::optional<std::vector<uint32_t>> edge_options(uint32_t r) const {
     const auto& p = plan(r);
+    if (p.users_edge < 0 && p.operands_edge < 0) return std::nullopt;
     std::vector<uint32_t> options;
+    bool known = false;
     if (p.users_edge >= 0) {
       const GraphEdge& edge = gp_.edges()[static_cast<size_t>(p.users_edge)];
-      all_values(gp_.source(edge.from), UINT32_MAX, UINT32_MAX, [&](const Expr* from) {
+      all_values(edge.from, UINT32_MAX, UINT32_MAX, [&](const Expr* from) {
+        known = known || from;
         const VarNode* v = from ? as<VarNode>(*from) : nullptr;
         if (v)
           for (int64_t b : index_.users(v)) add_option(r, b, options);
@@ -361,7 +370,8 @@ class GraphMatcher {
       });
     } else {
       const GraphEdge& edge = gp_.edges()[static_cast<size_t>(p.operands_edge)];
-      all_values(gp_.source(edge.to), UINT32_MAX, UINT32_MAX, [&](const Expr* to) {
+      all_values(edge.to, UINT32_MAX, UINT32_MAX, [&](const Expr* to) {
+        known = known || to;
         if (!to) return true;
         Operands ops = operands(resolve(*to, bindings_));
         for (size_t i = 0; i < ops.size(); ++i)
@@ -369,6 +379,7 @@ class GraphMatcher {
         return true;
       });
     }
+    if (!known) return std::nullopt;
     std::sort(options.begin(), options.end());
     options.erase(std::unique(options.begin(), options.end()), options.end());
     return options;
@@ -441,22 +452,35 @@ class GraphMatcher {
 
   // ---- edges ----
 
-  // f(value) for each value of a kept name in the partial match; only
-  // candidate `branch` for the root being assigned, when it is a branch.
+  // f(value) for each value an edge's end `name` has in the partial match,
+  // from every root that captured it (only candidate `branch` for root r,
+  // when it is a branch); f(nullptr) once when they all left it out.
   template <typename F>
-  bool all_values(GraphPattern::NameSource s, uint32_t r, uint32_t branch, F&& f) const {
-    if (s.root == r && branch != UINT32_MAX) return f(value(s.root, branch, s.slot));
-    for (uint32_t c : roots_[s.root].held)
-      if (!f(value(s.root, c, s.slot))) return false;
-    return true;
+  bool all_values(const std::string& name, uint32_t r, uint32_t branch, F&& f) const {
+    bool any = false;
+    auto each = [&](const GraphPattern::NameSource& s, uint32_t c) {
+      const Expr* v = value(s.root, c, s.slot);
+      if (!v) return true;
+      any = true;
+      return f(v);
+    };
+    for (const GraphPattern::NameSource& s : gp_.sources(name)) {
+      if (s.root == r && branch != UINT32_MAX) {
+        if (!each(s, branch)) return false;
+        continue;
+      }
+      for (uint32_t c : roots_[s.root].held)
+        if (!each(s, c)) return false;
+    }
+    return any || f(nullptr);
   }
 
   // The edges checked at root r hold as uses (from is an operand of to).
   bool uses_hold(uint32_t r, uint32_t branch) const {
     for (uint32_t e : plan(r).edges) {
       const GraphEdge& edge = gp_.edges()[e];
-      bool ok = all_values(gp_.source(edge.from), r, branch, [&](const Expr* from) {
-        return all_values(gp_.source(edge.to), r, branch, [&](const Expr* to) { return used_at(edge, from, to); });
+      bool ok = all_values(edge.from, r, branch, [&](const Expr* from) {
+        return all_values(edge.to, r, branch, [&](const Expr* to) { return used_at(edge, from, to); });
       });
       if (!ok) return false;
     }
@@ -479,14 +503,14 @@ class GraphMatcher {
       const GraphEdge& edge = gp_.edges()[e];
       if (!edge.only) continue;
       std::vector<int64_t> to_bindings;
-      bool ok = all_values(gp_.source(edge.to), r, UINT32_MAX, [&](const Expr* to) {
+      bool ok = all_values(edge.to, r, UINT32_MAX, [&](const Expr* to) {
         const VarNode* v = to ? as<VarNode>(*to) : nullptr;
         int64_t b = v ? index_.binding_index(v) : -1;
         to_bindings.push_back(b);
         return b >= 0 && (edge.index < 0 || only_at(*to, edge));
       });
       std::sort(to_bindings.begin(), to_bindings.end());
-      ok = ok && all_values(gp_.source(edge.from), r, UINT32_MAX, [&](const Expr* from) {
+      ok = ok && all_values(edge.from, r, UINT32_MAX, [&](const Expr* from) {
         return from && only_users(*from, to_bindings);
       });
       if (!ok) return false;
@@ -497,7 +521,7 @@ class GraphMatcher {
   // Every value of the edge's source appears in to's value at the edge's arg only.
   bool only_at(const Expr& to, const GraphEdge& edge) const {
     Operands ops = operands(resolve(to, bindings_));
-    return all_values(gp_.source(edge.from), UINT32_MAX, UINT32_MAX, [&](const Expr* from) {
+    return all_values(edge.from, UINT32_MAX, UINT32_MAX, [&](const Expr* from) {
       for (size_t i = 0; i < ops.size(); ++i)
         if (i != static_cast<size_t>(edge.index) && occurs_in(*from, ops[i])) return false;
       return true;

@@ -1008,6 +1008,39 @@ class GraphReference:
         return all(self.edge_holds(e, chosen) for e in self.edges
                    if capture_name(self.nodes, e[0]) in held and capture_name(self.nodes, e[1]) in held)
 
+    def run_from(self, first: int, r: int, chosen: list[tuple[int, list[int]]], free: set[int]) -> list[int]:
+        """The branches of repeated root ``r`` gathered from ``first``: it and
+        every other free binding, in binding order, that fits the chosen
+        roots and the branches gathered before it (a shared value the chosen
+        roots left unset is set by the first branch that captures it); []
+        when ``first`` does not fit."""
+        own = capture_name(self.nodes, r)
+        edge_ends = {capture_name(self.nodes, e[i]) for e in self.edges for i in (0, 1)}
+        shared = {n for n in self.names_of[r] if n != own and
+                  (n in edge_ends or any(n in self.names_of[o] for o in self.roots if o != r))}
+
+        def branches_agree(run: list[int]) -> bool:
+            seen: dict[str, Any] = {}
+            for b in run:
+                for name, v in self.candidates[r][b].items():
+                    if name in shared and not isinstance(v, list):
+                        if name in seen and not same_value(seen[name], v):
+                            return False
+                        seen.setdefault(name, v)
+            return True
+
+        def fits(run: list[int]) -> bool:
+            return (self.shared_agree(chosen + [(r, run)]) and branches_agree(run)
+                    and self.edges_hold(chosen + [(r, run[-1:])]))
+
+        if not fits([first]):
+            return []
+        run = [first]
+        for b in sorted(self.candidates[r]):
+            if b != first and b in free and fits(run + [b]):
+                run.append(b)
+        return run
+
     def assignments(self, first: int, free: set[int]) -> list[list[tuple[int, list[int]]]]:
         """Every valid assignment with the first root on binding ``first``,
         within the free bindings (a repeated root: every fitting free binding)."""
@@ -1020,10 +1053,13 @@ class GraphReference:
                 return
             r = self.roots[k]
             if self.nodes[r]["k"] == "repeated":
-                fits = [b for b in sorted(self.candidates[r]) if b in free and b not in used
-                        and self.shared_agree(chosen + [(r, [b])]) and self.edges_hold(chosen + [(r, [b])])]
-                if fits:
-                    extend(k + 1, chosen + [(r, fits)], used | set(fits))
+                runs: list[list[int]] = []
+                for first in (b for b in sorted(self.candidates[r]) if b in free and b not in used):
+                    run = self.run_from(first, r, chosen, free - used)
+                    if run and sorted(run) not in runs:
+                        runs.append(sorted(run))
+                for run in runs:
+                    extend(k + 1, chosen + [(r, run)], used | set(run))
                 return
             for b in sorted(self.candidates[r]):
                 if b in free and b not in used and self.shared_agree(chosen + [(r, [b])]):

@@ -16,7 +16,9 @@
 //   - An edge (from, to, index) holds when from's value is to's operand
 //     `index` (any operand for -1; a field of a tuple operand counts). With
 //     `only`, every use of from's value is moreover by to's bindings, and
-//     the function does not return it.
+//     the function does not return it. An end's value is what the roots
+//     that capture it captured; it is checked once all of them are
+//     assigned, and an end they all left out fails it.
 //   - What a root's own binding value was captured as is reported as the
 //     binding's var (reported_capture): the var is how the rest of the
 //     function refers to that value.
@@ -121,8 +123,9 @@ class GraphPattern {
   };
   // By place in the search order.
   const std::vector<RootPlan>& plans() const { return plans_; }
-  // The source of the value of an edge's end.
-  NameSource source(const std::string& name) const;
+  // Where the values of an edge's end are kept: every root that captures
+  // the name, in search order.
+  const std::vector<NameSource>& sources(const std::string& name) const;
 
  private:
   void plan();
@@ -136,6 +139,7 @@ class GraphPattern {
   std::vector<uint32_t> order_;
   std::vector<std::string> shared_;  // sorted
   std::vector<RootPlan> plans_;
+  std::unordered_map<std::string, std::vector<NameSource>> sources_;  // of the edges' ends
 };
 
 // One match: per root, the bindings of its branches (positions in the
