@@ -79,12 +79,6 @@ std::unordered_map<std::string, std::vector<const PatternNode*>> nodes_by_name(c
 
 bool GraphPattern::is_shared(const std::string& name) const { return contains(shared_, name); }
 
-const std::vector<GraphPattern::NameSource>& GraphPattern::sources(const std::string& name) const {
-  auto it = sources_.find(name);
-  if (it == sources_.end()) throw Error(str("graph pattern: no root keeps the value of '", name, "'"));
-  return it->second;
-}
-
 namespace {
 
 // The first place whose root captures n once per match, or -1.
@@ -221,12 +215,16 @@ void GraphPattern::plan() {
   plans_.resize(roots_.size());
   for (uint32_t r = 0; r < roots_.size(); ++r) plan_kept(r, names, edge_ends);
   for (uint32_t r = 0; r < roots_.size(); ++r) plan_key_and_edges(r, names);
-  for (const std::string& n : edge_ends)
+  auto sources = [&](const std::string& n) {
+    std::vector<NameSource> out;
     for (uint32_t r = 0; r < roots_.size(); ++r) {
       const Names& kept = plans_[r].kept;
       auto it = std::lower_bound(kept.begin(), kept.end(), n);
-      if (it != kept.end() && *it == n) sources_[n].push_back({r, static_cast<uint32_t>(it - kept.begin())});
+      if (it != kept.end() && *it == n) out.push_back({r, static_cast<uint32_t>(it - kept.begin())});
     }
+    return out;
+  };
+  for (const GraphEdge& e : edges_) edge_sources_.push_back({sources(e.from), sources(e.to)});
 }
 
 void GraphPattern::plan_kept(uint32_t r, const std::vector<RootNames>& names, const Names& edge_ends) {

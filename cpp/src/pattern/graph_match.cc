@@ -274,18 +274,16 @@ class GraphMatcher {
     }
   }
 
-  // Whether root q captures the name.
-  bool captures(uint32_t q, const std::string& name) const {
-    for (const GraphPattern::NameSource& s : gp_.sources(name))
-      if (s.root == q) return true;
-    return false;
+  const GraphPattern::EdgeSources& ends(uint32_t e) const { return gp_.edge_sources()[e]; }
+
+  // Whether root q is among the sources of an edge's end.
+  static bool captures(uint32_t q, const std::vector<GraphPattern::NameSource>& sources) {
+    return std::any_of(sources.begin(), sources.end(), [&](const GraphPattern::NameSource& s) { return s.root == q; });
   }
 
   bool has_edge_with(uint32_t r, uint32_t q) const {
-    for (uint32_t e : plan(r).edges) {
-      const GraphEdge& edge = gp_.edges()[e];
-      if (captures(q, edge.from) || captures(q, edge.to)) return true;
-    }
+    for (uint32_t e : plan(r).edges)
+      if (captures(q, ends(e).from) || captures(q, ends(e).to)) return true;
     return false;
   }
 
@@ -294,9 +292,9 @@ class GraphMatcher {
   bool uses_hold_for_branch(uint32_t r, uint32_t q, uint32_t branch) const {
     for (uint32_t e : plan(r).edges) {
       const GraphEdge& edge = gp_.edges()[e];
-      if (!captures(q, edge.from) && !captures(q, edge.to)) continue;
-      bool ok = all_values(edge.from, q, branch, [&](const Expr* f) {
-        return all_values(edge.to, q, branch, [&](const Expr* t) { return used_at(edge, f, t); });
+      if (!captures(q, ends(e).from) && !captures(q, ends(e).to)) continue;
+      bool ok = all_values(ends(e).from, q, branch, [&](const Expr* f) {
+        return all_values(ends(e).to, q, branch, [&](const Expr* t) { return used_at(edge, f, t); });
       });
       if (!ok) return false;
     }
@@ -360,8 +358,7 @@ class GraphMatcher {
     std::vector<uint32_t> options;
     bool known = false;
     if (p.users_edge >= 0) {
-      const GraphEdge& edge = gp_.edges()[static_cast<size_t>(p.users_edge)];
-      all_values(edge.from, UINT32_MAX, UINT32_MAX, [&](const Expr* from) {
+      all_values(ends(static_cast<uint32_t>(p.users_edge)).from, UINT32_MAX, UINT32_MAX, [&](const Expr* from) {
         known = known || from;
         const VarNode* v = from ? as<VarNode>(*from) : nullptr;
         if (v)
@@ -370,7 +367,7 @@ class GraphMatcher {
       });
     } else {
       const GraphEdge& edge = gp_.edges()[static_cast<size_t>(p.operands_edge)];
-      all_values(edge.to, UINT32_MAX, UINT32_MAX, [&](const Expr* to) {
+      all_values(ends(static_cast<uint32_t>(p.operands_edge)).to, UINT32_MAX, UINT32_MAX, [&](const Expr* to) {
         known = known || to;
         if (!to) return true;
         Operands ops = operands(resolve(*to, bindings_));
@@ -456,7 +453,7 @@ class GraphMatcher {
   // from every root that captured it (only candidate `branch` for root r,
   // when it is a branch); f(nullptr) once when they all left it out.
   template <typename F>
-  bool all_values(const std::string& name, uint32_t r, uint32_t branch, F&& f) const {
+  bool all_values(const std::vector<GraphPattern::NameSource>& sources, uint32_t r, uint32_t branch, F&& f) const {
     bool any = false;
     auto each = [&](const GraphPattern::NameSource& s, uint32_t c) {
       const Expr* v = value(s.root, c, s.slot);
@@ -464,7 +461,7 @@ class GraphMatcher {
       any = true;
       return f(v);
     };
-    for (const GraphPattern::NameSource& s : gp_.sources(name)) {
+    for (const GraphPattern::NameSource& s : sources) {
       if (s.root == r && branch != UINT32_MAX) {
         if (!each(s, branch)) return false;
         continue;
@@ -479,8 +476,8 @@ class GraphMatcher {
   bool uses_hold(uint32_t r, uint32_t branch) const {
     for (uint32_t e : plan(r).edges) {
       const GraphEdge& edge = gp_.edges()[e];
-      bool ok = all_values(edge.from, r, branch, [&](const Expr* from) {
-        return all_values(edge.to, r, branch, [&](const Expr* to) { return used_at(edge, from, to); });
+      bool ok = all_values(ends(e).from, r, branch, [&](const Expr* from) {
+        return all_values(ends(e).to, r, branch, [&](const Expr* to) { return used_at(edge, from, to); });
       });
       if (!ok) return false;
     }
@@ -503,14 +500,14 @@ class GraphMatcher {
       const GraphEdge& edge = gp_.edges()[e];
       if (!edge.only) continue;
       std::vector<int64_t> to_bindings;
-      bool ok = all_values(edge.to, r, UINT32_MAX, [&](const Expr* to) {
+      bool ok = all_values(ends(e).to, r, UINT32_MAX, [&](const Expr* to) {
         const VarNode* v = to ? as<VarNode>(*to) : nullptr;
         int64_t b = v ? index_.binding_index(v) : -1;
         to_bindings.push_back(b);
-        return b >= 0 && (edge.index < 0 || only_at(*to, edge));
+        return b >= 0 && (edge.index < 0 || only_at(*to, e));
       });
       std::sort(to_bindings.begin(), to_bindings.end());
-      ok = ok && all_values(edge.from, r, UINT32_MAX, [&](const Expr* from) {
+      ok = ok && all_values(ends(e).from, r, UINT32_MAX, [&](const Expr* from) {
         return from && only_users(*from, to_bindings);
       });
       if (!ok) return false;
@@ -519,9 +516,10 @@ class GraphMatcher {
   }
 
   // Every value of the edge's source appears in to's value at the edge's arg only.
-  bool only_at(const Expr& to, const GraphEdge& edge) const {
+  bool only_at(const Expr& to, uint32_t e) const {
+    const GraphEdge& edge = gp_.edges()[e];
     Operands ops = operands(resolve(to, bindings_));
-    return all_values(edge.from, UINT32_MAX, UINT32_MAX, [&](const Expr* from) {
+    return all_values(ends(e).from, UINT32_MAX, UINT32_MAX, [&](const Expr* from) {
       for (size_t i = 0; i < ops.size(); ++i)
         if (i != static_cast<size_t>(edge.index) && occurs_in(*from, ops[i])) return false;
       return true;

@@ -123,9 +123,12 @@ class GraphPattern {
   };
   // By place in the search order.
   const std::vector<RootPlan>& plans() const { return plans_; }
-  // Where the values of an edge's end are kept: every root that captures
-  // the name, in search order.
-  const std::vector<NameSource>& sources(const std::string& name) const;
+  // Where the values of each edge's ends are kept: every root that
+  // captures the name, in search order. By edge.
+  struct EdgeSources {
+    std::vector<NameSource> from, to;
+  };
+  const std::vector<EdgeSources>& edge_sources() const { return edge_sources_; }
 
  private:
   void plan();
@@ -139,7 +142,7 @@ class GraphPattern {
   std::vector<uint32_t> order_;
   std::vector<std::string> shared_;  // sorted
   std::vector<RootPlan> plans_;
-  std::unordered_map<std::string, std::vector<NameSource>> sources_;  // of the edges' ends
+  std::vector<EdgeSources> edge_sources_;
 };
 
 // One match: per root, the bindings of its branches (positions in the
