@@ -1,0 +1,340 @@
+"""The ``patterns`` fuzz target's graph patterns: random
+``P.PatternContext`` node lists over a function (``make_context_nodes``:
+roots mirroring its calls and sharing sub-patterns, ``|`` in roots, a
+repeated root, edges) built by ``build_context``, and the reference of
+``P.rewrite_bindings``: the docs' roots (``reference_roots``), every valid
+matching by brute force (``GraphReference``) and what one walk must give
+(``check_walk``). Apart from the target because, like the reference
+matcher it builds on, it is the docs in code.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import adjoint as aj
+from adjoint import pattern as P
+from adjoint.fuzz.patterns_programs import build_patterns
+from adjoint.fuzz.patterns_reference import RefMatcher, capture_name, same_value
+from adjoint.fuzz.runner import Finding
+
+def make_context_nodes(rng: random.Random, fn: Any) -> tuple[list[dict], list[tuple[int, int, int | None, bool]]]:
+    """The nodes of a random context over fn (made in this order inside it)
+    and its edges (from, to, arg index, only). Roots mirror calls of fn, a
+    var of fn standing for one wildcard throughout (so roots share it)."""
+    nodes: list[dict] = []
+    bound = {b.var.name_hint: b.value for b in fn.bindings}
+    calls = [b.value for b in fn.bindings if isinstance(b.value, aj.Call)]
+    leaf_of: dict[str, int] = {}
+    leaves: list[int] = []
+
+    def add(n: dict) -> int:
+        nodes.append(n)
+        return len(nodes) - 1
+
+    def leaf(e: Any) -> int:
+        if isinstance(e, aj.Var) and rng.random() < 0.85:
+            if e.name_hint not in leaf_of:
+                leaf_of[e.name_hint] = add({"k": "wildcard"} if rng.random() < 0.9 else {"k": "wildcard", "name": "w"})
+                leaves.append(leaf_of[e.name_hint])
+            return leaf_of[e.name_hint]
+        if leaves and rng.random() < 0.5:
+            return rng.choice(leaves)
+        leaves.append(add({"k": "const"} if isinstance(e, aj.Constant) else {"k": "wildcard"}))
+        return leaves[-1]
+
+    def mirror(e: Any, depth: int) -> int:
+        v = e
+        while isinstance(v, aj.Var) and v.name_hint in bound:
+            v = bound[v.name_hint]
+        if depth <= 0 or rng.random() < 0.15 or not isinstance(v, (aj.Call, aj.Tuple)):
+            return leaf(e)
+        if isinstance(v, aj.Tuple):
+            return add({"k": "tuple", "c": [mirror(f, depth - 1) for f in v.fields]})
+        return add({"k": "op", "op": v.op, "c": [mirror(a, depth - 1) for a in v.args],
+                    "attrs": dict(v.attrs) if rng.random() < 0.3 else {}})
+
+    def root_body() -> int:
+        if not calls or rng.random() < 0.1:
+            r = add({"k": "op", "op": rng.choice(["exp", "negative"]), "c": [add({"k": "wildcard"})], "attrs": {}})
+        else:
+            call = rng.choice(calls)
+            r = add({"k": "op", "op": call.op, "c": [mirror(a, rng.choice([0, 0, 1])) for a in call.args],
+                     "attrs": {}})
+        if rng.random() < 0.12:
+            other = add({"k": "op", "op": rng.choice(["exp", "negative", "relu"]), "c": [leaf(None)], "attrs": {}})
+            r = add({"k": "or", "c": [r, other] if rng.random() < 0.5 else [other, r]})
+        return r
+
+    roots = [root_body() for _ in range(rng.choice([1, 2, 2, 3]))]
+    if rng.random() < 0.2:
+        element = root_body()
+        roots.append(add({"k": "repeated", "c": [element]}))
+    edges: list[tuple[int, int, int | None, bool]] = []
+    plain = [r for r in roots if nodes[r]["k"] != "repeated"]
+    used = {c for n in nodes for c in n.get("c", [])}
+    for _ in range(rng.choice([0, 0, 1, 2])):
+        p = rng.choice([leaf for leaf in leaves if leaf in used] + plain)
+        q = rng.choice(plain)
+        if p != q:
+            edges.append((p, q, rng.choice([None, None, 0, 1]), rng.random() < 0.4))
+    return nodes, edges
+
+
+def build_context(nodes: list[dict], edges: list) -> tuple[P.PatternContext, list[P.Pattern]]:
+    with P.PatternContext() as ctx:
+        objs = build_patterns(nodes)
+        for p, q, index, only in edges:
+            (objs[p].only_used_by if only else objs[p].used_by)(objs[q], index)
+    return ctx, objs
+
+
+def reference_roots(nodes: list[dict]) -> list[int]:
+    """The docs' roots: the patterns no other registered pattern uses, in the
+    order made (all those made here can match a call, or are runs of such)."""
+    used = {c for n in nodes for c in n.get("c", [])}
+    return [i for i in range(len(nodes)) if i not in used and nodes[i]["k"] not in ("const", "var")]
+
+
+def operands(v: Any) -> list[Any]:
+    if isinstance(v, aj.Call):
+        return list(v.args)
+    if isinstance(v, aj.Tuple):
+        return list(v.fields)
+    if isinstance(v, aj.TupleGetItem):
+        return [v.tuple]
+    return []
+
+
+def var_uses(e: Any, out: list[str]) -> None:
+    if isinstance(e, aj.Var):
+        out.append(e.name_hint)
+        return
+    for o in operands(e):
+        var_uses(o, out)
+
+
+class GraphReference:
+    """rewrite_bindings' matching, as the docs tell it, by brute force over a
+    tiny function: each root matched on a binding's call as ``root.match``
+    would (RefMatcher), the root's own value reported as the binding's var;
+    names captured by two roots agree; each edge holds: ``p.used_by(q, i)``
+    when q's call has p's value as arg i (any arg for None) or as a field of
+    a tuple written in that arg; ``only_used_by`` moreover when every use of
+    p's value is by q's binding and the function does not return it (with an
+    index: that arg is its only use there). A repeated root takes every free
+    binding that fits the roots before it (at least one)."""
+
+    def __init__(self, nodes: list[dict], edges: list, fn: Any):
+        self.nodes, self.edges, self.fn = nodes, edges, fn
+        self.roots = reference_roots(nodes)
+        self.bindings = list(fn.bindings)
+        self.matcher = RefMatcher(nodes, fn)
+        users: dict[str, set[int]] = {}
+        for i, b in enumerate(self.bindings):
+            names: list[str] = []
+            var_uses(b.value, names)
+            for n in names:
+                users.setdefault(n, set()).add(i)
+        self.users = users
+        returned: list[str] = []
+        var_uses(fn.ret, returned)
+        self.returned = set(returned)
+        self.names_of = {r: self._names(r) for r in self.roots}
+        self.candidates = {r: self._candidates(r) for r in self.roots}
+
+    def _names(self, root: int) -> set[str]:
+        out, todo = set(), [root]
+        while todo:
+            i = todo.pop()
+            name = capture_name(self.nodes, i)
+            if name not in out:
+                out.add(name)
+                todo.extend(self.nodes[i].get("c", []))
+        return out
+
+    def element(self, root: int) -> int:
+        n = self.nodes[root]
+        return n["c"][0] if n["k"] == "repeated" else root
+
+    def _candidates(self, root: int) -> dict[int, dict[str, Any]]:
+        out = {}
+        el = self.element(root)
+        for i, b in enumerate(self.bindings):
+            if not isinstance(b.value, aj.Call):
+                continue
+            caps = self.matcher.match(el, b.value)
+            if caps is None:
+                continue
+            for name, e in list(caps.items()):
+                if e is b.value:
+                    caps[name] = b.var
+            caps[capture_name(self.nodes, root)] = b.var
+            out[i] = caps
+        return out
+
+    def value(self, name: str, chosen: list[tuple[int, list[int]]]) -> Any:
+        """What name stands for in an assignment (root, bindings), None if no root captured it."""
+        for r, bs in chosen:
+            if self.nodes[r]["k"] == "repeated" and name in self.names_of[r] - {capture_name(self.nodes, r)}:
+                vals = [self.candidates[r][b].get(name) for b in bs]
+                if vals and vals[0] is not None and all(v is not None and same_value(v, vals[0]) for v in vals):
+                    return vals[0]
+                continue
+            if self.nodes[r]["k"] != "repeated" and name in self.candidates[r][bs[0]]:
+                return self.candidates[r][bs[0]][name]
+        return None
+
+    def shared_agree(self, chosen: list[tuple[int, list[int]]]) -> bool:
+        """Names captured by several chosen roots agree (a root whose match
+        left a name out puts no bound on it)."""
+        seen: dict[str, Any] = {}
+        for r, bs in chosen:
+            for b in bs:
+                for name, v in self.candidates[r][b].items():
+                    if isinstance(v, list) or name == capture_name(self.nodes, r):
+                        continue
+                    if not any(name in self.names_of[o] for o, _ in chosen if o != r):
+                        continue
+                    if name in seen and not same_value(seen[name], v):
+                        return False
+                    seen.setdefault(name, v)
+        return True
+
+    def edge_holds(self, edge: tuple, chosen: list[tuple[int, list[int]]]) -> bool:
+        p, q, index, only = edge
+        pv = self.value(capture_name(self.nodes, p), chosen)
+        qv = self.value(capture_name(self.nodes, q), chosen)
+        if not isinstance(pv, aj.Var) or qv is None:
+            return False  # "a direct use: q's call has p's var as an arg"
+        call = self.matcher.resolve(qv)
+        if not isinstance(call, aj.Call):
+            return False
+
+        def occurs(arg: Any) -> bool:
+            return same_value(arg, pv) or (isinstance(arg, aj.Tuple) and any(occurs(f) for f in arg.fields))
+
+        args = call.args
+        if index is not None:
+            if index >= len(args) or not occurs(args[index]):
+                return False
+        elif not any(occurs(a) for a in args):
+            return False
+        if not only:
+            return True
+        if index is not None and any(occurs(a) for i, a in enumerate(args) if i != index):
+            return False
+        if pv.name_hint in self.returned:
+            return False
+        q_bindings = {i for i, b in enumerate(self.bindings) if isinstance(qv, aj.Var) and b.var.name_hint == qv.name_hint}
+        return self.users.get(pv.name_hint, set()) <= q_bindings
+
+    def valid(self, chosen: list[tuple[int, list[int]]]) -> bool:
+        return self.shared_agree(chosen) and all(self.edge_holds(e, chosen) for e in self.edges)
+
+    def edges_hold(self, chosen: list[tuple[int, list[int]]]) -> bool:
+        """The edges whose ends the chosen roots hold, hold."""
+        held = {n for r, _ in chosen for n in self.names_of[r]}
+        return all(self.edge_holds(e, chosen) for e in self.edges
+                   if capture_name(self.nodes, e[0]) in held and capture_name(self.nodes, e[1]) in held)
+
+    def run_from(self, first: int, r: int, chosen: list[tuple[int, list[int]]], free: set[int]) -> list[int]:
+        """The branches of repeated root ``r`` gathered from ``first``: it and
+        every other free binding, in binding order, that fits the chosen
+        roots and the branches gathered before it (a shared value the chosen
+        roots left unset is set by the first branch that captures it); []
+        when ``first`` does not fit."""
+        own = capture_name(self.nodes, r)
+        edge_ends = {capture_name(self.nodes, e[i]) for e in self.edges for i in (0, 1)}
+        shared = {n for n in self.names_of[r] if n != own and
+                  (n in edge_ends or any(n in self.names_of[o] for o in self.roots if o != r))}
+
+        def branches_agree(run: list[int]) -> bool:
+            seen: dict[str, Any] = {}
+            for b in run:
+                for name, v in self.candidates[r][b].items():
+                    if name in shared and not isinstance(v, list):
+                        if name in seen and not same_value(seen[name], v):
+                            return False
+                        seen.setdefault(name, v)
+            return True
+
+        def fits(run: list[int]) -> bool:
+            return (self.shared_agree(chosen + [(r, run)]) and branches_agree(run)
+                    and self.edges_hold(chosen + [(r, run[-1:])]))
+
+        if not fits([first]):
+            return []
+        run = [first]
+        for b in sorted(self.candidates[r]):
+            if b != first and b in free and fits(run + [b]):
+                run.append(b)
+        return run
+
+    def assignments(self, first: int, free: set[int]) -> list[list[tuple[int, list[int]]]]:
+        """Every valid assignment with the first root on binding ``first``,
+        within the free bindings (a repeated root: every fitting free binding)."""
+        out = []
+
+        def extend(k: int, chosen: list[tuple[int, list[int]]], used: set[int]) -> None:
+            if k == len(self.roots):
+                if self.valid(chosen):
+                    out.append(list(chosen))
+                return
+            r = self.roots[k]
+            if self.nodes[r]["k"] == "repeated":
+                runs: list[list[int]] = []
+                for first in (b for b in sorted(self.candidates[r]) if b in free and b not in used):
+                    run = self.run_from(first, r, chosen, free - used)
+                    if run and sorted(run) not in runs:
+                        runs.append(sorted(run))
+                for run in runs:
+                    extend(k + 1, chosen + [(r, run)], used | set(run))
+                return
+            for b in sorted(self.candidates[r]):
+                if b in free and b not in used and self.shared_agree(chosen + [(r, [b])]):
+                    extend(k + 1, chosen + [(r, [b])], used | {b})
+
+        r0 = self.roots[0]
+        if first in self.candidates[r0] and first in free:
+            if self.nodes[r0]["k"] == "repeated":
+                return []  # a repeated first root: handled by check_walk
+            extend(1, [(r0, [first])], {first})
+        return out
+
+
+def check_walk(ref: GraphReference, seen: list) -> None:
+    """The matchings of one walk: valid, disjoint, and for each candidate
+    of the first root in binding order, a match exactly when one exists
+    among the bindings still free."""
+    def text(chosen):
+        return ", ".join(f"p{r}->{[ref.bindings[b].var.name_hint for b in bs]}" for r, bs in chosen)
+
+    taken: set[int] = set()
+    everything = set(range(len(ref.bindings)))
+    r0 = ref.roots[0]
+    if ref.nodes[r0]["k"] == "repeated":
+        return
+    order = [m[0][1][0] for m in seen]
+    if order != sorted(order):
+        raise Finding("graph-order", f"matchings not in binding order of the first root: {order}")
+    pending = list(seen)
+    for b0 in sorted(ref.candidates[r0]):
+        free = everything - taken
+        possible = ref.assignments(b0, free)
+        if pending and pending[0][0][1][0] == b0:
+            m = pending.pop(0)
+            used = [b for _, bs in m for b in bs]
+            if len(set(used)) != len(used) or set(used) & taken:
+                raise Finding("graph-overlap", f"matching {text(m)} reuses a binding taken ({sorted(taken)})")
+            if not any(m == a for a in possible):
+                raise Finding("graph-invalid", f"matching {text(m)} is not one the docs allow here; allowed: "
+                                               f"{[text(a) for a in possible]}", "invalid matching")
+            taken |= set(used)
+        elif possible:
+            raise Finding("graph-missed", f"no matching with p{r0} on {ref.bindings[b0].var.name_hint}, "
+                                          f"but {text(possible[0])} holds", "missed matching")
+    if pending:
+        raise Finding("graph-invalid", f"matching {text(pending[0])} has a first root that is no candidate",
+                      "invalid matching")
