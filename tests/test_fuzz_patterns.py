@@ -14,6 +14,7 @@ import pytest
 import adjoint as aj
 from adjoint import pattern as P
 from adjoint.fuzz import patterns as fp
+from adjoint.fuzz import patterns_check, patterns_graph, patterns_programs, patterns_reference, patterns_rules
 from adjoint.fuzz.runner import Finding
 
 TEXT = '''\
@@ -46,7 +47,7 @@ def value(fn, name):
 
 def ref(nodes, fn, name, root=None):
     """The reference's captures of nodes[root] (default: the last) on binding `name`."""
-    return fp.RefMatcher(nodes, fn).match(len(nodes) - 1 if root is None else root, value(fn, name))
+    return patterns_reference.RefMatcher(nodes, fn).match(len(nodes) - 1 if root is None else root, value(fn, name))
 
 
 W = {"k": "wildcard"}
@@ -63,7 +64,7 @@ def test_reference_wildcard_op_and_looking_through_bindings(fn):
     nodes = [W, op("exp", 0), op("negative", 1)]
     caps = ref(nodes, fn, "n")
     assert caps["%0"].name_hint == "a" and caps["%1"].name_hint == "e"
-    assert fp.RefMatcher(nodes, None).match(2, value(fn, "n")) is None  # without fn, e is only a var
+    assert patterns_reference.RefMatcher(nodes, None).match(2, value(fn, "n")) is None  # without fn, e is only a var
     assert ref(nodes, fn, "s") is None
 
 
@@ -123,7 +124,7 @@ def test_reference_runs(fn):
     assert [v.name_hint for v in caps["%1"]] == ["a", "a", "a"] and len(caps["%0"]) == 3
     counted = [W, {"k": "repeated", "c": [0], "count": "n"}, {"k": "tuple", "c": [1]}, op("concat", 2),
                W, {"k": "repeated", "c": [4], "count": "n"}, {"k": "tuple", "c": [5]}, op("concat", 6)]
-    m = fp.RefMatcher(counted, fn)
+    m = patterns_reference.RefMatcher(counted, fn)
     assert m.match(3, value(fn, "c")) is not None
     # two runs in one list split evenly: concat((a, b)) as (run, run)
     two = [W, {"k": "repeated", "c": [0], "count": "n"}, W, {"k": "repeated", "c": [2], "count": "n"},
@@ -191,13 +192,13 @@ def first(fuzzer, kind, cond=lambda inp: True):
 
 def test_a_flipped_match_is_a_finding(monkeypatch):
     fuzzer = fp.Fuzzer(0)
-    real = fp.RefMatcher.match
+    real = patterns_reference.RefMatcher.match
 
     def flipped(self, root, e):
         caps = real(self, root, e)
         return None if caps is not None else {}
 
-    monkeypatch.setattr(fp.RefMatcher, "match", flipped)
+    monkeypatch.setattr(patterns_reference.RefMatcher, "match", flipped)
     with pytest.raises(Finding) as info:
         fuzzer.run(first(fuzzer, "match"), lambda s: None)
     assert info.value.kind == "match"
@@ -205,7 +206,7 @@ def test_a_flipped_match_is_a_finding(monkeypatch):
 
 def test_a_wrong_capture_is_a_finding(monkeypatch):
     fuzzer = fp.Fuzzer(0)
-    real = fp.RefMatcher.match
+    real = patterns_reference.RefMatcher.match
 
     def shifted(self, root, e):
         caps = real(self, root, e)
@@ -214,7 +215,7 @@ def test_a_wrong_capture_is_a_finding(monkeypatch):
                 else None
         return caps
 
-    monkeypatch.setattr(fp.RefMatcher, "match", shifted)
+    monkeypatch.setattr(patterns_reference.RefMatcher, "match", shifted)
     with pytest.raises(Finding) as info:
         for k in range(200):
             inp = fuzzer.make(k)
@@ -225,7 +226,7 @@ def test_a_wrong_capture_is_a_finding(monkeypatch):
 
 def test_a_wrong_rewrite_is_a_finding(monkeypatch):
     fuzzer = fp.Fuzzer(0)
-    rule = fp.RULE_BY_NAME["negneg"]
+    rule = patterns_rules.RULE_BY_NAME["negneg"]
     monkeypatch.setattr(rule, "text", rule.text.replace("    return x\n", "    return negative(x)\n"))
     inp = {"kind": "rewrite", "rules": ["negneg"], "text": '''\
 @function
@@ -243,8 +244,8 @@ def test_a_missed_or_invalid_graph_matching_is_a_finding(monkeypatch):
     fuzzer = fp.Fuzzer(0)
     inp = first(fuzzer, "graph")
     # the reference finds every root on every call: each walk now misses or invents matchings
-    real = fp.GraphReference.valid
-    monkeypatch.setattr(fp.GraphReference, "valid", lambda self, chosen: not real(self, chosen))
+    real = patterns_graph.GraphReference.valid
+    monkeypatch.setattr(patterns_graph.GraphReference, "valid", lambda self, chosen: not real(self, chosen))
     found = 0
     for k in range(300):
         inp = fuzzer.make(k)
@@ -262,8 +263,8 @@ def test_a_missed_or_invalid_graph_matching_is_a_finding(monkeypatch):
 
 def test_the_reference_matches_the_docs_roots():
     nodes = [W, op("exp", 0), op("negative", 0), {"k": "or", "c": [1, 2]}, W, op("add", 0, 4)]
-    assert fp.reference_roots(nodes) == [3, 5]
-    ctx, objs = fp.build_context(nodes, [])
+    assert patterns_graph.reference_roots(nodes) == [3, 5]
+    ctx, objs = patterns_graph.build_context(nodes, [])
     assert list(ctx.roots) == [objs[3], objs[5]]
 
 
@@ -280,11 +281,11 @@ def test_a_finding_is_saved_as_a_script_that_reruns_it(tmp_path):
 def test_rules_are_exact_both_ways():
     """Each rule, written as text and in Python, rewrites its own chain and keeps the values."""
     fuzzer = fp.Fuzzer(0)
-    for rule in fp.RULES:
+    for rule in patterns_rules.RULES:
         if rule.loops:
             continue
         rng = __import__("random").Random(rule.name)
-        text = fp.make_function(rng, 8, symbolic=False, targets=True)
+        text = patterns_programs.make_function(rng, 8, symbolic=False, targets=True)
         label = fuzzer.run({"kind": "rewrite", "rules": [rule.name], "text": text}, lambda s: None)
         assert label == "ok"
-    assert np.isfinite(fp.tol("float32"))
+    assert np.isfinite(patterns_check.tol("float32"))
