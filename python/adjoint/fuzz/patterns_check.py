@@ -56,7 +56,7 @@ def show(e: Any) -> str:
         return "[" + ", ".join(show(x) for x in e) + "]"
     if isinstance(e, aj.Var):
         return e.name_hint
-    return str(e).split(":")[0] if isinstance(e, aj.Var) else repr(e)
+    return repr(e)
 
 
 def compare_match(nodes, objs, root, expr, with_fn, got, want) -> None:
@@ -68,8 +68,9 @@ def compare_match(nodes, objs, root, expr, with_fn, got, want) -> None:
                       f"match {'found' if got is not None else 'missed'}")
     if got is None:
         return
-    reachable = RefMatcher(nodes, None)._below(root)
-    in_run = RefMatcher(nodes, None).in_run
+    matcher = RefMatcher(nodes, None)
+    reachable = matcher._below(root)
+    in_run = matcher.in_run
     for i in sorted(reachable):
         name = capture_name(nodes, i)
         g = got.get(objs[i])

@@ -16,7 +16,7 @@ from typing import Any
 import adjoint as aj
 from adjoint import pattern as P
 from adjoint.fuzz.patterns_programs import build_patterns
-from adjoint.fuzz.patterns_reference import RefMatcher, capture_name, same_value
+from adjoint.fuzz.patterns_reference import RefMatcher, bound_values, capture_name, same_value, through_bindings
 from adjoint.fuzz.runner import Finding
 
 def make_context_nodes(rng: random.Random, fn: Any) -> tuple[list[dict], list[tuple[int, int, int | None, bool]]]:
@@ -24,7 +24,7 @@ def make_context_nodes(rng: random.Random, fn: Any) -> tuple[list[dict], list[tu
     and its edges (from, to, arg index, only). Roots mirror calls of fn, a
     var of fn standing for one wildcard throughout (so roots share it)."""
     nodes: list[dict] = []
-    bound = {b.var.name_hint: b.value for b in fn.bindings}
+    bound = bound_values(fn)
     calls = [b.value for b in fn.bindings if isinstance(b.value, aj.Call)]
     leaf_of: dict[str, int] = {}
     leaves: list[int] = []
@@ -45,9 +45,7 @@ def make_context_nodes(rng: random.Random, fn: Any) -> tuple[list[dict], list[tu
         return leaves[-1]
 
     def mirror(e: Any, depth: int) -> int:
-        v = e
-        while isinstance(v, aj.Var) and v.name_hint in bound:
-            v = bound[v.name_hint]
+        v = through_bindings(e, bound)
         if depth <= 0 or rng.random() < 0.15 or not isinstance(v, (aj.Call, aj.Tuple)):
             return leaf(e)
         if isinstance(v, aj.Tuple):

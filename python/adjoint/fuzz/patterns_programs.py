@@ -18,6 +18,7 @@ import numpy as np
 
 import adjoint as aj
 from adjoint import pattern as P
+from adjoint.fuzz.patterns_reference import bound_values, through_bindings
 from adjoint.pattern.rewrite_call import _ops_make_calls
 
 # ---------------------------------------------------------------- functions
@@ -253,7 +254,7 @@ class PatternMaker:
         self.nodes: list[dict] = []
         self.shared: list[int] = []  # made outside runs: may be used again outside runs
         self.calls = [b.value for b in fn.bindings if isinstance(b.value, aj.Call)]
-        self.bound = {b.var.name_hint: b.value for b in fn.bindings}
+        self.bound = bound_values(fn)
         self.shapes = [v.type.shape for v in list(fn.params) + [b.var for b in fn.bindings] if v.type.is_tensor]
         self.count_names = ["c1", "c2"]
 
@@ -365,9 +366,7 @@ class PatternMaker:
     def mirror(self, e: Any, depth: int) -> int:
         """A pattern of e's shape (through bindings) down to depth, with random parts."""
         rng = self.rng
-        v = e
-        while isinstance(v, aj.Var) and v.name_hint in self.bound:
-            v = self.bound[v.name_hint]
+        v = through_bindings(e, self.bound)
         r = rng.random()
         if depth <= 0 or r < 0.1:
             return self.tree(0)

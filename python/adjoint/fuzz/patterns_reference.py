@@ -9,14 +9,23 @@ in code, tested on its own.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 import adjoint as aj
 
-def node_text(node: dict) -> str:
-    return json.dumps(node, sort_keys=True)
+def bound_values(fn: Any) -> dict[str, Any]:
+    """What each var of fn is bound to, by name (the functions here bind
+    each name once)."""
+    return {b.var.name_hint: b.value for b in fn.bindings}
+
+
+def through_bindings(e: Any, bound: dict[str, Any]) -> Any:
+    """What e stands for: a var read as the value it is bound to in
+    ``bound`` (through vars bound to vars), anything else as it is."""
+    while isinstance(e, aj.Var) and e.name_hint in bound:
+        e = bound[e.name_hint]
+    return e
 
 
 def same_value(a: Any, b: Any) -> bool:
@@ -122,7 +131,7 @@ class RefMatcher:
 
     def __init__(self, nodes: list[dict], fn: Any | None):
         self.nodes = nodes
-        self.bound: dict[str, Any] = {} if fn is None else {b.var.name_hint: b.value for b in fn.bindings}
+        self.bound: dict[str, Any] = {} if fn is None else bound_values(fn)
         self.state = State()
         self.in_run: set[int] = set()
         for i, n in enumerate(nodes):
@@ -139,9 +148,7 @@ class RefMatcher:
         return out
 
     def resolve(self, e: Any) -> Any:
-        while isinstance(e, aj.Var) and e.name_hint in self.bound:
-            e = self.bound[e.name_hint]
-        return e
+        return through_bindings(e, self.bound)
 
     def match(self, root: int, e: Any) -> dict[str, Any] | None:
         """name -> what it captured (a list for runs and names in runs), or None."""

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import adjoint as aj
 from adjoint import pattern as P
-from adjoint.fuzz.patterns_reference import same_value
+from adjoint.fuzz.patterns_reference import bound_values, same_value, through_bindings
 from adjoint.fuzz.runner import Finding
 from adjoint.pattern.rewrite_call import _ops_make_calls
 
@@ -25,8 +25,7 @@ def _text_rule(params: str, pattern_body: str, replacement_body: str) -> str:
 
 
 def _is_scalar_one_f32(c: Any, bound: dict[str, Any]) -> bool:
-    while isinstance(c, aj.Var) and c.name_hint in bound:
-        c = bound[c.name_hint]
+    c = through_bindings(c, bound)
     return isinstance(c, aj.Constant) and c.type.dtype == "float32" and c.type.shape == () and float(c.data) == 1.0
 
 
@@ -120,7 +119,7 @@ def rewrite_one_way(way: str, rules: list[Rule], mod: Any) -> Any:
     """The module the rules give, applied one way: "python" (a Rewriter of
     their patterns), "text" (a Rewriter of their texts) or "rewrite_call"
     (the first rule alone)."""
-    bound = {b.var.name_hint: b.value for b in mod["main"].bindings}
+    bound = bound_values(mod["main"])
 
     def python_rule(rule: Rule) -> tuple[P.Pattern, Callable]:
         pattern, parts = rule.pattern()
@@ -145,7 +144,7 @@ def check_fixed_point(rules: list[Rule], out: Any) -> None:
     fn = out["main"]
     for rule in rules:
         pattern, parts = rule.pattern()
-        parts["bound"] = {b.var.name_hint: b.value for b in fn.bindings}
+        parts["bound"] = bound_values(fn)
         for b in fn.bindings:
             caps = pattern.match(b.value, fn)
             if caps is None:
