@@ -19,65 +19,93 @@ from adjoint.fuzz.patterns_programs import build_patterns
 from adjoint.fuzz.patterns_reference import RefMatcher, bound_values, capture_name, same_value, through_bindings
 from adjoint.fuzz.runner import Finding
 
-def make_context_nodes(rng: random.Random, fn: Any) -> tuple[list[dict], list[tuple[int, int, int | None, bool]]]:
+
+#: an edge: (from, to, arg index or None, only_used_by rather than used_by)
+Edge = tuple[int, int, int | None, bool]
+
+
+def make_context_nodes(rng: random.Random, fn: Any) -> tuple[list[dict], list[Edge]]:
     """The nodes of a random context over fn (made in this order inside it)
     and its edges (from, to, arg index, only). Roots mirror calls of fn, a
     var of fn standing for one wildcard throughout (so roots share it)."""
-    nodes: list[dict] = []
-    bound = bound_values(fn)
-    calls = [b.value for b in fn.bindings if isinstance(b.value, aj.Call)]
-    leaf_of: dict[str, int] = {}
-    leaves: list[int] = []
+    maker = ContextMaker(rng, fn)
+    roots = [maker.root_body() for _ in range(rng.choice([1, 2, 2, 3]))]
+    if rng.random() < 0.2:
+        element = maker.root_body()
+        roots.append(maker.add({"k": "repeated", "c": [element]}))
+    return maker.nodes, maker.edges(roots)
 
-    def add(n: dict) -> int:
-        nodes.append(n)
-        return len(nodes) - 1
 
-    def leaf(e: Any) -> int:
+class ContextMaker:
+    """The node list of a random context being made over a function: roots
+    mirroring its calls down a level at most, their leaves (a var of the
+    function is one wildcard throughout, other leaves are shared at random),
+    and edges between them."""
+
+    def __init__(self, rng: random.Random, fn: Any):
+        self.rng = rng
+        self.nodes: list[dict] = []
+        self.bound = bound_values(fn)
+        self.calls = [b.value for b in fn.bindings if isinstance(b.value, aj.Call)]
+        self.leaf_of: dict[str, int] = {}
+        self.leaves: list[int] = []
+
+    def add(self, n: dict) -> int:
+        self.nodes.append(n)
+        return len(self.nodes) - 1
+
+    def leaf(self, e: Any) -> int:
+        rng = self.rng
         if isinstance(e, aj.Var) and rng.random() < 0.85:
-            if e.name_hint not in leaf_of:
-                leaf_of[e.name_hint] = add({"k": "wildcard"} if rng.random() < 0.9 else {"k": "wildcard", "name": "w"})
-                leaves.append(leaf_of[e.name_hint])
-            return leaf_of[e.name_hint]
-        if leaves and rng.random() < 0.5:
-            return rng.choice(leaves)
-        leaves.append(add({"k": "const"} if isinstance(e, aj.Constant) else {"k": "wildcard"}))
-        return leaves[-1]
+            if e.name_hint not in self.leaf_of:
+                self.leaf_of[e.name_hint] = self.add({"k": "wildcard"} if rng.random() < 0.9
+                                                     else {"k": "wildcard", "name": "w"})
+                self.leaves.append(self.leaf_of[e.name_hint])
+            return self.leaf_of[e.name_hint]
+        if self.leaves and rng.random() < 0.5:
+            return rng.choice(self.leaves)
+        self.leaves.append(self.add({"k": "const"} if isinstance(e, aj.Constant) else {"k": "wildcard"}))
+        return self.leaves[-1]
 
-    def mirror(e: Any, depth: int) -> int:
-        v = through_bindings(e, bound)
+    def mirror(self, e: Any, depth: int) -> int:
+        rng = self.rng
+        v = through_bindings(e, self.bound)
         if depth <= 0 or rng.random() < 0.15 or not isinstance(v, (aj.Call, aj.Tuple)):
-            return leaf(e)
+            return self.leaf(e)
         if isinstance(v, aj.Tuple):
-            return add({"k": "tuple", "c": [mirror(f, depth - 1) for f in v.fields]})
-        return add({"k": "op", "op": v.op, "c": [mirror(a, depth - 1) for a in v.args],
-                    "attrs": dict(v.attrs) if rng.random() < 0.3 else {}})
+            return self.add({"k": "tuple", "c": [self.mirror(f, depth - 1) for f in v.fields]})
+        return self.add({"k": "op", "op": v.op, "c": [self.mirror(a, depth - 1) for a in v.args],
+                         "attrs": dict(v.attrs) if rng.random() < 0.3 else {}})
 
-    def root_body() -> int:
-        if not calls or rng.random() < 0.1:
-            r = add({"k": "op", "op": rng.choice(["exp", "negative"]), "c": [add({"k": "wildcard"})], "attrs": {}})
+    def root_body(self) -> int:
+        """A root: a call of the function mirrored (or an exp or negative of
+        anything), sometimes ``|`` another call."""
+        rng = self.rng
+        if not self.calls or rng.random() < 0.1:
+            r = self.add({"k": "op", "op": rng.choice(["exp", "negative"]), "c": [self.add({"k": "wildcard"})],
+                          "attrs": {}})
         else:
-            call = rng.choice(calls)
-            r = add({"k": "op", "op": call.op, "c": [mirror(a, rng.choice([0, 0, 1])) for a in call.args],
-                     "attrs": {}})
+            call = rng.choice(self.calls)
+            r = self.add({"k": "op", "op": call.op, "c": [self.mirror(a, rng.choice([0, 0, 1])) for a in call.args],
+                          "attrs": {}})
         if rng.random() < 0.12:
-            other = add({"k": "op", "op": rng.choice(["exp", "negative", "relu"]), "c": [leaf(None)], "attrs": {}})
-            r = add({"k": "or", "c": [r, other] if rng.random() < 0.5 else [other, r]})
+            other = self.add({"k": "op", "op": rng.choice(["exp", "negative", "relu"]), "c": [self.leaf(None)],
+                              "attrs": {}})
+            r = self.add({"k": "or", "c": [r, other] if rng.random() < 0.5 else [other, r]})
         return r
 
-    roots = [root_body() for _ in range(rng.choice([1, 2, 2, 3]))]
-    if rng.random() < 0.2:
-        element = root_body()
-        roots.append(add({"k": "repeated", "c": [element]}))
-    edges: list[tuple[int, int, int | None, bool]] = []
-    plain = [r for r in roots if nodes[r]["k"] != "repeated"]
-    used = {c for n in nodes for c in n.get("c", [])}
-    for _ in range(rng.choice([0, 0, 1, 2])):
-        p = rng.choice([leaf for leaf in leaves if leaf in used] + plain)
-        q = rng.choice(plain)
-        if p != q:
-            edges.append((p, q, rng.choice([None, None, 0, 1]), rng.random() < 0.4))
-    return nodes, edges
+    def edges(self, roots: list[int]) -> list[Edge]:
+        """None to two edges from a leaf some root uses, or a plain root, to a plain root."""
+        rng = self.rng
+        edges: list[Edge] = []
+        plain = [r for r in roots if self.nodes[r]["k"] != "repeated"]
+        used = {c for n in self.nodes for c in n.get("c", [])}
+        for _ in range(rng.choice([0, 0, 1, 2])):
+            p = rng.choice([leaf for leaf in self.leaves if leaf in used] + plain)
+            q = rng.choice(plain)
+            if p != q:
+                edges.append((p, q, rng.choice([None, None, 0, 1]), rng.random() < 0.4))
+        return edges
 
 
 def build_context(nodes: list[dict], edges: list) -> tuple[P.PatternContext, list[P.Pattern]]:
