@@ -40,9 +40,10 @@ import adjoint as aj
 from adjoint import pattern as P
 from adjoint.fuzz.patterns_check import check_graph_rewrite, compare_match, compare_results, inputs_for, run_module
 from adjoint.fuzz.patterns_graph import GraphReference, build_context, check_walk, make_context_nodes
-from adjoint.fuzz.patterns_programs import PatternMaker, build_patterns, make_function, pattern_code
+from adjoint.fuzz.patterns_programs import make_function
 from adjoint.fuzz.patterns_reference import RefMatcher
 from adjoint.fuzz.patterns_rules import RULE_BY_NAME, RULES, check_fixed_point, rewrite_one_way
+from adjoint.fuzz.patterns_trees import PatternMaker, build_patterns, pattern_code
 from adjoint.fuzz.runner import Finding, error_label
 
 LABELS = ["ok", "ok, pattern refused"]

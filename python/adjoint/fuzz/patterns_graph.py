@@ -15,8 +15,8 @@ from typing import Any
 
 import adjoint as aj
 from adjoint import pattern as P
-from adjoint.fuzz.patterns_programs import build_patterns
 from adjoint.fuzz.patterns_reference import RefMatcher, bound_values, capture_name, same_value, through_bindings
+from adjoint.fuzz.patterns_trees import build_patterns
 from adjoint.fuzz.runner import Finding
 
 
