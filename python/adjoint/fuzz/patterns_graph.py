@@ -19,7 +19,6 @@ from adjoint.fuzz.patterns_reference import RefMatcher, bound_values, capture_na
 from adjoint.fuzz.patterns_trees import build_patterns
 from adjoint.fuzz.runner import Finding
 
-
 #: an edge: (from, to, arg index or None, only_used_by rather than used_by)
 Edge = tuple[int, int, int | None, bool]
 
@@ -311,8 +310,8 @@ class GraphReference:
             r = self.roots[k]
             if self.nodes[r]["k"] == "repeated":
                 runs: list[list[int]] = []
-                for first in (b for b in sorted(self.candidates[r]) if b in free and b not in used):
-                    run = self.run_from(first, r, chosen, free - used)
+                for start in (b for b in sorted(self.candidates[r]) if b in free and b not in used):
+                    run = self.run_from(start, r, chosen, free - used)
                     if run and sorted(run) not in runs:
                         runs.append(sorted(run))
                 for run in runs:

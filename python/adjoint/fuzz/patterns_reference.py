@@ -14,6 +14,7 @@ from typing import Any
 
 import adjoint as aj
 
+
 def bound_values(fn: Any) -> dict[str, Any]:
     """What each var of fn is bound to, by name (the functions here bind
     each name once)."""
@@ -104,7 +105,7 @@ class State:
     counts: dict[str, int] = field(default_factory=dict)
     runs: dict[str, list[Any]] = field(default_factory=dict)
 
-    def copy(self) -> "State":
+    def copy(self) -> State:
         return State(dict(self.caps), {k: list(v) for k, v in self.lists.items()}, dict(self.counts),
                      {k: list(v) for k, v in self.runs.items()})
 
@@ -241,9 +242,8 @@ class RefMatcher:
     def run(self, i: int, exprs: list[Any]) -> bool:
         n = self.nodes[i]
         count = n.get("count")
-        if count:
-            if self.state.counts.setdefault(count, len(exprs)) != len(exprs):
-                return False
+        if count and self.state.counts.setdefault(count, len(exprs)) != len(exprs):
+            return False
         outer = self.state.caps
         for e in exprs:
             self.state.caps = {}

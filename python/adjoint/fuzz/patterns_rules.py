@@ -18,6 +18,7 @@ from adjoint.fuzz.patterns_reference import bound_values, same_value, through_bi
 from adjoint.fuzz.runner import Finding
 from adjoint.pattern.rewrite_call import _ops_make_calls
 
+
 def _text_rule(params: str, pattern_body: str, replacement_body: str) -> str:
     sig = ", ".join(f'{p}: Tensor((4, 4), "float32")' for p in params.split())
     return (f"@function\ndef pattern({sig}):\n{pattern_body}\n\n"

@@ -17,6 +17,7 @@ from adjoint import pattern as P
 from adjoint.fuzz.patterns_programs import ARITY
 from adjoint.fuzz.patterns_reference import bound_values, through_bindings
 
+
 def build_patterns(nodes: list[dict]) -> list[P.Pattern]:
     """The pattern objects of a node list (children before parents; a node
     used by several is one object)."""
