@@ -9,7 +9,7 @@ An input is one of three kinds, made from (seed, k) alone:
   combinator, attrs, dtype and shape constraints, names, sub-patterns
   shared), half of them mirroring a binding of the function. For each
   binding, ``pattern.match(value, fn)`` (and on the binding's var, and with
-  ``fn=None``) must agree with :class:`RefMatcher`: match or not, and what
+  ``fn=None``) must agree with ``RefMatcher``: match or not, and what
   each sub-pattern and name captured.
 - ``rewrite``: one or two exact rules (``RULES``) applied by
   ``P.Rewriter.from_pattern`` (and ``P.rewrite_call`` for one rule) and by
@@ -29,6 +29,14 @@ Only ``aj.Error`` may come out of the API; anything else, and any
 disagreement, is a finding. Inputs are plain data (the function's text and
 the pattern as a list of nodes), so a finding is saved as a script that
 rebuilds and reruns it.
+
+This module is the target, ``Fuzzer``: it makes the inputs, runs them and
+saves reproducers. Its parts: ``patterns_programs`` (the random
+functions), ``patterns_trees`` (pattern trees as data), ``patterns_reference``
+(``RefMatcher``, the docs in code), ``patterns_rules`` (the rewrite rules
+and the ways they are applied), ``patterns_graph`` (contexts and
+``GraphReference``) and ``patterns_check`` (captures and computed values
+compared).
 """
 
 from __future__ import annotations
@@ -52,6 +60,10 @@ REACHED = ["match compared", "matched", "matched on a var", "matched without fn"
 
 
 class Fuzzer:
+    """The target as ``runner`` drives it: ``make(k)`` an input of one of the
+    three kinds, ``run`` it (``run_match``, ``run_rewrite``, ``run_graph``),
+    ``save`` a reproducer script."""
+
     #: saved reproducers of rewrite inputs call Fuzzer.rewrite_one_way
     rewrite_one_way = staticmethod(rewrite_one_way)
 
@@ -223,7 +235,8 @@ class Fuzzer:
             lines += pattern_code(inp["nodes"])
             lines += ["for root in [" + ", ".join(f"p{r}" for r in inp["roots"]) + "]:",
                       "    for b in fn.bindings:",
-                      "        print(b.var.name_hint, root.match(b.value, fn), root.match(b.var, fn), root.match(b.value))"]
+                      "        print(b.var.name_hint, root.match(b.value, fn), root.match(b.var, fn), "
+                      "root.match(b.value))"]
         elif inp["kind"] == "rewrite":
             lines += ["from adjoint.fuzz.patterns import RULE_BY_NAME, Fuzzer",
                       f"rules = [RULE_BY_NAME[n] for n in {inp['rules']!r}]",

@@ -34,8 +34,8 @@ def compare_results(got: Any, want: Any, what: str) -> None:
     g, w = np.asarray(got), np.asarray(want)
     if g.shape != w.shape or g.dtype != w.dtype or not np.allclose(g, w, rtol=tol(w.dtype), atol=tol(w.dtype),
                                                                     equal_nan=True):
-        raise Finding("wrong-result", f"{what}: {summarize(g)} where {summarize(w)} was computed; "
-                                      f"max diff {np.nanmax(np.abs(g.astype(float) - w.astype(float))) if g.shape == w.shape else 'n/a'}")
+        diff = np.nanmax(np.abs(g.astype(float) - w.astype(float))) if g.shape == w.shape else "n/a"
+        raise Finding("wrong-result", f"{what}: {summarize(g)} where {summarize(w)} was computed; max diff {diff}")
 
 
 def inputs_for(fn: Any, seed: int) -> list[np.ndarray] | None:

@@ -252,7 +252,8 @@ class GraphReference:
             return False
         if pv.name_hint in self.returned:
             return False
-        q_bindings = {i for i, b in enumerate(self.bindings) if isinstance(qv, aj.Var) and b.var.name_hint == qv.name_hint}
+        q_bindings = {i for i, b in enumerate(self.bindings)
+                      if isinstance(qv, aj.Var) and b.var.name_hint == qv.name_hint}
         return self.users.get(pv.name_hint, set()) <= q_bindings
 
     def valid(self, chosen: list[tuple[int, list[int]]]) -> bool:

@@ -188,7 +188,8 @@ class RefMatcher:
             return isinstance(v, aj.Var) and (not n.get("hint") or v.name_hint == n["hint"])
         if k == "op":
             v = self.resolve(e)
-            return isinstance(v, aj.Call) and v.op == n["op"] and attrs_agree(n["attrs"], v) and self.sequence(c, v.args)
+            return (isinstance(v, aj.Call) and v.op == n["op"] and attrs_agree(n["attrs"], v)
+                    and self.sequence(c, v.args))
         if k == "tuple":
             v = self.resolve(e)
             return isinstance(v, aj.Tuple) and self.sequence(c, v.fields)

@@ -173,7 +173,8 @@ class PatternMaker:
         rng = self.rng
         kind = rng.choice(["dtype", "shape", "attr"])
         if kind == "dtype":
-            return self.add({"k": "dtype", "c": [inner], "dtype": rng.choice(["float32", "float32", "float64"])}, in_run)
+            dtype = rng.choice(["float32", "float32", "float64"])
+            return self.add({"k": "dtype", "c": [inner], "dtype": dtype}, in_run)
         if kind == "shape":
             shape = list(rng.choice(self.shapes)) if self.shapes else [2, 2]
             if shape and rng.random() < 0.3:
