@@ -215,16 +215,19 @@ void GraphPattern::plan() {
   plans_.resize(roots_.size());
   for (uint32_t r = 0; r < roots_.size(); ++r) plan_kept(r, names, edge_ends);
   for (uint32_t r = 0; r < roots_.size(); ++r) plan_key_and_edges(r, names);
-  auto sources = [&](const std::string& n) {
-    std::vector<NameSource> out;
-    for (uint32_t r = 0; r < roots_.size(); ++r) {
-      const Names& kept = plans_[r].kept;
-      auto it = std::lower_bound(kept.begin(), kept.end(), n);
-      if (it != kept.end() && *it == n) out.push_back({r, static_cast<uint32_t>(it - kept.begin())});
-    }
-    return out;
-  };
-  for (const GraphEdge& e : edges_) edge_sources_.push_back({sources(e.from), sources(e.to)});
+  auto all = static_cast<uint32_t>(roots_.size());
+  for (const GraphEdge& e : edges_) edge_sources_.push_back({sources_before(all, e.from), sources_before(all, e.to)});
+}
+
+// The roots placed before `place` that keep the value of `name`, with its slot.
+std::vector<GraphPattern::NameSource> GraphPattern::sources_before(uint32_t place, const std::string& name) const {
+  std::vector<NameSource> out;
+  for (uint32_t r = 0; r < place; ++r) {
+    const Names& kept = plans_[r].kept;
+    auto it = std::lower_bound(kept.begin(), kept.end(), name);
+    if (it != kept.end() && *it == name) out.push_back({r, static_cast<uint32_t>(it - kept.begin())});
+  }
+  return out;
 }
 
 void GraphPattern::plan_kept(uint32_t r, const std::vector<RootNames>& names, const Names& edge_ends) {
@@ -244,12 +247,7 @@ void GraphPattern::plan_kept(uint32_t r, const std::vector<RootNames>& names, co
 void GraphPattern::plan_key_and_edges(uint32_t r, const std::vector<RootNames>& names) {
   RootPlan& p = plans_[r];
   for (uint32_t s : p.key_slots) {
-    std::vector<NameSource> sources;
-    for (uint32_t q = 0; q < r; ++q) {
-      const Names& kept = plans_[q].kept;
-      auto it = std::lower_bound(kept.begin(), kept.end(), p.kept[s]);
-      if (it != kept.end() && *it == p.kept[s]) sources.push_back({q, static_cast<uint32_t>(it - kept.begin())});
-    }
+    std::vector<NameSource> sources = sources_before(r, p.kept[s]);
     if (sources.empty()) p.key_fixed = false;
     if (searched(r).repeated) sources.push_back({r, s});
     p.key_sources.push_back(std::move(sources));

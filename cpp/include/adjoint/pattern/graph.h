@@ -136,6 +136,7 @@ class GraphPattern {
   void find_shared(const std::vector<GraphRootNames>& names, const std::vector<std::string>& edge_names);
   void plan_kept(uint32_t r, const std::vector<GraphRootNames>& names, const std::vector<std::string>& edge_ends);
   void plan_key_and_edges(uint32_t r, const std::vector<GraphRootNames>& names);
+  std::vector<NameSource> sources_before(uint32_t place, const std::string& name) const;
 
   std::vector<GraphRoot> roots_;
   std::vector<GraphEdge> edges_;
