@@ -17,6 +17,7 @@ import adjoint as aj
 from adjoint.fuzz import passes as fuzz_passes
 from adjoint.fuzz import passes_corpus, passes_pipeline, passes_train
 from adjoint.fuzz.runner import Finding
+from test_fuzz_findings import LIFTED_CONSTANT  # the program of that finding
 
 MLP = '''\
 @function(num_input=1, frozen="b")
@@ -205,15 +206,7 @@ def test_results_in_float64_after_convert_dtype_are_the_new_reference(fuzzer):
 def test_a_lifted_constant_counts_as_frozen(fuzzer):
     # regression (seed 1, inputs 44335 and 74353, false findings): zeros(("n", 3)) with n a weight's dim
     # is lifted and reads no trained weight; the pass lists it in frozen, and the check wanted it not to
-    text = '''\
-@function(num_input=1, frozen="y")
-def main(x: Tensor((3,), "float64"), w: Tensor(("n", 3), "float64"), y: Tensor(("n", 3), "float64")):
-    z = zeros(("n", 3), "float64")
-    a = add(x, z)
-    b = add(a, w)
-    c = add(b, y)
-    return c
-'''
+    text = LIFTED_CONSTANT.format(frozen=', frozen="y"')
     label, reached = run(fuzzer, [{"pass": "LiftTransformParams"}], text)
     assert label == "ok" and "frozen checked" in reached
 
