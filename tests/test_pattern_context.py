@@ -847,6 +847,17 @@ def test_a_pattern_shared_by_roots_inside_a_run_is_an_error():
         P.rewrite_bindings(ctx, lambda m, b: {}, aj.parse(QKV))
 
 
+@pytest.mark.parametrize("same_name", [False, True])
+def test_an_edge_joining_a_pattern_to_itself_is_an_error_showing_the_edge(same_name):
+    with P.PatternContext() as ctx:
+        e = P.is_op("exp")(P.wildcard(), name="e")
+        other = P.is_op("exp")(P.wildcard(), name="e") if same_name else e  # one name: one pattern
+        e.used_by(other)
+    with pytest.raises(aj.Error, match=r"^PatternContext: the edge \(e := exp\(_\)\) used_by \(e := exp\(_\)\) "
+                                       r"joins a pattern to itself$"):
+        P.rewrite_bindings(ctx, lambda m, b: {}, aj.parse(QKV))
+
+
 # ---- a property ----
 
 @st.composite

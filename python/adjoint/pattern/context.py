@@ -118,7 +118,7 @@ class PatternContext:
             return None
         _check_shared(roots)
         once = set().union(*(_names(r)[0] for r in roots))
-        edges = [(_end(p, once), _end(q, once), -1 if i is None else i, only) for p, q, i, only in self._edges]
+        edges = [_edge_ends(edge, once) for edge in self._edges]
         specs = [(_element(r)._core_tagged(), r._plain.is_run, r._capture_name() if r._plain.is_run else None)
                  for r in roots]
         return _P.GraphPattern(specs, edges, _keys(roots))
@@ -195,6 +195,15 @@ def _end(p: Pattern, once: set[str]) -> str:
         raise Error(f"PatternContext: the edge end {p!r} is in no root of the context (or only inside a run); "
                     "roots are the patterns made in it that can match a call and are no operand of another")
     return name
+
+
+def _edge_ends(edge: Edge, once: set[str]) -> tuple[str, str, int, bool]:
+    """An edge as the C++ graph pattern takes it: its ends' capture names."""
+    p, q, index, only = edge
+    source, target = _end(p, once), _end(q, once)
+    if source == target:
+        raise Error(f"PatternContext: the edge {_edge_text(edge)} joins a pattern to itself")
+    return source, target, -1 if index is None else index, only
 
 
 def _edge_text(edge: Edge) -> str:
