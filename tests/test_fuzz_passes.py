@@ -70,12 +70,19 @@ def planted(monkeypatch, cls, change) -> None:
     monkeypatch.setattr(cls, "__call__", lambda self, mod: change(transform(self, mod)))
 
 
-def test_a_wrong_result_is_a_finding(fuzzer, monkeypatch):
-    planted(monkeypatch, aj.transform.EliminateCommonSubexpr,
-            lambda mod: aj.parse(mod.script().replace("add(y, b)", "subtract(y, b)")))
+def planted_finding(fuzzer, monkeypatch, passes: list, cls, change) -> Finding:
+    """The finding of running ``passes`` when cls's pass returns change(what it returned)."""
+    planted(monkeypatch, cls, change)
     with pytest.raises(Finding) as info:
-        run(fuzzer, [{"pass": "EliminateCommonSubexpr"}])
-    assert info.value.kind == "wrong-result" and "main(...) differs" in info.value.detail
+        run(fuzzer, passes)
+    return info.value
+
+
+def test_a_wrong_result_is_a_finding(fuzzer, monkeypatch):
+    finding = planted_finding(fuzzer, monkeypatch, [{"pass": "EliminateCommonSubexpr"}],
+                              aj.transform.EliminateCommonSubexpr,
+                              lambda mod: aj.parse(mod.script().replace("add(y, b)", "subtract(y, b)")))
+    assert finding.kind == "wrong-result" and "main(...) differs" in finding.detail
 
 
 def test_a_wrong_lifted_weight_is_a_finding(fuzzer, monkeypatch):
@@ -84,39 +91,35 @@ def test_a_wrong_lifted_weight_is_a_finding(fuzzer, monkeypatch):
                                              "w2: Tensor((5, 4), \"float32\") = add(w, w)\n"
                                              "    wt: Tensor((4, 5), \"float32\") = permute_dims(w2)"))
 
-    planted(monkeypatch, aj.transform.LiftTransformParams, double_the_weights)
-    with pytest.raises(Finding) as info:
-        run(fuzzer, [{"pass": "LiftTransformParams"}])
-    assert info.value.kind == "wrong-result"
+    finding = planted_finding(fuzzer, monkeypatch, [{"pass": "LiftTransformParams"}],
+                              aj.transform.LiftTransformParams, double_the_weights)
+    assert finding.kind == "wrong-result"
 
 
 def test_an_output_that_does_not_verify_is_a_finding(fuzzer, monkeypatch):
     def drop_an_attr_check(mod):
         return mod.with_function("main", mod["main"].with_attr("num_input", 1).with_attr("frozen", "x"))
 
-    planted(monkeypatch, aj.transform.DeadCodeElimination, drop_an_attr_check)
-    with pytest.raises(Finding) as info:
-        run(fuzzer, [{"pass": "DeadCodeElimination"}])
-    assert info.value.kind in ("invalid-output", "reparse")
+    finding = planted_finding(fuzzer, monkeypatch, [{"pass": "DeadCodeElimination"}],
+                              aj.transform.DeadCodeElimination, drop_an_attr_check)
+    assert finding.kind in ("invalid-output", "reparse")
 
 
 def test_gradient_changing_the_original_function_is_a_finding(fuzzer, monkeypatch):
-    planted(monkeypatch, aj.transform.Gradient,
-            lambda mod: mod.with_function("main", aj.parse(re.sub(r"(e2: [^=]*= )exp", r"\1tanh", mod.script()))["main"]))
-    with pytest.raises(Finding) as info:
-        run(fuzzer, [{"pass": "Gradient", "func_name": "main", "require_grads": None, "target_index": 0,
-                      "simplify": False}])
-    assert info.value.kind == "gradient-changed"
+    spec = {"pass": "Gradient", "func_name": "main", "require_grads": None, "target_index": 0, "simplify": False}
+    finding = planted_finding(
+        fuzzer, monkeypatch, [spec], aj.transform.Gradient,
+        lambda mod: mod.with_function("main", aj.parse(re.sub(r"(e2: [^=]*= )exp", r"\1tanh", mod.script()))["main"]))
+    assert finding.kind == "gradient-changed"
 
 
 def test_a_pass_that_is_not_its_own_fixed_point_is_a_finding(fuzzer, monkeypatch):
     count = iter(range(100))
-    planted(monkeypatch, aj.transform.DeadCodeElimination,
-            lambda mod: mod if next(count) % 2 == 0 else aj.parse(re.sub(r"(\n    e2: .*)", r"\1\n    dead = tanh(z)",
-                                                                            mod.script())))
-    with pytest.raises(Finding) as info:
-        run(fuzzer, [{"pass": "DeadCodeElimination"}])
-    assert info.value.kind == "fixed-point"
+    finding = planted_finding(
+        fuzzer, monkeypatch, [{"pass": "DeadCodeElimination"}], aj.transform.DeadCodeElimination,
+        lambda mod: mod if next(count) % 2 == 0 else aj.parse(re.sub(r"(\n    e2: .*)", r"\1\n    dead = tanh(z)",
+                                                                        mod.script())))
+    assert finding.kind == "fixed-point"
 
 
 def test_a_finding_is_saved_as_the_program_and_a_script_running_the_pipeline(fuzzer, tmp_path):
@@ -146,11 +149,9 @@ def test_a_lifted_function_with_a_wrong_frozen_attr_is_a_finding(fuzzer, monkeyp
     # b is frozen and passes through: the lifted main must list it (and nothing computed from w)
     label, reached = run(fuzzer, [{"pass": "LiftTransformParams"}])
     assert label == "ok" and "frozen checked" in reached
-    planted(monkeypatch, aj.transform.LiftTransformParams,
-            lambda mod: aj.parse(mod.script().replace('frozen="b"', 'frozen="wt"')))
-    with pytest.raises(Finding) as info:
-        run(fuzzer, [{"pass": "LiftTransformParams"}])
-    assert info.value.kind == "lift-frozen" and "want ['b']" in info.value.detail
+    finding = planted_finding(fuzzer, monkeypatch, [{"pass": "LiftTransformParams"}], aj.transform.LiftTransformParams,
+                              lambda mod: aj.parse(mod.script().replace('frozen="b"', 'frozen="wt"')))
+    assert finding.kind == "lift-frozen" and "want ['b']" in finding.detail
 
 
 def test_an_adjoint_unlike_the_one_made_with_the_other_simplify_is_a_finding(fuzzer, monkeypatch):
@@ -297,10 +298,8 @@ def test_a_lifted_function_training_to_another_loss_is_a_finding(fuzzer, monkeyp
                                              "w2: Tensor((5, 4), \"float32\") = add(w, w)\n"
                                              "    wt: Tensor((4, 5), \"float32\") = permute_dims(w2)"))
 
-    planted(monkeypatch, aj.transform.LiftTransformParams, double_the_weights)
-    with pytest.raises(Finding) as info:
-        run(fuzzer, [train()])
-    assert info.value.kind == "wrong-result" and "the loss of the lifted function" in info.value.detail
+    finding = planted_finding(fuzzer, monkeypatch, [train()], aj.transform.LiftTransformParams, double_the_weights)
+    assert finding.kind == "wrong-result" and "the loss of the lifted function" in finding.detail
 
 
 def test_a_frozen_weight_changed_by_a_step_is_a_finding(fuzzer, monkeypatch):
