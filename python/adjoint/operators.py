@@ -320,8 +320,10 @@ def _getitem(self: Expr, index: Any) -> Any:
         if type(index) is not int and not _is_int(index):
             raise TypeInferenceError(f"a tuple takes an integer index, got {index!r}")
         index = int(index)
-        if -len(self.type.fields) <= index < 0:  # from the end, as in Python and the text format
-            index += len(self.type.fields)
+        if index < 0:  # from the end, as in Python and the text format
+            size = len(self.type.fields)
+            if index >= -size:
+                index += size
         return builder_for("tuple indexing", [self]).emit(_core.TupleGetItem(self, index))
     items = index if isinstance(index, tuple) else (index,)
     for item in items:
