@@ -41,9 +41,9 @@ constexpr int64_t kFree = VarIndexMap::kAbsent;
 
 bool func_attrs_equal(const FuncAttrs& a, const FuncAttrs& b) {
   if (a.size() != b.size()) return false;
-  for (const auto& [name, value] : a) {
-    auto it = std::find_if(b.begin(), b.end(), [&](const auto& kv) { return kv.first == name; });
-    if (it == b.end() || !attr_equal(value, it->second)) return false;
+  for (const auto& entry : a) {
+    auto it = std::find_if(b.begin(), b.end(), [&](const auto& kv) { return kv.first == entry.first; });
+    if (it == b.end() || !attr_equal(entry.second, it->second)) return false;
   }
   return true;
 }
