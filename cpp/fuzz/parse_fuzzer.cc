@@ -1,0 +1,57 @@
+// A coverage-guided (libFuzzer) target for the text format: the C++ side of
+// `python -m adjoint.fuzz parse`, which mutates texts at random; this one
+// steers its mutations by the parser's branch coverage. Each input is a text:
+// whatever parses must print, parse back to a structurally equal module of
+// equal hash whose print is the same text, and, if it verifies, build. Only
+// aj::Error (what Python sees as aj.Error) and std::bad_alloc (OutOfMemoryError)
+// may come out; anything else, and every sanitizer report, is a finding.
+// Built by CMake with -DADJOINT_LIBFUZZER=ON and clang (docs/testing.md).
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <string>
+
+#include "adjoint/analysis/verifier.h"
+#include "adjoint/ir/parser.h"
+#include "adjoint/ir/printer.h"
+#include "adjoint/ir/structural.h"
+#include "adjoint/runtime/executor.h"
+#include "adjoint/support/error.h"
+
+namespace {
+
+[[noreturn]] void finding(const char* what, const std::string& detail) {
+  std::fprintf(stderr, "parse_fuzzer: %s\n%s\n", what, detail.c_str());
+  std::abort();
+}
+
+void check_round_trip(const aj::Module& mod) {
+  std::string printed = aj::print_module(mod);
+  aj::Module again;
+  try {
+    again = aj::parse_module(printed);
+  } catch (const aj::Error& e) {
+    finding("the printed module does not parse", std::string(e.what()) + "\n--- printed:\n" + printed);
+  }
+  if (auto diff = aj::structural_diff(mod, again)) finding("parse(print(m)) differs from m", *diff + "\n--- printed:\n" + printed);
+  if (aj::print_module(again) != printed) finding("print(parse(print(m))) != print(m)", printed);
+  if (aj::structural_hash(mod) != aj::structural_hash(again)) finding("equal modules of different hash", printed);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    aj::Module mod = aj::parse_module(text);
+    check_round_trip(mod);
+    if (!aj::well_formed(mod)) return 0;
+    aj::Executable exe(mod);
+  } catch (const aj::Error&) {
+  } catch (const std::bad_alloc&) {
+  } catch (const std::exception& e) {
+    finding("an exception that is not an aj::Error", e.what());
+  }
+  return 0;
+}
