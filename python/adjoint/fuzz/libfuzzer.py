@@ -2,7 +2,9 @@
 of the coverage-guided fuzz targets of the C++ core (cpp/fuzz/*.cc).
 
 Writes ``DIR/seeds/``, one file per valid text of the ``parse`` and
-``passes`` targets' corpora (named by a hash of the text), and
+``passes`` targets' corpora and per text rule of the ``passes`` and
+``patterns`` targets followed by a program to rewrite (named by a hash of
+the text), and
 ``DIR/adjoint.dict``, the format's words in libFuzzer's dictionary syntax
 (op and attr names, keywords, dtypes, odd dim strings) so that mutations
 insert whole tokens. The README's "Fuzzing" section shows the run.
@@ -17,15 +19,22 @@ import os
 import adjoint as aj
 from adjoint.fuzz.parse import STRINGS, TYPE_NAMES, _corpus
 from adjoint.fuzz.passes_corpus import PASS_TEXTS
+from adjoint.fuzz.passes_pipeline import RULES as PIPELINE_RULES
+from adjoint.fuzz.patterns_rules import RULES as PATTERN_RULES
 
 PUNCTUATION = ["@function", "def ", "return ", "->", "num_input=", "doc=", "frozen=", ": ", " = ", ", ", "\n    ",
                "\n\n", "(", ")", "[", "]", "Tensor((", "Tuple(", "const(", "keepdims=True", "# "]
 
 
 def seed_texts() -> list[str]:
-    """The valid texts the targets start from, each once."""
-    texts = _corpus() + PASS_TEXTS
-    return list(dict.fromkeys(texts))
+    """The valid texts the targets start from, each once: programs, and
+    modules of a text rule (``pattern`` and ``replacement``), a function
+    ``target`` that is the pattern's copy (so the rule fires) and a program."""
+    programs = _corpus() + PASS_TEXTS
+    rules = list(PIPELINE_RULES.values()) + [rule.text for rule in PATTERN_RULES]
+    with_rules = [rule + "\n" + rule.split("\n\n")[0].replace("def pattern(", "def target(", 1) + "\n\n"
+                  + programs[i % len(programs)] for i, rule in enumerate(rules)]
+    return list(dict.fromkeys(programs + with_rules))
 
 
 def dictionary_words() -> list[str]:

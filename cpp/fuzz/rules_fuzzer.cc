@@ -1,0 +1,70 @@
+// A coverage-guided (libFuzzer) target for rules written as IR (Python's
+// P.Rewriter.from_text, pattern/template_rule.h) and the rewriter that
+// applies them. Each input is a text; a module that parses and verifies, and
+// holds functions `pattern` and `replacement`, gives a rule (or an aj::Error
+// saying why it is none). The rule then rewrites the module's other
+// functions, alone and with SimplifyGradient's rules after it. Template rules
+// never make a module ill-typed, so the result must verify fully; a rewrite
+// that does not stop may be refused with an aj::Error. Another exception or
+// a sanitizer report is a finding.
+// Built by CMake with -DADJOINT_LIBFUZZER=ON and clang (README, "Fuzzing").
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "adjoint/analysis/verifier.h"
+#include "adjoint/ir/parser.h"
+#include "adjoint/ir/printer.h"
+#include "adjoint/pattern/template_rule.h"
+#include "adjoint/support/error.h"
+#include "adjoint/transform/passes.h"
+#include "adjoint/transform/rewrite.h"
+
+namespace {
+
+[[noreturn]] void finding(const std::string& what, const std::string& text) {
+  std::fprintf(stderr, "rules_fuzzer: %s\n--- program:\n%s\n", what.c_str(), text.c_str());
+  std::abort();
+}
+
+void rewrite_checked(const aj::Module& targets, const aj::RuleSet& rules, const char* which, const std::string& text) {
+  aj::Module out;
+  try {
+    out = aj::rewrite_bindings(targets, rules);
+  } catch (const aj::Error&) {
+    return;
+  } catch (const std::bad_alloc&) {
+    return;
+  }
+  auto problems = aj::verify_problems(out);
+  if (!problems.empty())
+    finding(std::string("rewriting by ") + which + " made a module that does not verify: " + problems.front() +
+                "\n--- output:\n" + aj::print_module(out),
+            text);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  try {
+    aj::Module mod = aj::parse_module(text);
+    if (!mod->contains("pattern") || !mod->contains("replacement") || !aj::well_formed(mod)) return 0;
+    std::vector<std::pair<std::string, aj::Function>> rule_functions, targets;
+    for (const auto& [name, fn] : mod->functions())
+      (name == "pattern" || name == "replacement" ? rule_functions : targets).emplace_back(name, fn);
+    aj::RuleSet rule({aj::template_rule("fuzzed", std::make_shared<const aj::ModuleNode>(rule_functions))});
+    auto target_module = std::make_shared<const aj::ModuleNode>(targets);
+    rewrite_checked(target_module, rule, "the rule", text);
+    rewrite_checked(target_module, rule + aj::simplify_gradient_rules(), "the rule and SimplifyGradient's", text);
+  } catch (const aj::Error&) {
+  } catch (const std::bad_alloc&) {
+  } catch (const std::exception& e) {
+    finding(std::string("an exception that is not an aj::Error: ") + e.what(), text);
+  }
+  return 0;
+}
