@@ -174,10 +174,10 @@ def test_matmul_of_int64_wraps_like_numpy():
 
 
 def test_the_parse_fuzzer_makes_no_inputs_for_a_huge_dim_beside_a_zero():
-    from adjoint.fuzz.parse import _small_inputs
+    from adjoint.fuzz.inputs import small_inputs
 
     fn = aj.parse('@function\ndef main(b: Tensor((0, 2305843009213693953), "bool")):\n    return b\n')["main"]
-    assert _small_inputs(fn, np.random.default_rng(0)) is None
+    assert small_inputs(fn, np.random.default_rng(0)) is None
 
 
 @pytest.mark.parametrize("dtype", ["bool", "int32", "float64"])

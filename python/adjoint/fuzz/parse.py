@@ -24,6 +24,7 @@ import numpy as np
 
 import adjoint as aj
 from adjoint import examples
+from adjoint.fuzz.inputs import COST_LIMIT, cost, small_inputs
 from adjoint.fuzz.runner import Finding, error_label
 
 LABELS = ["ok"]
@@ -459,8 +460,8 @@ class Fuzzer:
         rng = np.random.default_rng(len(text))
         ran = False
         for name, fn in list(mod.functions.items())[:3]:
-            args = _small_inputs(fn, rng)
-            if args is None or _cost(fn) > 5e7:
+            args = small_inputs(fn, rng)
+            if args is None or cost(fn, args) > COST_LIMIT:
                 continue
             try:
                 exe[name](*args)
@@ -493,61 +494,3 @@ def _var_types(text: str) -> dict[str, tuple]:
             t = v.type
             out[v.name_hint] = (t.shape, t.dtype) if t.is_tensor else (str(t),)
     return out
-
-
-def _elements(t: aj.Type) -> int | None:
-    """Elements of a concrete type, None when a dim is symbolic."""
-    if t.is_tuple:
-        total = 0
-        for f in t.fields:
-            n = _elements(f)
-            if n is None:
-                return None
-            total += n
-        return total
-    n = 1
-    for d in t.shape:
-        if not isinstance(d, int):
-            return None
-        n *= d
-    return n
-
-
-def _small_inputs(fn: aj.Function, rng: np.random.Generator) -> list | None:
-    """Random inputs when every param is a small concrete tensor, else None
-    (also for a dim NumPy cannot make, as in (0, 2**61): no elements, yet
-    too big an array)."""
-    args = []
-    for p in fn.params:
-        t = p.type
-        n = _elements(t)
-        if n is None or not t.is_tensor or n > 4096 or any(d > 2**31 for d in t.shape):
-            return None
-        if t.dtype == "bool":
-            args.append(rng.random(t.shape) < 0.5)
-        elif t.dtype.startswith("int"):
-            args.append(rng.integers(0, 3, t.shape).astype(t.dtype))
-        else:
-            args.append(rng.standard_normal(t.shape).astype(t.dtype))
-    return args
-
-
-def _cost(fn: aj.Function) -> float:
-    """A rough bound on a run's work: elements made, times the contraction of matmuls and convs."""
-    total = 0.0
-    for b in fn.bindings:
-        n = _elements(b.var.type)
-        if n is None:
-            return float("inf")
-        work = float(n)
-        value = b.value
-        if isinstance(value, aj.Call) and value.op in ("matmul", "conv2d", "conv2d_backward_data",
-                                                        "conv2d_backward_weight", "max_pool2d", "avg_pool2d",
-                                                        "max_pool2d_backward", "avg_pool2d_backward"):
-            for a in value.args:
-                m = _elements(a.type) if hasattr(a, "type") else None
-                if m is None:
-                    return float("inf")
-                work += float(m) * max(1, n)
-        total += work
-    return total

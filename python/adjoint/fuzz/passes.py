@@ -62,7 +62,8 @@ import numpy as np
 import adjoint as aj
 from adjoint.fuzz import parse as fuzz_parse
 from adjoint.fuzz.passes_check import check_output, check_results
-from adjoint.fuzz.passes_compare import COST_LIMIT, Track, _has_float, cost, sensitive, small_inputs
+from adjoint.fuzz.inputs import COST_LIMIT, cost, small_inputs
+from adjoint.fuzz.passes_compare import Track, _has_float, sensitive
 from adjoint.fuzz.passes_corpus import PASS_TEXTS
 from adjoint.fuzz.passes_pipeline import CHECKS, LOOPING, OPTIMIZERS, PASSES, RULES, make_pass, pass_code, pass_names
 from adjoint.fuzz.passes_train import TrainCheck

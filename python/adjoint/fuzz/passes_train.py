@@ -17,7 +17,8 @@ import numpy as np
 import adjoint as aj
 from adjoint import training as T
 from adjoint.fuzz.exec import summarize
-from adjoint.fuzz.passes_compare import COST_LIMIT, Track, _has_float32, compare, cost, sensitive, small_inputs
+from adjoint.fuzz.inputs import COST_LIMIT, cost, small_inputs
+from adjoint.fuzz.passes_compare import Track, _has_float32, compare, sensitive
 from adjoint.fuzz.runner import Finding
 
 
