@@ -7,8 +7,12 @@
 // limits), chosen by a hash of the text. Both must refuse the inputs
 // (aj::Error) or both return results of equal types and bits (any NaN equal
 // to any NaN); the fused plan run again must repeat its bits, its buffers
-// now coming from the pool. Another exception or a sanitizer report (signed
-// overflow in an int kernel, say) is a finding.
+// now coming from the pool. Then the function is planned donating inputs to
+// outputs of its type (as JAX's donate_argnums; a choice of such pairs) and
+// run on copies of the inputs: the same bits again, each donated copy holding
+// its result's bytes, or, if it refuses them, every copy as it was. Another
+// exception or a sanitizer report (signed overflow in an int kernel, say) is
+// a finding.
 // Built by CMake with -DADJOINT_LIBFUZZER=ON and clang (README, "Fuzzing").
 #include <cmath>
 #include <cstdint>
@@ -135,6 +139,58 @@ void compare(const std::optional<std::vector<aj::NDArray>>& a, const std::option
     if (!same_bits((*a)[i], (*b)[i])) finding(what + ": result " + std::to_string(i) + " differs", text);
 }
 
+void flatten(const aj::Type& type, std::vector<aj::Type>& out) {
+  if (type->is_tuple())
+    for (const auto& field : type->fields()) flatten(field, out);
+  else
+    out.push_back(type);
+}
+
+// Pairs (param, flat output) of one type, each param and output in one at
+// most, some left out by choice.
+std::vector<aj::Alias> choose_aliases(const aj::FunctionNode& fn, Choices& choices) {
+  std::vector<aj::Type> outputs;
+  flatten(fn.ret_type(), outputs);
+  std::vector<bool> taken(outputs.size(), false);
+  std::vector<aj::Alias> aliases;
+  for (size_t param = 0; param < fn.params().size(); ++param) {
+    if (choices.next() % 3 == 0) continue;
+    for (size_t output = 0; output < outputs.size(); ++output) {
+      if (taken[output] || !aj::type_equal(fn.params()[param]->type(), outputs[output])) continue;
+      taken[output] = true;
+      aliases.push_back({param, output});
+      break;
+    }
+  }
+  return aliases;
+}
+
+aj::NDArray copy_of(const aj::NDArray& a) {
+  aj::NDArray out(a.shape(), a.dtype());
+  if (a.nbytes() > 0) std::memcpy(out.data(), a.data(), a.nbytes());
+  return out;
+}
+
+void run_donating(const std::string& name, aj::Executable& fused, const std::vector<aj::NDArray>& inputs,
+                  const std::optional<std::vector<aj::NDArray>>& want, Choices& choices, const std::string& text) {
+  std::vector<aj::Alias> aliases = choose_aliases(*fused.get(name).function(), choices);
+  if (aliases.empty()) return;
+  auto donating = fused.donating(name, aliases);
+  std::vector<aj::NDArray> copies;
+  for (const auto& a : inputs) copies.push_back(copy_of(a));
+  auto got = run(*donating, copies);
+  const std::string what = name + ", donating " + std::to_string(aliases.size()) + " input(s)";
+  if (!got) {
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (!same_bits(copies[i], inputs[i])) finding(what + ": a run that refused changed input " + std::to_string(i), text);
+    return;
+  }
+  compare(want, got, what, text);
+  for (const auto& alias : aliases)
+    if ((*got)[alias.output].data() != copies[alias.param].data() && (*got)[alias.output].nbytes() > 0)
+      finding(what + ": result " + std::to_string(alias.output) + " is not in input " + std::to_string(alias.param) + "'s bytes", text);
+}
+
 void run_function(const std::string& name, aj::Executable& fused, aj::Executable& unfused, Choices& choices,
                   const std::string& text) {
   const aj::FunctionNode& fn = *fused.get(name).function();
@@ -154,6 +210,7 @@ void run_function(const std::string& name, aj::Executable& fused, aj::Executable
   auto first = run(fused.get(name), inputs);
   compare(first, run(unfused.get(name), inputs), name + ", fused against fuse=False", text);
   compare(first, run(fused.get(name), inputs), name + ", fused run twice", text);
+  run_donating(name, fused, inputs, first, choices, text);
 }
 
 }  // namespace
