@@ -18,13 +18,12 @@
 #include "adjoint/ir/structural.h"
 #include "adjoint/runtime/executor.h"
 #include "adjoint/support/error.h"
+#include "fuzz_run.h"
 
 namespace {
 
-[[noreturn]] void finding(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "parse_fuzzer: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
+using aj::fuzz::finding;
+using aj::fuzz::program;
 
 void check_round_trip(const aj::Module& mod) {
   std::string printed = aj::print_module(mod);
@@ -51,7 +50,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const aj::Error&) {
   } catch (const std::bad_alloc&) {
   } catch (const std::exception& e) {
-    finding("an exception that is not an aj::Error", e.what());
+    finding(std::string("an exception that is not an aj::Error: ") + e.what(), program(text));
   }
   return 0;
 }

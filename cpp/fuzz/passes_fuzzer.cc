@@ -4,48 +4,63 @@
 // pass, and through a pipeline of them (Gradient first when it applies, each
 // pass taking the previous one's output). A pass may refuse its input with an
 // aj::Error (Gradient of a function without a float scalar result, say);
-// what it returns must verify fully. Anything else that comes out, and every
-// sanitizer report, is a finding. Whether the output computes what the input
-// computed is the Python target's check: it runs both.
-// Built by CMake with -DADJOINT_LIBFUZZER=ON and clang (docs/testing.md).
+// what it returns must verify fully. The passes that only move, share or
+// drop values (DeadCodeElimination, EliminateCommonSubexpr,
+// ReorderPermuteDimsAfterConcat, LiftTransformParams) must also keep the
+// bits: each small function of the input (fuzz_run.h) is run before and
+// after on the same inputs (after LiftTransformParams, through its
+// f_transform_params), and where the input ran, the output must run to the
+// same results. The passes that change the arithmetic (GEMMs of other
+// shapes, another dtype) are held to a tolerance by the Python target, which
+// runs them too. Anything else that comes out, and every sanitizer report,
+// is a finding.
+// Built by CMake with -DADJOINT_LIBFUZZER=ON and clang (README, "Fuzzing").
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <functional>
+#include <memory>
 #include <new>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "adjoint/analysis/verifier.h"
 #include "adjoint/autodiff/gradient.h"
 #include "adjoint/ir/parser.h"
 #include "adjoint/ir/printer.h"
+#include "adjoint/runtime/executor.h"
 #include "adjoint/support/error.h"
 #include "adjoint/transform/convert_dtype.h"
 #include "adjoint/transform/passes.h"
+#include "fuzz_run.h"
 
 namespace {
 
+using namespace aj::fuzz;
 using Pass = std::function<aj::Module(const aj::Module&)>;
 
-const std::vector<std::pair<const char*, Pass>>& passes() {
-  static const std::vector<std::pair<const char*, Pass>> all = {
-      {"DeadCodeElimination", [](const aj::Module& m) { return aj::dead_code_elimination(m); }},
-      {"EliminateCommonSubexpr", [](const aj::Module& m) { return aj::eliminate_common_subexpr(m); }},
-      {"SimplifyGradient", [](const aj::Module& m) { return aj::simplify_gradient(m); }},
-      {"CombineParallelMatmul", [](const aj::Module& m) { return aj::combine_parallel_matmul(m); }},
-      {"ReorderPermuteDimsAfterConcat", [](const aj::Module& m) { return aj::reorder_permute_dims_after_concat(m); }},
-      {"LiftTransformParams", [](const aj::Module& m) { return aj::lift_transform_params(m); }},
-      {"ReassociateMatmul", [](const aj::Module& m) { return aj::reassociate_matmul(m); }},
-      {"ConvertDType", [](const aj::Module& m) { return aj::convert_dtype(m, aj::DType::kFloat64, aj::DType::kFloat32); }},
+struct NamedPass {
+  const char* name;
+  Pass pass;
+  bool exact;  // the output computes the input's bits
+};
+
+const std::vector<NamedPass>& passes() {
+  static const std::vector<NamedPass> all = {
+      {"DeadCodeElimination", [](const aj::Module& m) { return aj::dead_code_elimination(m); }, true},
+      {"EliminateCommonSubexpr", [](const aj::Module& m) { return aj::eliminate_common_subexpr(m); }, true},
+      {"SimplifyGradient", [](const aj::Module& m) { return aj::simplify_gradient(m); }, false},
+      {"CombineParallelMatmul", [](const aj::Module& m) { return aj::combine_parallel_matmul(m); }, false},
+      {"ReorderPermuteDimsAfterConcat", [](const aj::Module& m) { return aj::reorder_permute_dims_after_concat(m); },
+       true},
+      {"LiftTransformParams", [](const aj::Module& m) { return aj::lift_transform_params(m); }, true},
+      {"ReassociateMatmul", [](const aj::Module& m) { return aj::reassociate_matmul(m); }, false},
+      {"ConvertDType",
+       [](const aj::Module& m) { return aj::convert_dtype(m, aj::DType::kFloat64, aj::DType::kFloat32); }, false},
   };
   return all;
 }
 
-[[noreturn]] void finding(const std::string& what, const std::string& detail) {
-  std::fprintf(stderr, "passes_fuzzer: %s\n%s\n", what.c_str(), detail.c_str());
-  std::abort();
+std::string before_and_after(const aj::Module& in, const aj::Module& out) {
+  return program(aj::print_module(in)) + "--- output:\n" + aj::print_module(out);
 }
 
 // `pass` on `mod`: its output, or `mod` when the pass refused it.
@@ -58,31 +73,88 @@ aj::Module run_checked(const char* name, const Pass& pass, const aj::Module& mod
   } catch (const std::bad_alloc&) {
     return mod;
   } catch (const std::exception& e) {
-    finding(std::string(name) + " threw an exception that is not an aj::Error: " + e.what(), aj::print_module(mod));
+    finding(std::string(name) + " threw an exception that is not an aj::Error: " + e.what(),
+            program(aj::print_module(mod)));
   }
   auto problems = aj::verify_problems(out);
   if (!problems.empty())
     finding(std::string(name) + " returned a module that does not verify: " + problems.front(),
-            "--- input:\n" + aj::print_module(mod) + "--- output:\n" + aj::print_module(out));
+            before_and_after(mod, out));
   return out;
+}
+
+// The function LiftTransformParams added right after `name` in `out`, or "".
+std::string transform_params_of(const std::string& name, const aj::Module& in, const aj::Module& out) {
+  const auto& fns = out->functions();
+  for (size_t i = 0; i + 1 < fns.size(); ++i)
+    if (fns[i].first == name) {
+      const std::string& next = fns[i + 1].first;
+      bool added = next.rfind(name + "_transform_params", 0) == 0 && !in->contains(next);
+      return added ? next : "";
+    }
+  return "";
+}
+
+// Function `name` of `out`, called as `in` calls it: after
+// LiftTransformParams, the weights go through its f_transform_params first.
+Results run_as_before(const std::string& name, const aj::Module& in, const aj::Module& out, aj::Executable& exe,
+                      const std::vector<aj::NDArray>& inputs) {
+  std::string transform = transform_params_of(name, in, out);
+  if (transform.empty()) return run(exe.get(name), inputs);
+  size_t num_input = in->lookup(name)->num_input();
+  auto transformed = run(exe.get(transform), {inputs.begin() + num_input, inputs.end()});
+  if (!transformed) return std::nullopt;
+  std::vector<aj::NDArray> args(inputs.begin(), inputs.begin() + num_input);
+  args.insert(args.end(), transformed->begin(), transformed->end());
+  return run(exe.get(name), args);
+}
+
+// The first three functions of `in`, where small, run by `in` and by `out`.
+void check_same_results(const char* pass, const aj::Module& in, const aj::Module& out, aj::Executable& before,
+                        Choices& choices) {
+  std::unique_ptr<aj::Executable> after;
+  try {
+    after = std::make_unique<aj::Executable>(out);
+  } catch (const aj::Error& e) {
+    finding(std::string(pass) + ": the input builds, the output does not: " + e.what(), before_and_after(in, out));
+  }
+  size_t functions = 0;
+  for (const auto& [name, fn] : in->functions()) {
+    if (functions++ == 3) break;
+    auto inputs = make_inputs(*fn, choices);
+    if (!inputs) continue;
+    Results want = run(before.get(name), *inputs);
+    if (!want) continue;
+    Results got = run_as_before(name, in, out, *after, *inputs);
+    const std::string where = std::string(pass) + ", function " + name;
+    if (!got) finding(where + ": the output refused inputs the input ran on", before_and_after(in, out));
+    compare(want, got, where + ", before against after", aj::print_module(in) + "--- output:\n" + aj::print_module(out));
+  }
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
   aj::Module mod;
+  std::unique_ptr<aj::Executable> exe;
   try {
-    mod = aj::parse_module(std::string(reinterpret_cast<const char*>(data), size));
+    mod = aj::parse_module(text);
     if (!aj::well_formed(mod) || mod->functions().empty()) return 0;
+    exe = std::make_unique<aj::Executable>(mod);
   } catch (const aj::Error&) {
     return 0;
   } catch (const std::bad_alloc&) {
     return 0;
   }
-  for (const auto& [name, pass] : passes()) run_checked(name, pass, mod);
+  Choices choices{std::hash<std::string>{}(text)};
+  for (const auto& [name, pass, exact] : passes()) {
+    aj::Module out = run_checked(name, pass, mod);
+    if (exact && out != mod) check_same_results(name, mod, out, *exe, choices);
+  }
   aj::GradientOptions options;
   options.func_name = mod->functions().front().first;
   aj::Module pipeline = run_checked("Gradient", [&](const aj::Module& m) { return aj::gradient(m, options); }, mod);
-  for (const auto& [name, pass] : passes()) pipeline = run_checked(name, pass, pipeline);
+  for (const auto& [name, pass, exact] : passes()) pipeline = run_checked(name, pass, pipeline);
   return 0;
 }

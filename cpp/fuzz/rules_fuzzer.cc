@@ -21,15 +21,14 @@
 #include "adjoint/ir/printer.h"
 #include "adjoint/pattern/template_rule.h"
 #include "adjoint/support/error.h"
+#include "fuzz_run.h"
 #include "adjoint/transform/passes.h"
 #include "adjoint/transform/rewrite.h"
 
 namespace {
 
-[[noreturn]] void finding(const std::string& what, const std::string& text) {
-  std::fprintf(stderr, "rules_fuzzer: %s\n--- program:\n%s\n", what.c_str(), text.c_str());
-  std::abort();
-}
+using aj::fuzz::finding;
+using aj::fuzz::program;
 
 void rewrite_checked(const aj::Module& targets, const aj::RuleSet& rules, const char* which, const std::string& text) {
   aj::Module out;
@@ -42,9 +41,8 @@ void rewrite_checked(const aj::Module& targets, const aj::RuleSet& rules, const 
   }
   auto problems = aj::verify_problems(out);
   if (!problems.empty())
-    finding(std::string("rewriting by ") + which + " made a module that does not verify: " + problems.front() +
-                "\n--- output:\n" + aj::print_module(out),
-            text);
+    finding(std::string("rewriting by ") + which + " made a module that does not verify: " + problems.front(),
+            program(text) + "\n--- output:\n" + aj::print_module(out));
 }
 
 }  // namespace
@@ -64,7 +62,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const aj::Error&) {
   } catch (const std::bad_alloc&) {
   } catch (const std::exception& e) {
-    finding(std::string("an exception that is not an aj::Error: ") + e.what(), text);
+    finding(std::string("an exception that is not an aj::Error: ") + e.what(), program(text));
   }
   return 0;
 }
