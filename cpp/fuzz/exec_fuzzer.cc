@@ -7,12 +7,14 @@
 // limits), chosen by a hash of the text. Both must refuse the inputs
 // (aj::Error) or both return results of equal types and bits (any NaN equal
 // to any NaN); the fused plan run again must repeat its bits, its buffers
-// now coming from the pool. Then the function is planned donating inputs to
-// outputs of its type (as JAX's donate_argnums; a choice of such pairs) and
-// run on copies of the inputs: the same bits again, each donated copy holding
-// its result's bytes, or, if it refuses them, every copy as it was. Another
-// exception or a sanitizer report (signed overflow in an int kernel, say) is
-// a finding.
+// now coming from the pool; no run may change its inputs. Then the function
+// is planned, fused and not, donating inputs to outputs of their type (as
+// JAX's donate_argnums; a choice of such pairs) and run on copies of the
+// inputs: the same bits again, each donated copy holding its result and the
+// others unchanged, or, if the run without donation refused them too, every
+// copy as it was. The first kMaxFunctions functions are run (fuzz_run.h).
+// Another exception or a sanitizer report (signed overflow in an int kernel,
+// say) is a finding.
 // Built by CMake with -DADJOINT_LIBFUZZER=ON and clang (README, "Fuzzing").
 #include <cstdint>
 #include <cstring>
@@ -57,58 +59,81 @@ std::vector<aj::Alias> choose_aliases(const aj::FunctionNode& fn, Choices& choic
   return aliases;
 }
 
-aj::NDArray copy_of(const aj::NDArray& a) {
-  aj::NDArray out(a.shape(), a.dtype());
-  if (a.nbytes() > 0) std::memcpy(out.data(), a.data(), a.nbytes());
-  return out;
-}
-
-void run_donating(const std::string& name, aj::Executable& fused, const std::vector<aj::NDArray>& inputs,
-                  const Results& want, Choices& choices, const std::string& text) {
-  std::vector<aj::Alias> aliases = choose_aliases(*fused.get(name).function(), choices);
-  if (aliases.empty()) return;
-  auto donating = fused.donating(name, aliases);
-  std::vector<aj::NDArray> copies;
-  for (const auto& a : inputs) copies.push_back(copy_of(a));
-  auto got = run(*donating, copies);
-  const std::string what = name + ", donating " + std::to_string(aliases.size()) + " input(s)";
+void run_donating(const std::string& plan, const std::string& name, aj::Executable& exe,
+                  const std::vector<aj::Alias>& aliases, const std::vector<aj::NDArray>& inputs, const Results& want,
+                  const std::string& text) {
+  const std::string what = name + ", " + plan + ", donating " + std::to_string(aliases.size()) + " input(s)";
+  std::unique_ptr<aj::CompiledFunction> donating;
+  try {
+    donating = exe.donating(name, aliases);
+  } catch (const aj::Error& e) {
+    finding(what + ": aliases of params to outputs of their type refused: " + e.what(), program(text));
+  }
+  std::vector<aj::NDArray> copies = copies_of(inputs);
+  Results got = run(*donating, copies);
   if (!got) {
-    for (size_t i = 0; i < inputs.size(); ++i)
-      if (!same_bits(copies[i], inputs[i])) finding(what + ": a run that refused changed input " + std::to_string(i), program(text));
+    if (want) finding(what + ": refused inputs the run without donation took", program(text));
+    check_unchanged(copies, inputs, what + ": a run that refused", text);
     return;
   }
   compare(want, got, what, text);
-  for (const auto& alias : aliases)
-    if ((*got)[alias.output].data() != copies[alias.param].data() && (*got)[alias.output].nbytes() > 0)
-      finding(what + ": result " + std::to_string(alias.output) + " is not in input " + std::to_string(alias.param) + "'s bytes", program(text));
+  std::vector<bool> donated(inputs.size(), false);
+  for (const auto& alias : aliases) {
+    donated[alias.param] = true;
+    if (!same_bits(copies[alias.param], (*want)[alias.output]))
+      finding(what + ": donated input " + std::to_string(alias.param) + " does not hold result " +
+                  std::to_string(alias.output),
+              program(text));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!donated[i] && !same_bits(copies[i], inputs[i]))
+      finding(what + ": input " + std::to_string(i) + ", not donated, changed", program(text));
 }
 
 void run_function(const std::string& name, aj::Executable& fused, aj::Executable& unfused, Choices& choices,
                   const std::string& text) {
-  auto inputs = make_inputs(*fused.get(name).function(), choices);
+  const aj::FunctionNode& fn = *fused.get(name).function();
+  auto inputs = make_inputs(fn, choices);
   if (!inputs) return;
-  auto first = run(fused.get(name), *inputs);
+  const std::vector<aj::NDArray> pristine = copies_of(*inputs);
+  Results first = run(fused.get(name), *inputs);
   compare(first, run(unfused.get(name), *inputs), name + ", fused against fuse=False", text);
   compare(first, run(fused.get(name), *inputs), name + ", fused run twice", text);
-  run_donating(name, fused, *inputs, first, choices, text);
+  check_unchanged(*inputs, pristine, name + ": a run", text);
+  std::vector<aj::Alias> aliases = choose_aliases(fn, choices);
+  if (aliases.empty()) return;
+  run_donating("fused", name, fused, aliases, *inputs, first, text);
+  run_donating("fuse=False", name, unfused, aliases, *inputs, first, text);
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  aj::Module mod;
+  std::unique_ptr<aj::Executable> fused, unfused;
+  try {
+    mod = aj::parse_module(text);
+    if (!aj::well_formed(mod)) return 0;
+    fused = std::make_unique<aj::Executable>(mod, true);
+  } catch (const aj::Error&) {
+    return 0;
+  } catch (const std::bad_alloc&) {
+    return 0;
+  }
   Choices choices{std::hash<std::string>{}(text)};
   try {
-    aj::Module mod = aj::parse_module(text);
-    if (!aj::well_formed(mod)) return 0;
-    aj::Executable fused(mod, true), unfused(mod, false);
+    try {
+      unfused = std::make_unique<aj::Executable>(mod, false);
+    } catch (const aj::Error& e) {
+      finding(std::string("the module builds with fusion, not without: ") + e.what(), program(text));
+    }
     size_t functions = 0;
     for (const auto& [name, fn] : mod->functions())
-      if (functions++ < 4) run_function(name, fused, unfused, choices, text);
-  } catch (const aj::Error&) {
+      if (functions++ < kMaxFunctions) run_function(name, *fused, *unfused, choices, text);
   } catch (const std::bad_alloc&) {
-  } catch (const std::exception& e) {
-    finding(std::string("an exception that is not an aj::Error: ") + e.what(), program(text));
+  } catch (const std::exception& e) {  // runs refusing inputs are caught in run(); nothing else may throw
+    finding(std::string("an exception outside a run: ") + e.what(), program(text));
   }
   return 0;
 }

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "adjoint/analysis/flops.h"
 #include "adjoint/ir/function.h"
 #include "adjoint/runtime/executor.h"
 #include "adjoint/support/error.h"
@@ -46,6 +47,8 @@ struct Choices {
 };
 
 constexpr int64_t kMaxElements = int64_t{1} << 16;  // per value: the runs stay fast
+constexpr int64_t kMaxFlops = int64_t{1} << 26;     // per run (analysis/flops.h)
+constexpr size_t kMaxFunctions = 4;                 // the functions of a module that run: its first ones
 using Env = std::map<std::string, int64_t>;
 
 // The elements of the largest value of `type` with `env`, or nullopt when a
@@ -65,8 +68,9 @@ inline std::optional<int64_t> largest_value(const Type& type, const Env& env) {
   for (const auto& dim : type->shape()) {
     auto value = dim.evaluate(env);
     if (!value) return std::nullopt;
-    n *= std::max<int64_t>(*value, 0);
-    if (n > kMaxElements) return std::nullopt;
+    if (*value <= 0) return 0;
+    if (*value > kMaxElements / n) return std::nullopt;
+    n *= *value;
   }
   return n;
 }
@@ -89,8 +93,9 @@ inline void fill(NDArray& a, Choices& choices) {
   }
 }
 
-// Inputs for `fn`, or nullopt when a param is a tuple or a value of fn
-// would be too large (or of a dim no param's symbols give).
+// Inputs for `fn`, or nullopt when a param is a tuple, a value of fn would
+// be too large (or of a dim no param's symbols give), or its FLOP count is
+// past kMaxFlops (a convolution of small values can still take long).
 inline std::optional<std::vector<NDArray>> make_inputs(const FunctionNode& fn, Choices& choices) {
   Env env;
   for (const auto& p : fn.params()) {
@@ -98,10 +103,16 @@ inline std::optional<std::vector<NDArray>> make_inputs(const FunctionNode& fn, C
     for (const auto& dim : p->type()->shape())
       for (const auto& symbol : dim.symbols()) env.emplace(symbol, static_cast<int64_t>(choices.next() % 4));
   }
-  for (const auto& p : fn.params())
-    if (!largest_value(p->type(), env)) return std::nullopt;
-  for (const auto& b : fn.bindings())
-    if (!largest_value(b.var->type(), env)) return std::nullopt;
+  try {  // a dim evaluated or a FLOP count may overflow int64
+    for (const auto& p : fn.params())
+      if (!largest_value(p->type(), env)) return std::nullopt;
+    for (const auto& b : fn.bindings())
+      if (!largest_value(b.var->type(), env)) return std::nullopt;
+    auto flops = count_flops(fn, false, env).total.as_const();
+    if (!flops || *flops > kMaxFlops) return std::nullopt;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
   std::vector<NDArray> inputs;
   for (const auto& p : fn.params()) {
     std::vector<int64_t> shape;
@@ -110,6 +121,18 @@ inline std::optional<std::vector<NDArray>> make_inputs(const FunctionNode& fn, C
     fill(inputs.back(), choices);
   }
   return inputs;
+}
+
+inline NDArray copy_of(const NDArray& a) {
+  NDArray out(a.shape(), a.dtype());
+  if (a.nbytes() > 0) std::memcpy(out.data(), a.data(), a.nbytes());
+  return out;
+}
+
+inline std::vector<NDArray> copies_of(const std::vector<NDArray>& arrays) {
+  std::vector<NDArray> out;
+  for (const auto& a : arrays) out.push_back(copy_of(a));
+  return out;
 }
 
 inline bool same_bits(const NDArray& a, const NDArray& b) {
@@ -125,6 +148,14 @@ inline bool same_bits(const NDArray& a, const NDArray& b) {
     if (!both_nan) return false;
   }
   return true;
+}
+
+// A finding unless `now` holds the bits of `before`, array by array (the
+// inputs of a run, which reads them in place and writes none it was not given).
+inline void check_unchanged(const std::vector<NDArray>& now, const std::vector<NDArray>& before,
+                            const std::string& what, const std::string& text) {
+  for (size_t i = 0; i < now.size(); ++i)
+    if (!same_bits(now[i], before[i])) finding(what + " changed input " + std::to_string(i), program(text));
 }
 
 using Results = std::optional<std::vector<NDArray>>;  // nullopt: the run refused its inputs
