@@ -458,6 +458,8 @@ class Plain(nn.Module):
         return self.fn(x)
 
 
+# torch warns that var of one element has no degree of freedom (its NaN is the point of the case)
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom is <= 0:UserWarning")
 @pytest.mark.parametrize("name", list(SPECIAL_VALUE_CASES))
 def test_infinities_nans_and_zero_rows_equal_torch(name):
     f = SPECIAL_VALUE_CASES[name]
