@@ -110,11 +110,11 @@ void run_function(const std::string& name, aj::Executable& fused, aj::Executable
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  aj::Module mod;
+  auto parsed = parse_or_none(text);
+  if (!parsed || !aj::well_formed(*parsed)) return 0;
+  const aj::Module& mod = *parsed;
   std::unique_ptr<aj::Executable> fused, unfused;
   try {
-    mod = aj::parse_module(text);
-    if (!aj::well_formed(mod)) return 0;
     fused = std::make_unique<aj::Executable>(mod, true);
   } catch (const aj::Error&) {
     return 0;

@@ -21,6 +21,7 @@
 
 #include "adjoint/analysis/flops.h"
 #include "adjoint/ir/function.h"
+#include "adjoint/ir/parser.h"
 #include "adjoint/runtime/executor.h"
 #include "adjoint/support/error.h"
 
@@ -33,6 +34,20 @@ namespace aj::fuzz {
 
 // A finding's detail: the input it came from.
 inline std::string program(const std::string& text) { return "--- program:\n" + text; }
+
+// The module `text` holds, or nullopt when the parser refuses it (an
+// aj::Error) or memory runs out; any other exception is a finding.
+inline std::optional<Module> parse_or_none(const std::string& text) {
+  try {
+    return parse_module(text);
+  } catch (const Error&) {
+    return std::nullopt;
+  } catch (const std::bad_alloc&) {
+    return std::nullopt;
+  } catch (const std::exception& e) {
+    finding(std::string("parsing threw an exception that is not an aj::Error: ") + e.what(), program(text));
+  }
+}
 
 // A deterministic stream of choices (splitmix64), seeded by the text's hash.
 struct Choices {

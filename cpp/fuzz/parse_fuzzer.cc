@@ -45,16 +45,9 @@ void check_round_trip(const aj::Module& mod) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  aj::Module mod;
-  try {
-    mod = aj::parse_module(text);
-  } catch (const aj::Error&) {
-    return 0;
-  } catch (const std::bad_alloc&) {
-    return 0;
-  } catch (const std::exception& e) {
-    finding(std::string("parsing threw an exception that is not an aj::Error: ") + e.what(), program(text));
-  }
+  auto parsed = aj::fuzz::parse_or_none(text);
+  if (!parsed) return 0;
+  const aj::Module& mod = *parsed;
   try {  // what parses prints, compares, hashes and verifies without an error
     check_round_trip(mod);
     if (!aj::well_formed(mod)) return 0;

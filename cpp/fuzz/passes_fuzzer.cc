@@ -154,15 +154,9 @@ void check_same_results(const char* pass, const aj::Module& in, const aj::Module
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  aj::Module mod;
-  try {
-    mod = aj::parse_module(text);
-    if (!aj::well_formed(mod) || mod->functions().empty()) return 0;
-  } catch (const aj::Error&) {
-    return 0;
-  } catch (const std::bad_alloc&) {
-    return 0;
-  }
+  auto parsed = parse_or_none(text);
+  if (!parsed || !aj::well_formed(*parsed) || (*parsed)->functions().empty()) return 0;
+  const aj::Module& mod = *parsed;
   std::unique_ptr<aj::Executable> exe;  // the input's, made when a pass first changes it; null if it does not build
   bool built = false;
   Choices choices{std::hash<std::string>{}(text)};

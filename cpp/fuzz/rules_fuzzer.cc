@@ -49,20 +49,28 @@ void rewrite_checked(const aj::Module& targets, const aj::RuleSet& rules, const 
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
+  auto parsed = aj::fuzz::parse_or_none(text);
+  if (!parsed) return 0;
+  const aj::Module& mod = *parsed;
+  if (!mod->contains("pattern") || !mod->contains("replacement") || !aj::well_formed(mod)) return 0;
+  std::vector<std::pair<std::string, aj::Function>> rule_functions, targets;
+  for (const auto& [name, fn] : mod->functions())
+    (name == "pattern" || name == "replacement" ? rule_functions : targets).emplace_back(name, fn);
+  aj::RuleSet rule;
   try {
-    aj::Module mod = aj::parse_module(text);
-    if (!mod->contains("pattern") || !mod->contains("replacement") || !aj::well_formed(mod)) return 0;
-    std::vector<std::pair<std::string, aj::Function>> rule_functions, targets;
-    for (const auto& [name, fn] : mod->functions())
-      (name == "pattern" || name == "replacement" ? rule_functions : targets).emplace_back(name, fn);
-    aj::RuleSet rule({aj::template_rule("fuzzed", std::make_shared<const aj::ModuleNode>(rule_functions))});
+    rule = aj::RuleSet({aj::template_rule("fuzzed", std::make_shared<const aj::ModuleNode>(rule_functions))});
+  } catch (const aj::Error&) {
+    return 0;  // no rule: a param unused, a pattern returning no call, ... (template_rule.h)
+  } catch (const std::bad_alloc&) {
+    return 0;
+  }
+  try {
     auto target_module = std::make_shared<const aj::ModuleNode>(targets);
     rewrite_checked(target_module, rule, "the rule", text);
     rewrite_checked(target_module, rule + aj::simplify_gradient_rules(), "the rule and SimplifyGradient's", text);
-  } catch (const aj::Error&) {
   } catch (const std::bad_alloc&) {
-  } catch (const std::exception& e) {
-    finding(std::string("an exception that is not an aj::Error: ") + e.what(), program(text));
+  } catch (const std::exception& e) {  // a rewrite refusing a module is caught in rewrite_checked
+    finding(std::string("an exception outside a rewrite: ") + e.what(), program(text));
   }
   return 0;
 }
