@@ -35,6 +35,17 @@ void flatten_types(const Type& t, std::vector<Type>& out) {
   for (const auto& f : t->fields()) flatten_types(f, out);
 }
 
+// The dims of a tensor type when all are constant; empty when one is
+// symbolic (the run computes that shape).
+std::vector<int64_t> static_shape(const TypeNode& t) {
+  std::vector<int64_t> out;
+  for (const auto& d : t.shape()) {
+    if (!d.is_const()) return {};
+    out.push_back(d.value());
+  }
+  return out;
+}
+
 // Binds, in `env`, each symbol that no param has as a dim by itself from the
 // first param dim a*k + b in it (as_linear_dim, dim.h): k = (v - b) / a, an
 // ExecutionError naming the param and dim when that is no whole k >= 0. The
@@ -135,86 +146,106 @@ int CompiledFunction::new_slot() {
   return static_cast<int>(slots_.size() - 1);
 }
 
-void CompiledFunction::plan() {
-  const FunctionNode& fn = *fn_;
-  DataflowIndex index(fn);
-  std::vector<SlotList> var_slots(index.num_defs());           // by def index
-  std::vector<int> transposed_source(index.num_defs(), -1);  // by def index: what a folded transpose reads
+// What plan() knows while it walks the bindings in order: the slots of each
+// var bound so far (by def index), of each constant met, and the slot each
+// transpose folded into its matmuls' GEMM flags reads. Each binding gets
+// slots of its own (an instruction's outputs) or shares those it reads (a
+// tuple field, an alias, a folded transpose).
+struct CompiledFunction::SlotPlanner {
+  explicit SlotPlanner(CompiledFunction& f)
+      : f(f), fn(*f.fn_), index(fn), var_slots(index.num_defs()), transposed_source(index.num_defs(), -1) {}
+
+  CompiledFunction& f;
+  const FunctionNode& fn;
+  DataflowIndex index;
+  std::vector<SlotList> var_slots;     // by def index
+  std::vector<int> transposed_source;  // by def index: the slot a folded transpose reads, or -1
   std::unordered_map<const ConstantNode*, int> constant_slots;
-  int64_t bound = 0;  // the vars of def index below this are bound here
-  auto def_of = [&](const Expr& e) -> int64_t {
+  int64_t bound = 0;  // the vars of def index below this are bound
+
+  int64_t def_of(const Expr& e) const {
     auto* v = as<VarNode>(e);
     int64_t d = v ? index.def_index(v) : -1;
     if (d < 0 || d >= bound)
-      throw ExecutionError(str("function '", name_, "' is not well formed: a var is used before it is bound"));
+      throw ExecutionError(str("function '", f.name_, "' is not well formed: a var is used before it is bound"));
     return d;
-  };
+  }
 
-  std::function<SlotList(const Expr&)> slots_of = [&](const Expr& e) -> SlotList {
-    if (auto* c = as<ConstantNode>(e)) {
-      auto it = constant_slots.find(c);
-      if (it != constant_slots.end()) return {it->second};
-      int s = new_slot();
-      slots_[s] = c->data();
-      constant_slots.emplace(c, s);
-      return {s};
-    }
+  SlotList slots_of(const Expr& e) {
+    if (auto* c = as<ConstantNode>(e)) return {constant_slot(*c)};
     if (auto* t = as<TupleNode>(e)) {
       SlotList out;
-      for (const auto& f : t->fields()) {
-        SlotList fs = slots_of(f);
-        out.insert(out.end(), fs.begin(), fs.end());
+      for (const auto& field : t->fields()) {
+        SlotList s = slots_of(field);
+        out.insert(out.end(), s.begin(), s.end());
       }
       return out;
     }
     return var_slots[static_cast<size_t>(def_of(e))];
-  };
-
-  for (size_t i = 0; i < fn.params().size(); ++i) {
-    const Var& p = fn.params()[i];
-    if (!p->type()->is_tensor())
-      throw ExecutionError(str("function '", name_, "', param '", p->name_hint(),
-                               "': the executor takes tensor params only, got ", p->type()->to_string()));
-    int s = new_slot();
-    param_slots_.push_back(s);
-    var_slots[i] = {s};
   }
 
-  for (size_t i = 0; i < fn.bindings().size(); ++i) {
+  int constant_slot(const ConstantNode& c) {
+    auto [it, added] = constant_slots.emplace(&c, -1);
+    if (added) {
+      it->second = f.new_slot();
+      f.slots_[it->second] = c.data();
+    }
+    return it->second;
+  }
+
+  void plan_params() {
+    for (size_t i = 0; i < fn.params().size(); ++i) {
+      const Var& p = fn.params()[i];
+      if (!p->type()->is_tensor())
+        throw ExecutionError(str("function '", f.name_, "', param '", p->name_hint(),
+                                 "': the executor takes tensor params only, got ", p->type()->to_string()));
+      int s = f.new_slot();
+      f.param_slots_.push_back(s);
+      var_slots[i] = {s};
+    }
+    bound = static_cast<int64_t>(fn.params().size());
+  }
+
+  void plan_binding(size_t i) {
     const Binding& b = fn.bindings()[i];
     bound = static_cast<int64_t>(fn.params().size() + i);
-    SlotList& binding_slots = var_slots[static_cast<size_t>(bound)];
-    const Expr& v = b.value;
-    if (auto* g = as<TupleGetItemNode>(v)) {
-      SlotList whole = slots_of(g->tuple());
-      const auto& fields = g->tuple()->type()->fields();
-      size_t start = 0;
-      for (int k = 0; k < g->index(); ++k) start += count_tensors(fields[k]);
-      size_t len = count_tensors(fields[g->index()]);
-      binding_slots = SlotList(whole.begin() + start, whole.begin() + start + len);
-      continue;
+    SlotList& out = var_slots[static_cast<size_t>(bound)];
+    if (auto* item = as<TupleGetItemNode>(b.value)) {
+      out = field_slots(*item);
+    } else if (auto* call = as<CallNode>(b.value); !call) {
+      out = slots_of(b.value);
+    } else if (is_transpose(call) && used_only_by_matmul(index, b.var.get())) {
+      out = slots_of(call->args()[0]);
+      transposed_source[static_cast<size_t>(bound)] = out[0];
+      ++f.folded_transposes_;
+    } else {
+      f.instrs_.push_back(instruction(b, *call));
+      out = f.instrs_.back().out_slots;
     }
-    auto* call = as<CallNode>(v);
-    if (!call) {
-      binding_slots = slots_of(v);
-      continue;
-    }
-    if (is_transpose(call) && used_only_by_matmul(index, b.var.get())) {
-      binding_slots = slots_of(call->args()[0]);
-      transposed_source[static_cast<size_t>(bound)] = binding_slots[0];
-      ++folded_transposes_;
-      continue;
-    }
-    const OpDef& op = call->op();
+  }
+
+  // The slots of the field `item` reads, a run of its tuple's slots.
+  SlotList field_slots(const TupleGetItemNode& item) {
+    SlotList whole = slots_of(item.tuple());
+    const auto& fields = item.tuple()->type()->fields();
+    size_t start = 0;
+    for (int k = 0; k < item.index(); ++k) start += count_tensors(fields[k]);
+    return SlotList(whole.begin() + start, whole.begin() + start + count_tensors(fields[item.index()]));
+  }
+
+  // The instruction running `call`, reading a folded transpose's source with
+  // the GEMM flag set, writing new pooled slots.
+  Instr instruction(const Binding& b, const CallNode& call) {
+    const OpDef& op = call.op();
     if (!op.kernel)
-      throw ExecutionError(str("function '", name_, "', binding '", b.var->name_hint(), "': op '", op.name,
+      throw ExecutionError(str("function '", f.name_, "', binding '", b.var->name_hint(), "': op '", op.name,
                                "' has no CPU kernel"));
     Instr ins{};
     ins.kernel = &op.kernel;
-    ins.ctx.call = call;
+    ins.ctx.call = &call;
     ins.var = b.var.get();
-    for (size_t a = 0; a < call->args().size(); ++a) {
-      const Expr& arg = call->args()[a];
+    for (size_t a = 0; a < call.args().size(); ++a) {
+      const Expr& arg = call.args()[a];
       int folded = arg->kind() == ExprKind::kVar ? transposed_source[static_cast<size_t>(def_of(arg))] : -1;
       if (folded >= 0) {
         ins.in_slots.push_back(folded);
@@ -224,30 +255,39 @@ void CompiledFunction::plan() {
       SlotList s = slots_of(arg);
       ins.in_slots.insert(ins.in_slots.end(), s.begin(), s.end());
     }
-    flatten_types(call->type(), ins.out_types);
-    SlotList outs;
+    flatten_types(call.type(), ins.out_types);
     for (const auto& t : ins.out_types) {
-      int s = new_slot();
-      pooled_[s] = true;
-      outs.push_back(s);
-      bool is_static = true;
-      std::vector<int64_t> shape;
-      for (const auto& d : t->shape()) {
-        if (!d.is_const()) is_static = false;
-        else shape.push_back(d.value());
-      }
-      ins.out_shapes.push_back(is_static ? shape : std::vector<int64_t>{});
+      int s = f.new_slot();
+      f.pooled_[s] = true;
+      ins.out_slots.push_back(s);
+      ins.out_shapes.push_back(static_shape(*t));
     }
-    ins.out_slots = outs;
-    binding_slots = outs;
-    instrs_.push_back(std::move(ins));
+    return ins;
   }
-  bound = static_cast<int64_t>(index.num_defs());
-  ret_slots_ = slots_of(fn.ret());
-  if (fuse_) fuse_elementwise();
 
-  // Liveness: release each pooled slot after its last reader (or its producer
-  // when nothing reads it); returned slots live on.
+  SlotList return_slots() {
+    bound = static_cast<int64_t>(index.num_defs());
+    return slots_of(fn.ret());
+  }
+};
+
+void CompiledFunction::plan() {
+  SlotPlanner planner(*this);
+  planner.plan_params();
+  for (size_t i = 0; i < fn_->bindings().size(); ++i) planner.plan_binding(i);
+  ret_slots_ = planner.return_slots();
+  if (fuse_) fuse_elementwise();
+  plan_releases();
+  for (auto& ins : instrs_) {
+    for (int s : ins.in_slots) ins.ctx.inputs.push_back(&slots_[s]);
+    for (int s : ins.out_slots) ins.ctx.outputs.push_back(&slots_[s]);
+  }
+}
+
+// Liveness: each pooled slot is released after its last reader (or its
+// producer when nothing reads it); returned slots live on. Donated outputs
+// and in-place outputs are chosen first, as they change which buffer dies.
+void CompiledFunction::plan_releases() {
   std::vector<int> last(slots_.size(), -1);
   for (size_t i = 0; i < instrs_.size(); ++i) {
     for (int s : instrs_[i].out_slots) last[s] = static_cast<int>(i);
@@ -258,11 +298,6 @@ void CompiledFunction::plan() {
   for (size_t i = 0; i < instrs_.size(); ++i) choose_inplace(instrs_[i], static_cast<int>(i), last);
   for (size_t s = 0; s < slots_.size(); ++s)
     if (pooled_[s] && last[s] >= 0) instrs_[last[s]].release_after.push_back(static_cast<int>(s));
-
-  for (auto& ins : instrs_) {
-    for (int s : ins.in_slots) ins.ctx.inputs.push_back(&slots_[s]);
-    for (int s : ins.out_slots) ins.ctx.outputs.push_back(&slots_[s]);
-  }
 }
 
 // An elementwise op may write over an input that dies here, when that input

@@ -108,7 +108,9 @@ class CompiledFunction {
     std::shared_ptr<const FusedGroup> group;   // a fused instruction's steps (which step reads and writes what)
   };
 
+  struct SlotPlanner;  // executor.cc: the slots plan() gives each var and constant
   void plan();
+  void plan_releases();
   // runtime/fusion.cc: groups elementwise instructions, each group into one.
   void fuse_elementwise();
   Instr fuse_group(const std::vector<int>& members, const std::vector<int>& producer, const std::vector<bool>& escapes);
