@@ -484,6 +484,24 @@ def test_a_function_without_num_input_is_unchanged():
     assert list(out.functions) == ["main"]
 
 
+def test_explain_counts_a_split_only_when_one_is_made():
+    """A second run over the pass's output changes nothing and reports
+    nothing (the counts were made before the pass saw that the split of a
+    function lifting nothing was already there: review)."""
+    mod = aj.parse(textwrap.dedent('''\
+        @function(num_input=1)
+        def main(x: Tensor((2, 4), "float32"), w: Tensor((4, 8), "float32")) -> Tensor((2, 8), "float32"):
+            y = matmul(x, w)
+            return y
+    '''))
+    first = LIFT.explain(mod)
+    assert first.changed and first.counts == {"LiftTransformParams": {
+        "functions split": 1, "weights passed through": 1}}
+    second = LIFT.explain(first.module)
+    assert second.module is first.module
+    assert not second.changed and second.counts == {"LiftTransformParams": {}}
+
+
 @pytest.mark.parametrize("dims", ['("m + n",)', '("n", "m*n")', '("n**2 - n",)'])
 def test_a_function_whose_weights_do_not_bind_their_symbols_is_unchanged(dims):
     """A weight of m + n beside an input of (n, m): f_transform_params would

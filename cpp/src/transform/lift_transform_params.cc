@@ -206,17 +206,19 @@ std::pair<std::vector<Binding>, std::vector<Binding>> split_bindings(const Funct
   return {std::move(main), std::move(transform)};
 }
 
-// What Pass.explain reports of one function's split: the bindings lifted,
-// the weights passed through to f, and the split itself.
-void count_lift(const FunctionNode& fn, const LiftPlan& plan) {
+// What Pass.explain reports of one function's split into `main` and
+// `transform`: the split itself, the bindings lifted (all of transform's)
+// and the weights passed through to main (its params after the inputs that
+// are weights of fn).
+void count_lift(const FunctionNode& fn, const FunctionNode& main, const FunctionNode& transform) {
   if (!pass_stats()) return;
-  int64_t lifted = 0, passed = 0;
-  for (uint8_t t : plan.transform.holds) lifted += t;
   std::unordered_set<const VarNode*> weights;
   for (size_t p = fn.num_input(); p < fn.params().size(); ++p) weights.insert(fn.params()[p].get());
-  for (const Var& v : plan.boundary) passed += static_cast<int64_t>(weights.count(v.get()));
+  int64_t passed = 0;
+  for (size_t p = fn.num_input(); p < main.params().size(); ++p)
+    passed += static_cast<int64_t>(weights.count(main.params()[p].get()));
   count_pass_stat("functions split");
-  count_pass_stat("bindings lifted", lifted);
+  count_pass_stat("bindings lifted", static_cast<int64_t>(transform.bindings().size()));
   count_pass_stat("weights passed through", passed);
 }
 
@@ -323,7 +325,6 @@ void give_lifted_params_distinct_names(std::vector<Var>& params, size_t first_li
 std::pair<Function, Function> lift(const Function& fn) {
   DataflowIndex index(*fn);
   LiftPlan plan = plan_lift(*fn, index);
-  count_lift(*fn, plan);
   auto first_weight = fn->params().begin() + static_cast<std::ptrdiff_t>(fn->num_input());
   std::vector<Var> weights(first_weight, fn->params().end());
   std::vector<Var> main_params(fn->params().begin(), first_weight);
@@ -395,6 +396,7 @@ Module lift_transform_params(const Module& mod) {
       out.emplace_back(name, fn);  // lifted before: a second run changes nothing
       continue;
     }
+    count_lift(*fn, *main, *transform);
     out.emplace_back(name, main);
     out.emplace_back(unique_name(name + "_transform_params", taken), transform);
     changed = true;
