@@ -103,6 +103,16 @@ def transpose_of_product(expr, captures):
     return aj.op.permute_dims(aj.op.matmul(captures[Y], captures[X]))
 
 
+def test_a_function_is_rewritten_alone_and_given_back_as_one():
+    """As TVM's rewrite_call takes a Function: the same rewrite as on its
+    module, and the Function itself when nothing matches."""
+    fn = EXP_LOG["main"]
+    out = P.rewrite_call(P.is_op("exp")(P.is_op("log")(X)), exp_log_is_x, fn)
+    assert isinstance(out, aj.Function) and out.name == "main"
+    aj.assert_structural_equal(out, P.rewrite_call(P.is_op("exp")(P.is_op("log")(X)), exp_log_is_x, EXP_LOG)["main"])
+    assert P.rewrite_call(P.is_op("tanh")(X), exp_log_is_x, fn) is fn
+
+
 def test_a_rewriter_may_build_several_ops():
     pattern = P.is_op("matmul")(P.is_op("permute_dims")(X), P.is_op("permute_dims")(Y))
     out = P.rewrite_call(pattern, transpose_of_product, TRANSPOSES)
@@ -420,11 +430,11 @@ def test_a_replacement_using_a_var_of_another_function_is_a_verify_error_naming_
     (lambda: P.rewrite_call(1, swap, ADD), ["rewrite_call", "pattern", "int"]),
     (lambda: P.rewrite_call(P.is_op("add")(X, Y), 1, ADD), ["rewriter", "callable", "int"]),
     (lambda: P.rewrite_call(P.is_op("add")(X, Y), swap, "main"), ["aj.Module", "str"]),
-    (lambda: P.rewrite_call(P.is_op("add")(X, Y), swap, ADD["main"]), ["aj.Module", "Function"]),
+    (lambda: P.rewrite_call(P.is_op("add")(X, Y), swap, None), ["aj.Module or aj.Function", "NoneType"]),
     (lambda: P.rewrite_call(P.is_op("add")(X, Y), swap, ADD, max_rounds=0), ["max_rounds", "0"]),
     (lambda: P.rewrite_call(P.is_op("add")(X, Y), swap, ADD, max_rounds="8"), ["max_rounds", "'8'"]),
     (lambda: P.rewrite_call(P.is_op("add")(X, Y), swap, ADD, max_rounds=2**40), ["max_rounds", "1099511627776"]),
-], ids=["pattern", "rewriter", "str module", "function", "zero rounds", "str rounds", "huge rounds"])
+], ids=["pattern", "rewriter", "str module", "None module", "zero rounds", "str rounds", "huge rounds"])
 def test_bad_rewrite_call_arguments_are_errors_naming_them(call, words):
     with pytest.raises(aj.Error) as info:
         call()

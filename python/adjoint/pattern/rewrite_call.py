@@ -52,6 +52,8 @@ def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod
     bindings, or None) for no rewrite. Replacements are rewritten
     themselves, to a fixed point; the bindings left dead are removed from
     the functions that changed; with no rewrite, ``mod`` itself is returned.
+    ``mod`` may also be an ``aj.Function`` (as TVM's ``rewrite_call``
+    takes), rewritten alone and given back as one.
 
     A replacement of another type than the call's is an aj.TypeInferenceError
     naming the binding; one using vars the function does not bind an
@@ -61,8 +63,12 @@ def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod
     pattern = _pattern_arg(pattern, "rewrite_call: pattern")
     if not callable(rewriter):
         raise Error(f"rewrite_call: the rewriter must be callable, got {type(rewriter).__name__}")
+    if isinstance(mod, _core.Function):
+        alone = _core.Module({mod.name: mod})
+        out = rewrite_call(pattern, rewriter, alone, max_rounds=max_rounds)
+        return mod if out is alone else out[mod.name]
     if not isinstance(mod, _core.Module):
-        raise Error(f"rewrite_call: expected an aj.Module, got {type(mod).__name__}")
+        raise Error(f"rewrite_call: expected an aj.Module or aj.Function, got {type(mod).__name__}")
     max_rounds = checked_max_rounds("rewrite_call", max_rounds)
     if not _P.can_match_call(pattern._plain):
         return mod
