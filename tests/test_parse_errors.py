@@ -155,6 +155,17 @@ def test_messages_name_what_is_wrong():
     assert "lv" in m and "3" in m  # names the var and where it was first bound
 
 
+@pytest.mark.parametrize("op, hint", [
+    ("expp", "(did you mean 'exp'?)"), ("Matmul", "(did you mean 'matmul'?)"),
+    ("permute", "(did you mean 'permute_dims'?)"), ("frobnicate", None),
+])
+def test_an_unknown_op_near_a_known_one_is_named_in_the_message(op, hint):
+    _, message, *_ = error_of(body(f"lv = {op}(x)", "return lv"))
+    first = message.split("\n")[0]
+    assert first.startswith(f"3:10: unknown op '{op}'")
+    assert first.endswith(hint) if hint else first == f"3:10: unknown op '{op}'"
+
+
 def test_parse_rejects_non_text():
     with pytest.raises(aj.ParseError):
         aj.parse(b"@function")  # type: ignore[arg-type]

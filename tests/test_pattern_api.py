@@ -908,6 +908,19 @@ def test_a_nul_in_a_name_is_shown_in_the_message_not_the_end_of_it():
         P.is_op("relu\x00 and more")(_())
 
 
+@pytest.mark.parametrize("name, hint", [
+    ("relax.matmul", "(op names have no prefix such as TVM's 'relax.': 'matmul')"),
+    ("relax.nn.softmax", "(op names have no prefix such as TVM's 'relax.': 'softmax')"),
+    ("relax.nn.sofmax", "(did you mean 'softmax'?)"),
+    ("matmull", "(did you mean 'matmul'?)"),
+    ("xyzzy", "there is no op named 'xyzzy'"),
+])
+def test_an_unknown_op_name_is_an_error_pointing_to_the_op_meant(name, hint):
+    with pytest.raises(aj.Error) as info:
+        P.is_op(name)(_())
+    assert str(info.value).endswith(hint)
+
+
 def test_a_pattern_on_the_failed_side_of_an_or_is_not_captured_and_a_run_there_captures_an_empty_list():
     fn = aj.parse('@function\ndef main(a: Tensor((2, 2), "float32")):\n    e = exp(a)\n    return e\n')["main"]
     w, r = P.wildcard(), P.repeated(P.wildcard(), name="r")

@@ -260,8 +260,10 @@ Expr FunctionLowering::tuple_item(const Node& n) {
 }
 
 const OpDef& FunctionLowering::find_op(const Node& n) const {
-  if (const OpDef* op = OpRegistry::global().find(std::string(n.text))) return *op;
-  std::string hint = functions_.count(n.text) ? " (functions of a module cannot be called)" : "";
+  std::string name(n.text);
+  if (const OpDef* op = OpRegistry::global().find(name)) return *op;
+  std::string hint = functions_.count(n.text) ? " (functions of a module cannot be called)"
+                                              : OpRegistry::global().unknown_op_hint(name);
   src_.fail(n.off, str("unknown op '", n.text, "'", hint));
 }
 

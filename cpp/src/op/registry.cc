@@ -1,6 +1,7 @@
 // The op registry, the type-rule context helpers, and attr checking.
 #include "adjoint/op/registry.h"
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 
@@ -88,8 +89,50 @@ const OpDef* OpRegistry::find(const std::string& name) const {
 
 const OpDef& OpRegistry::get(const std::string& name) const {
   const OpDef* op = find(name);
-  if (!op) throw Error(str("unknown op '", name, "'"));
+  if (!op) throw Error(str("unknown op '", name, "'", unknown_op_hint(name)));
   return *op;
+}
+
+namespace {
+
+// Levenshtein distance of a and b, counting up to `cap` (a larger distance
+// comes out as cap + 1).
+size_t edit_distance(const std::string& a, const std::string& b, size_t cap) {
+  if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > cap) return cap + 1;
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return std::min(row[b.size()], cap + 1);
+}
+
+}  // namespace
+
+std::string OpRegistry::unknown_op_hint(const std::string& name) const {
+  size_t dot = name.rfind('.');
+  std::string bare = dot == std::string::npos ? name : name.substr(dot + 1);
+  if (bare != name && find(bare)) return str(" (op names have no prefix such as TVM's 'relax.': '", bare, "')");
+  const size_t cap = std::max<size_t>(1, bare.size() / 3);
+  const OpDef* nearest = nullptr;
+  size_t best = cap + 1, starting = 0;
+  bool tie = false;
+  for (const OpDef* op : order_) {
+    size_t d = edit_distance(bare, op->name, cap);
+    if (d < best) best = d, nearest = op, tie = false;
+    else if (d == best && d <= cap) tie = true;
+    starting += bare.size() >= 3 && op->name.rfind(bare, 0) == 0;
+  }
+  if (!nearest && starting == 1)  // the start of one op's name: "permute" for permute_dims
+    for (const OpDef* op : order_)
+      if (op->name.rfind(bare, 0) == 0) nearest = op;
+  return nearest && !tie ? str(" (did you mean '", nearest->name, "'?)") : "";
 }
 
 int OpDef::attr_index(const std::string& attr_name) const {

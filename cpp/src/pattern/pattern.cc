@@ -478,7 +478,8 @@ OpPattern is_op(OpHandle op) { return OpPattern(op.def()); }
 
 OpPattern is_op(const std::string& op_name) {
   const OpDef* op = OpRegistry::global().find(op_name);
-  if (!op) throw Error(str("is_op(", string_literal(op_name), "): there is no op named '", op_name, "'"));
+  if (!op) throw Error(str("is_op(", string_literal(op_name), "): there is no op named '", op_name, "'",
+                             OpRegistry::global().unknown_op_hint(op_name)));
   return OpPattern(*op);
 }
 

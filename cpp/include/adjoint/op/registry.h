@@ -178,6 +178,11 @@ class OpRegistry {
   OpDef& define(OpHandle op);
   const OpDef* find(const std::string& name) const;  // nullptr when unknown
   const OpDef& get(const std::string& name) const;   // throws aj::Error when unknown
+  // For the message naming an unknown op: " (did you mean 'matmul'?)" when
+  // one op's name is near (a few edits away, or starting with the name),
+  // a word on prefixes when the name after one (TVM's "relax.") is an op's,
+  // else "".
+  std::string unknown_op_hint(const std::string& name) const;
   const OpDef& get(OpId id) const { return *by_id_[static_cast<size_t>(id)]; }
   const std::vector<const OpDef*>& all() const { return order_; }
 
