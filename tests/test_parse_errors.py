@@ -166,6 +166,14 @@ def test_an_unknown_op_near_a_known_one_is_named_in_the_message(op, hint):
     assert first.endswith(hint) if hint else first == f"3:10: unknown op '{op}'"
 
 
+@pytest.mark.parametrize("call", ["R.exp(x)", "relax.exp(x)", "x.T"])
+def test_a_dot_after_a_name_says_names_hold_none(call):
+    _, message, line, column, _ = error_of(body(f"lv = {call}", "return lv"))
+    assert (line, column) == (3, 10 + call.index("."))
+    assert message.split("\n")[0].endswith("(names hold no dots: an op is called without a prefix such as TVM's 'R.' "
+                                             "or 'relax.', as exp(x))")
+
+
 def test_parse_rejects_non_text():
     with pytest.raises(aj.ParseError):
         aj.parse(b"@function")  # type: ignore[arg-type]

@@ -326,6 +326,8 @@ void Lexer::scan_string() {
   if (ch == "+" || ch == "*" || ch == "/")
     hint = " (operators are written as calls: add(x, y); symbolic dims are strings: \"2*n\")";
   if (ch == "\\") hint = " (line continuations are not supported; break lines inside brackets)";
+  if (ch == "." && off > 0 && is_name_char(s_[off - 1]))
+    hint = " (names hold no dots: an op is called without a prefix such as TVM's 'R.' or 'relax.', as exp(x))";
   src_.fail(off, "unexpected character " + quote(ch) + hint);
 }
 
