@@ -785,6 +785,32 @@ def test_rewrites_that_never_stop_are_an_error():
         P.rewrite_bindings(ctx, lambda m, b: {m[t]: aj.op.tanh(aj.op.add(b[m[t]].args[0], 0.0))}, mod, max_rounds=3)
 
 
+def test_a_rewriter_that_doubles_the_function_each_walk_is_an_error():
+    # regression: exp(log(y)) -> exp(log(exp(log(y)))) matches twice as often each walk, and the 64 walks of
+    # max_rounds let the function grow to 2**64 bindings: minutes of callbacks, then out of memory
+    with P.PatternContext() as ctx:
+        y = P.wildcard()
+        e = P.is_op("exp")(P.is_op("log")(y))
+    mod = aj.parse("""
+@function
+def main(a: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
+    l: Tensor((2, 3), "float32") = log(a)
+    e: Tensor((2, 3), "float32") = exp(l)
+    return e
+""")
+    calls = []
+
+    def doubling(m, b):
+        calls.append(1)
+        return {m[e]: aj.op.exp(aj.op.log(aj.op.exp(aj.op.log(m[y]))))}
+
+    before = mod.script()
+    with pytest.raises(aj.TransformError, match=r"function 'main': the rewriter's new values grow the function "
+                                                r"from 2 to \d+ bindings in \d+ walk\(s\), past 64 times its size"):
+        P.rewrite_bindings(ctx, doubling, mod)
+    assert len(calls) < 2**17 and mod.script() == before
+
+
 def test_a_chain_that_each_walk_halves_is_rewritten_to_its_end():
     # regression: relu(relu(w)) -> relu(w) halves a chain each walk (matches are disjoint), and 300 relus
     # needed 9 walks, past the old default of 8: a TransformError

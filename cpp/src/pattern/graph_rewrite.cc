@@ -191,9 +191,20 @@ Function replace_values(const Function& fn, const std::string& name, const Dataf
   return std::make_shared<FunctionNode>(fn->params(), std::move(bindings), fn->ret(), fn->attrs());
 }
 
+namespace {
+
+// How many bindings the walks may grow a function of n bindings to: a
+// rewriter whose new values hold what it matches again (exp(log(x)) ->
+// exp(log(exp(log(x))))) doubles the function each walk, which the bound on
+// walks alone would let grow to 2**max_rounds bindings.
+size_t max_grown_size(size_t n) { return 64 * n + 65536; }
+
+}  // namespace
+
 Function rewrite_graph(const Function& fn, const std::string& name, const GraphPattern& gp,
                        const GraphRewriter& rewriter, int max_rounds) {
   if (max_rounds < 1) throw Error(str("rewrite_bindings: max_rounds must be at least 1, got ", max_rounds));
+  const size_t max_size = max_grown_size(fn->bindings().size());
   Function current = fn;
   for (int walk = 0;; ++walk) {
     DataflowIndex index(*current);
@@ -213,6 +224,11 @@ Function rewrite_graph(const Function& fn, const std::string& name, const GraphP
                                " walks (return {} for a match it has nothing to do with; give a larger max_rounds when each walk "
                                "does part of the work)"));
     current = dead_code_elimination(std::move(out));
+    if (current->bindings().size() > max_size)
+      throw TransformError(str(where(name), "the rewriter's new values grow the function from ", fn->bindings().size(),
+                               " to ", current->bindings().size(), " bindings in ", walk + 1,
+                               " walk(s), past 64 times its size plus 65536 (do new values hold what the patterns "
+                               "match again?)"));
   }
 }
 

@@ -43,7 +43,8 @@ def rewrite_bindings(ctx: PatternContext, rewriter: Callable[[dict, Mapping], An
 
     A new value of another type than its var's is an aj.TypeInferenceError
     naming the var; a var the function does not bind, a value that uses an
-    undefined var or depends on itself, and walks that do not stop are
+    undefined var or depends on itself, walks that do not stop, and walks
+    growing a function past 64 times its size plus 65536 bindings are
     aj.TransformErrors; an exception in ``rewriter`` propagates. ``mod`` is
     never changed."""
     if not isinstance(ctx, PatternContext):

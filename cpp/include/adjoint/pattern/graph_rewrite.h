@@ -17,8 +17,9 @@
 // Errors name the function and the var: a replacement of another type is a
 // TypeInferenceError; replacing a param or a var of no binding, a value
 // using a var the function does not define, two values for one var,
-// replacements that depend on themselves, and walks that never stop
-// rewriting are TransformErrors. An error leaves the input as it was (it is
+// replacements that depend on themselves, walks that never stop
+// rewriting, and walks growing the function past 64 times its size plus
+// 65536 bindings are TransformErrors. An error leaves the input as it was (it is
 // immutable): the rewritten function is built beside it.
 #pragma once
 
