@@ -750,3 +750,48 @@ def main(z: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
     with pytest.raises(aj.VerifyError, match="Rewriter: the replacements of rewriter 'add_stranger' leave the module "
                                              "malformed"):
         P.Rewriter.from_pattern(P.is_op("exp")(x), add_stranger)(mod)
+
+
+class _NamedOddly:
+    """A callable rewriter whose __name__ is no name a rule can take."""
+
+    def __init__(self, name, y):
+        self.__name__ = name
+        self.y = y
+
+    def __call__(self, expr, captures):
+        return captures[self.y]
+
+
+@pytest.mark.parametrize("name", [3, None, "", "\ud800"])
+def test_a_python_rule_whose_function_has_no_usable_name_is_named_rewriter(name):
+    # regression: the rule took the callable's __name__ as it was, and rewriting then failed with
+    # "rewrite: rules[0]: name: expected a str, got int" (or a lone surrogate's error) on a valid rewriter
+    mod = aj.parse('''
+@function
+def main(a: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
+    l: Tensor((2, 3), "float32") = log(a)
+    e: Tensor((2, 3), "float32") = exp(l)
+    return e
+''')
+    y = P.wildcard()
+    pattern = P.is_op("exp")(P.is_op("log")(y))
+    want = aj.parse('''
+@function
+def main(a: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
+    return a
+''')
+    fn = _NamedOddly(name, y)
+    aj.assert_structural_equal(P.rewrite_call(pattern, fn, mod), want)
+    rewriter = P.Rewriter.from_pattern(pattern, fn)
+    assert rewriter.rules[0][0] == "rewriter"
+    aj.assert_structural_equal(rewriter(mod), want)
+
+
+def test_a_rule_name_with_a_lone_surrogate_is_refused_when_the_rewriter_is_made():
+    # regression: name="\ud800" was taken, and only running the rewriter failed ("rewrite: rules[0]: name: ...")
+    with pytest.raises(aj.Error, match=r"Rewriter: name=: the str holds a lone surrogate U\+D800"):
+        P.Rewriter.from_pattern(P.is_op("exp")(P.wildcard()), lambda e, c: None, name="\ud800")
+    with pytest.raises(aj.Error, match=r"Rewriter: name=: the str holds a lone surrogate U\+DC80"):
+        P.Rewriter.from_text(rule_text(params33("x"), ["e: Tensor((3, 3), \"float32\") = exp(x)", "return e"],
+                                       ["return x"]), name="\udc80")

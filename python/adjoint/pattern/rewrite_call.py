@@ -72,10 +72,24 @@ def rewrite_call(pattern: Pattern, rewriter: Callable[[Any, Captures], Any], mod
     max_rounds = checked_max_rounds("rewrite_call", max_rounds)
     if not _P.can_match_call(pattern._plain):
         return mod
-    name = getattr(rewriter, "__name__", "rewriter")
+    name = rule_name_of(rewriter)
     with _ops_make_calls():
         out = _P.rewrite(mod, [_python_rule(pattern, rewriter, name)], max_rounds)
     return out if out is mod else verified_rewrite("rewrite_call", [name], out)
+
+
+def rule_name_of(fn: Any) -> str:
+    """The name a Python rule takes from its function: ``fn.__name__`` when
+    that is a str the C++ rule can hold (a callable object may have none, or
+    set it to anything), else "rewriter"."""
+    name = getattr(fn, "__name__", None)
+    if not isinstance(name, str) or not name:
+        return "rewriter"
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return "rewriter"
+    return name
 
 
 def checked_max_rounds(who: str, max_rounds: Any) -> int:

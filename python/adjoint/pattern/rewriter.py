@@ -13,7 +13,8 @@ from ..errors import Error
 from ..ir import Module, parse
 from ..transform import Pass
 from .patterns import Captures, Pattern, _P, _pattern_arg
-from .rewrite_call import _ops_make_calls, _python_rule, verified_rewrite
+from .patterns import _check_name
+from .rewrite_call import _ops_make_calls, _python_rule, rule_name_of, verified_rewrite
 
 __all__ = ["Rewriter"]
 
@@ -61,7 +62,7 @@ def _name_arg(name: Any, default: str) -> str:
         return default
     if not isinstance(name, str) or not name:
         raise Error(f"Rewriter: name= must be a non-empty str, got {name!r}")
-    return name
+    return _check_name(name, "Rewriter: name=")
 
 
 class Rewriter(Pass):
@@ -126,7 +127,7 @@ class Rewriter(Pass):
         pattern = _pattern_arg(pattern, "Rewriter.from_pattern")
         if not callable(fn):
             raise Error(f"Rewriter.from_pattern: the rewriter must be callable, got {type(fn).__name__}")
-        return cls([_PythonRule(_name_arg(name, getattr(fn, "__name__", "rewriter")), pattern, fn)])
+        return cls([_PythonRule(_name_arg(name, rule_name_of(fn)), pattern, fn)])
 
     @property
     def rules(self) -> list[tuple[str, str]]:
