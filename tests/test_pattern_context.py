@@ -758,6 +758,11 @@ def test_a_context_that_cannot_match_changes_nothing():
     (lambda m, pats: {m[pats[4]]: aj.op.negative(m[pats[4]])}, aj.TransformError, "make 'q' depend on itself"),
     (lambda m, pats: {m[pats[4]]: aj.op.negative(aj.Var("ghost", m[pats[4]].type))}, aj.TransformError,
      "uses 'ghost', which the function does not define"),
+    (lambda m, pats: {aj.parse(QKV)["main"].bindings[-1].var: m[pats[4]]}, aj.TransformError,
+     r"'v', which no binding of the function defines \(it is a var of another function or module; this function's 'v' "
+     r"is another var: key the dict by the vars the matchings give\)"),
+    (lambda m, pats: {aj.Var("nowhere", m[pats[4]].type): m[pats[4]]}, aj.TransformError,
+     r"'nowhere', which no binding of the function defines$"),
 ])
 def test_bad_answers_are_errors_naming_the_var_and_change_nothing(answer, error, message):
     ctx, pats = qkv_context()

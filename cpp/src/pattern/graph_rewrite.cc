@@ -18,6 +18,17 @@ namespace {
 
 std::string where(const std::string& name) { return str("rewrite_bindings: function '", name, "': "); }
 
+// For a var that no binding of fn defines: a word on fn's own var of that
+// name, when one binds it (the var given is another one, of another
+// function or module), else "".
+std::string namesake_hint(const FunctionNode& fn, const VarNode& var) {
+  for (const Binding& b : fn.bindings())
+    if (b.var->name_hint() == var.name_hint())
+      return str(" (it is a var of another function or module; this function's '", var.name_hint(),
+                 "' is another var: key the dict by the vars the matchings give)");
+  return "";
+}
+
 // The replacement of each binding (by position; nullptr: kept), each checked
 // (see the header); empty when none changes a value. `backward` tells
 // whether a new value uses a var bound at or after the binding it replaces
@@ -33,7 +44,8 @@ std::vector<const Expr*> checked_replacements(const FunctionNode& fn, const std:
     int64_t b = index.binding_index(r.var.get());
     if (b < 0)
       throw TransformError(str(where(name), "the rewriter gave a new value for ",
-                               index.is_param(r.var.get()) ? "param '" : "'", hint, "', which no binding of the function defines"));
+                               index.is_param(r.var.get()) ? "param '" : "'", hint,
+                               "', which no binding of the function defines", namesake_hint(fn, *r.var)));
     if (!type_equal(r.value->type(), r.var->type()))
       throw TypeInferenceError(str(where(name), "the new value for '", hint, "' has type ", r.value->type()->to_string(),
                                    ", but the binding it replaces has type ", r.var->type()->to_string()));
