@@ -206,20 +206,27 @@ std::pair<std::vector<Binding>, std::vector<Binding>> split_bindings(const Funct
   return {std::move(main), std::move(transform)};
 }
 
-// What Pass.explain reports of one function's split into `main` and
-// `transform`: the split itself, the bindings lifted (all of transform's)
-// and the weights passed through to main (its params after the inputs that
-// are weights of fn).
-void count_lift(const FunctionNode& fn, const FunctionNode& main, const FunctionNode& transform) {
-  if (!pass_stats()) return;
+// What Pass.explain reports of one function's split: the bindings lifted
+// and the weights passed through to f (counted from the plan, before f's
+// lifted params may be renamed).
+struct LiftCounts {
+  int64_t lifted = 0;
+  int64_t passed = 0;
+};
+
+LiftCounts count_lift(const FunctionNode& fn, const LiftPlan& plan) {
+  LiftCounts out;
+  for (uint8_t t : plan.transform.holds) out.lifted += t;
   std::unordered_set<const VarNode*> weights;
   for (size_t p = fn.num_input(); p < fn.params().size(); ++p) weights.insert(fn.params()[p].get());
-  int64_t passed = 0;
-  for (size_t p = fn.num_input(); p < main.params().size(); ++p)
-    passed += static_cast<int64_t>(weights.count(main.params()[p].get()));
+  for (const Var& v : plan.boundary) out.passed += static_cast<int64_t>(weights.count(v.get()));
+  return out;
+}
+
+void report_lift(const LiftCounts& counts) {
   count_pass_stat("functions split");
-  count_pass_stat("bindings lifted", static_cast<int64_t>(transform.bindings().size()));
-  count_pass_stat("weights passed through", passed);
+  count_pass_stat("bindings lifted", counts.lifted);
+  count_pass_stat("weights passed through", counts.passed);
 }
 
 // Per definition of fn, 1 when its value reads a weight that training
@@ -321,10 +328,17 @@ void give_lifted_params_distinct_names(std::vector<Var>& params, size_t first_li
   ret = substitute(ret, replacement);
 }
 
-// (f, f_transform_params) for a function with num_input.
-std::pair<Function, Function> lift(const Function& fn) {
+// f and f_transform_params of a function with num_input, and what explain
+// reports of the split.
+struct Split {
+  Function main, transform;
+  LiftCounts counts;
+};
+
+Split lift(const Function& fn) {
   DataflowIndex index(*fn);
   LiftPlan plan = plan_lift(*fn, index);
+  LiftCounts counts = pass_stats() ? count_lift(*fn, plan) : LiftCounts{};
   auto first_weight = fn->params().begin() + static_cast<std::ptrdiff_t>(fn->num_input());
   std::vector<Var> weights(first_weight, fn->params().end());
   std::vector<Var> main_params(fn->params().begin(), first_weight);
@@ -341,7 +355,7 @@ std::pair<Function, Function> lift(const Function& fn) {
   FuncAttrs attrs = lifted_attrs(*fn, main_params, frozen);
   auto main = std::make_shared<FunctionNode>(std::move(main_params), std::move(main_bindings), std::move(ret),
                                              std::move(attrs));
-  return {main, transform};
+  return {main, transform, counts};
 }
 
 // Whether the split of fn is no split: f_transform_params computes nothing
@@ -391,14 +405,14 @@ Module lift_transform_params(const Module& mod) {
       out.emplace_back(name, fn);
       continue;
     }
-    auto [main, transform] = lift(fn);
-    if (mod->contains(name + "_transform_params") && lifts_nothing(*fn, *main, *transform)) {
+    Split split = lift(fn);
+    if (mod->contains(name + "_transform_params") && lifts_nothing(*fn, *split.main, *split.transform)) {
       out.emplace_back(name, fn);  // lifted before: a second run changes nothing
       continue;
     }
-    count_lift(*fn, *main, *transform);
-    out.emplace_back(name, main);
-    out.emplace_back(unique_name(name + "_transform_params", taken), transform);
+    report_lift(split.counts);
+    out.emplace_back(name, split.main);
+    out.emplace_back(unique_name(name + "_transform_params", taken), split.transform);
     changed = true;
   }
   return changed ? std::make_shared<ModuleNode>(std::move(out)) : mod;
