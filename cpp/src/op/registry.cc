@@ -120,18 +120,16 @@ std::string OpRegistry::unknown_op_hint(const std::string& name) const {
   std::string bare = dot == std::string::npos ? name : name.substr(dot + 1);
   if (bare != name && find(bare)) return str(" (op names have no prefix such as TVM's 'relax.': '", bare, "')");
   const size_t cap = std::max<size_t>(1, bare.size() / 3);
-  const OpDef* nearest = nullptr;
-  size_t best = cap + 1, starting = 0;
+  const OpDef *nearest = nullptr, *starting = nullptr;  // starting: the one op whose name starts with bare
+  size_t best = cap + 1, num_starting = 0;
   bool tie = false;
   for (const OpDef* op : order_) {
     size_t d = edit_distance(bare, op->name, cap);
     if (d < best) best = d, nearest = op, tie = false;
     else if (d == best && d <= cap) tie = true;
-    starting += bare.size() >= 3 && op->name.rfind(bare, 0) == 0;
+    if (bare.size() >= 3 && op->name.rfind(bare, 0) == 0) starting = op, ++num_starting;
   }
-  if (!nearest && starting == 1)  // the start of one op's name: "permute" for permute_dims
-    for (const OpDef* op : order_)
-      if (op->name.rfind(bare, 0) == 0) nearest = op;
+  if (!nearest && num_starting == 1) nearest = starting;  // "permute" for permute_dims
   return nearest && !tie ? str(" (did you mean '", nearest->name, "'?)") : "";
 }
 

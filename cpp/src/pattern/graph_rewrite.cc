@@ -18,6 +18,12 @@ namespace {
 
 std::string where(const std::string& name) { return str("rewrite_bindings: function '", name, "': "); }
 
+// The walks may grow a function of n bindings to kGrowthFactor * n +
+// kGrowthSlack bindings: a rewriter whose new values hold what it matches
+// again (exp(log(x)) -> exp(log(exp(log(x))))) doubles the function each
+// walk, which the bound on walks alone would let grow to 2**max_rounds.
+constexpr size_t kGrowthFactor = 64, kGrowthSlack = 65536;
+
 // For a var that no binding of fn defines: a word on fn's own var of that
 // name, when one binds it (the var given is another one, of another
 // function or module), else "".
@@ -203,20 +209,10 @@ Function replace_values(const Function& fn, const std::string& name, const Dataf
   return std::make_shared<FunctionNode>(fn->params(), std::move(bindings), fn->ret(), fn->attrs());
 }
 
-namespace {
-
-// How many bindings the walks may grow a function of n bindings to: a
-// rewriter whose new values hold what it matches again (exp(log(x)) ->
-// exp(log(exp(log(x))))) doubles the function each walk, which the bound on
-// walks alone would let grow to 2**max_rounds bindings.
-size_t max_grown_size(size_t n) { return 64 * n + 65536; }
-
-}  // namespace
-
 Function rewrite_graph(const Function& fn, const std::string& name, const GraphPattern& gp,
                        const GraphRewriter& rewriter, int max_rounds) {
   if (max_rounds < 1) throw Error(str("rewrite_bindings: max_rounds must be at least 1, got ", max_rounds));
-  const size_t max_size = max_grown_size(fn->bindings().size());
+  const size_t max_size = kGrowthFactor * fn->bindings().size() + kGrowthSlack;
   Function current = fn;
   for (int walk = 0;; ++walk) {
     DataflowIndex index(*current);
@@ -239,8 +235,8 @@ Function rewrite_graph(const Function& fn, const std::string& name, const GraphP
     if (current->bindings().size() > max_size)
       throw TransformError(str(where(name), "the rewriter's new values grow the function from ", fn->bindings().size(),
                                " to ", current->bindings().size(), " bindings in ", walk + 1,
-                               " walk(s), past 64 times its size plus 65536 (do new values hold what the patterns "
-                               "match again?)"));
+                               " walk(s), past ", kGrowthFactor, " times its size plus ", kGrowthSlack,
+                               " (do new values hold what the patterns match again?)"));
   }
 }
 
