@@ -944,16 +944,20 @@ class _Stop(Exception):
 
 def test_a_long_search_stops_at_a_signal():
     # regression: the search did not look at Python's signals, so Ctrl-C
-    # could not stop it. Twelve relu roots tied by nothing on eleven relus
-    # try every ordered choice of eleven before failing (about 13 s); a
-    # signal's handler raising ends it at the next check, the module unchanged
+    # could not stop it. Twelve relu roots tied by nothing on eleven relus,
+    # no two alike (each checks the dtype a different number of times), try
+    # every ordered choice of eleven before failing (about 13 s); a signal's
+    # handler raising ends it at the next check, the module unchanged
     k = 11
     bb = aj.FunctionBuilder("main")
     x = bb.param("x", (4,), "float32")
     mod = bb.finish(aj.Tuple([aj.op.relu(x + float(i)) for i in range(k)]))
     with P.PatternContext() as ctx:
-        for _ in range(k + 1):
-            P.is_op("relu")(P.wildcard())
+        for checks in range(k + 1):
+            root = P.is_op("relu")(P.wildcard())
+            for _ in range(checks):
+                root = root.has_dtype("float32")
+    assert len(ctx.roots) == k + 1
     before = mod.script()
 
     def stop(signum, frame):
@@ -968,6 +972,131 @@ def test_a_long_search_stops_at_a_signal():
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
     assert mod.script() == before
+
+
+# ---- alike roots: one pattern but for names no other root captures ----
+# They may swap the bindings of any match, so the search takes bindings for
+# them in binding order only (docs/passes/pattern.md).
+
+
+def ops_on_params(ops, params=1):
+    """main(a0, ...) of one binding per op in `ops`, e{i} = op(a{i % params})."""
+    t = 'Tensor((4,), "float64")'
+    lines = ["@function", f"def main({', '.join(f'a{j}: {t}' for j in range(params))}) -> {t}:"]
+    lines += [f"    e{i}: {t} = {op}(a{i % params})" for i, op in enumerate(ops)]
+    return aj.parse("\n".join(lines + ["    return e0"]))
+
+
+class _GaveUp(Exception):
+    pass
+
+
+def without_end_after(seconds, run):
+    """run(), failing the test when it has not returned after `seconds`: a
+    guard against a search that never ends, not a timing."""
+    def give_up(signum, frame):
+        raise _GaveUp
+
+    previous = signal.signal(signal.SIGALRM, give_up)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+        return run()
+    except _GaveUp:
+        pytest.fail(f"the search had not ended after {seconds} s")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_alike_roots_one_more_than_their_bindings_fail_at_once():
+    # regression: k exp roots tied by nothing on k - 1 exps tried every
+    # ordered choice of k - 1 bindings for the first k - 1 roots before
+    # failing at the last: 78 s for k = 13, about 15 minutes for k = 14
+    k = 40
+    mod = ops_on_params(["exp"] * (k - 1))
+    with P.PatternContext() as ctx:
+        for _ in range(k):
+            P.is_op("exp")(P.wildcard())
+    called = []
+    assert without_end_after(10, lambda: P.rewrite_bindings(ctx, lambda m, b: called.append(m) or {}, mod)) is mod
+    assert called == []
+
+
+def test_alike_roots_sharing_an_operand_one_more_than_its_uses_fail_at_once():
+    # twenty projections of one x as twenty roots, on functions where each
+    # x has nineteen: no match, found without trying orders of the nineteen
+    k, xs = 20, 30
+    mod = ops_on_params(["relu"] * ((k - 1) * xs), params=xs)
+    with P.PatternContext() as ctx:
+        x = P.wildcard()
+        for _ in range(k):
+            P.is_op("relu")(x)
+    assert without_end_after(10, lambda: P.rewrite_bindings(ctx, lambda m, b: pytest.fail("a match"), mod)) is mod
+
+
+def test_alike_roots_take_bindings_in_order_each_under_its_own_names():
+    # the roots differ in their names only: the first made takes the first
+    # binding of each match, as when the search tried every order
+    mod = ops_on_params(["exp", "negative", "exp", "exp", "exp", "exp", "exp", "exp"])
+    with P.PatternContext() as ctx:
+        for name in ("p", "q", "r"):
+            P.is_op("exp")(P.wildcard(name=f"{name}_arg"), name=name)
+    found = []
+    P.rewrite_bindings(ctx, lambda m, b: found.append([m[n].name_hint for n in "pqr"]) or {}, mod)
+    assert found == [["e0", "e2", "e3"], ["e4", "e5", "e6"]]
+
+
+def test_roots_alike_but_for_a_shared_name_still_try_every_order():
+    # two exp roots, one whose arg a third root shares (so they are not
+    # alike): the second may take a binding before the first's
+    mod = aj.parse("""@function
+def main(a: Tensor((4,), "float64"), b: Tensor((4,), "float64")) -> Tensor((4,), "float64"):
+    e0: Tensor((4,), "float64") = exp(b)
+    e1: Tensor((4,), "float64") = exp(a)
+    n: Tensor((4,), "float64") = negative(b)
+    return e0
+""")
+    with P.PatternContext() as ctx:
+        first = P.is_op("exp")(P.wildcard())
+        y = P.wildcard()
+        second = P.is_op("exp")(y)
+        neg = P.is_op("negative")(y)
+    found = []
+    P.rewrite_bindings(ctx, lambda m, b: found.append([m[r].name_hint for r in (first, second, neg)]) or {}, mod)
+    assert found == [["e1", "e0", "n"]]
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_alike_roots_match_as_the_reference_does(seed):
+    # random functions of exps, negatives and relus of a few params, and
+    # contexts of alike roots (private or shared args, names, a root of
+    # another op among them): one walk's matches are those the docs'
+    # brute-force reference allows, none missed (fuzz.patterns_graph)
+    import random
+
+    from adjoint.fuzz.patterns import Fuzzer
+
+    rng = random.Random(seed)
+    params = rng.randint(1, 3)
+    ops = [rng.choice(["exp", "exp", "negative", "relu"]) for _ in range(rng.randint(3, 9))]
+    t = 'Tensor((4,), "float32")'
+    text = "\n".join(["@function", f"def main({', '.join(f'a{j}: {t}' for j in range(params))}) -> {t}:"]
+                     + [f"    e{i}: {t} = {op}(a{rng.randrange(params)})" for i, op in enumerate(ops)]
+                     + ["    return e0", ""])
+    nodes: list[dict] = []
+    shared = None
+    for _ in range(rng.randint(2, 5)):
+        if rng.random() < 0.5:
+            if shared is None:
+                nodes.append({"k": "wildcard"})
+                shared = len(nodes) - 1
+            arg = shared
+        else:
+            nodes.append({"k": "wildcard"})
+            arg = len(nodes) - 1
+        nodes.append({"k": "op", "op": rng.choice(["exp", "exp", "exp", "negative"]), "c": [arg], "attrs": {}})
+    inp = {"kind": "graph", "text": text, "nodes": nodes, "edges": [], "replace": 0}
+    assert Fuzzer(seed).run_graph(inp, lambda label: None) == "ok"
 
 
 # ---- a shared pattern one root's match left out (the side of | it is not on) ----

@@ -5,6 +5,8 @@
 #include "adjoint/pattern/graph.h"
 
 #include <algorithm>
+#include <functional>
+#include <set>
 #include <sstream>
 #include <unordered_set>
 
@@ -162,6 +164,48 @@ class SearchOrder {
   std::vector<std::pair<uint32_t, uint32_t>> waiting_;  // (the root waited for, the root waiting)
 };
 
+// Whether two roots' patterns are alike (graph.h, step 3a): node for node
+// the same, but for capture names private to their roots, which must stand
+// for each other throughout. A side condition (where) is alike only to
+// itself: its predicate cannot be compared. One visit per pair of nodes.
+class AlikePatterns {
+ public:
+  using IsPrivate = std::function<bool(const std::string&)>;
+  explicit AlikePatterns(const IsPrivate& is_private) : is_private_(is_private) {}
+
+  bool operator()(const PatternNode& a, const PatternNode& b) {
+    if (&a == &b) return true;
+    if (!seen_.insert({&a, &b}).second) return true;
+    if (a.kind() != b.kind() || a.kind() == PatternKind::kWhere || !same_name(a.name(), b.name())) return false;
+    if (a.op() != b.op() || a.index() != b.index() || a.dtype() != b.dtype() || a.shape() != b.shape() ||
+        a.text() != b.text() || !same_attrs(a.attrs(), b.attrs()) || a.operands().size() != b.operands().size())
+      return false;
+    for (size_t i = 0; i < a.operands().size(); ++i)
+      if (!(*this)(*a.operands()[i], *b.operands()[i])) return false;
+    return true;
+  }
+
+ private:
+  bool same_name(const std::string& a, const std::string& b) {
+    bool pa = !a.empty() && is_private_(a), pb = !b.empty() && is_private_(b);
+    if (!pa || !pb) return !pa && !pb && a == b;
+    auto ab = a_to_b_.emplace(a, b).first;
+    auto ba = b_to_a_.emplace(b, a).first;
+    return ab->second == b && ba->second == a;
+  }
+
+  static bool same_attrs(const std::vector<AttrConstraint>& a, const std::vector<AttrConstraint>& b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].name != b[i].name || a[i].index != b[i].index || !attr_equal(a[i].value, b[i].value)) return false;
+    return true;
+  }
+
+  const IsPrivate& is_private_;
+  std::unordered_map<std::string, std::string> a_to_b_, b_to_a_;
+  std::set<std::pair<const PatternNode*, const PatternNode*>> seen_;
+};
+
 }  // namespace
 
 // The names edges use, checked: each captured once per match by some root.
@@ -215,6 +259,7 @@ void GraphPattern::plan() {
   plans_.resize(roots_.size());
   for (uint32_t r = 0; r < roots_.size(); ++r) plan_kept(r, names, edge_ends);
   for (uint32_t r = 0; r < roots_.size(); ++r) plan_key_and_edges(r, names);
+  plan_alike(names, edge_ends);
   auto all = static_cast<uint32_t>(roots_.size());
   for (const GraphEdge& e : edges_) edge_sources_.push_back({sources_before(all, e.from), sources_before(all, e.to)});
 }
@@ -262,6 +307,32 @@ void GraphPattern::plan_key_and_edges(uint32_t r, const std::vector<RootNames>& 
     if (p.users_edge < 0 && to == static_cast<int>(r) && edges_[e].to == own) p.users_edge = static_cast<int>(e);
     if (p.operands_edge < 0 && from == static_cast<int>(r) && edges_[e].from == own)
       p.operands_edge = static_cast<int>(e);
+  }
+}
+
+// Each plain root's last alike plain root before it, and how many follow
+// it (graph.h, step 3a). A name is private to a root when no other root
+// captures it and no edge names it.
+void GraphPattern::plan_alike(const std::vector<RootNames>& names, const Names& edge_ends) {
+  std::unordered_map<std::string, uint32_t> roots_capturing;
+  for (const RootNames& r : names) {
+    Names all = r.single;
+    all.insert(all.end(), r.in_runs.begin(), r.in_runs.end());
+    sort_unique(all);
+    for (const std::string& n : all) ++roots_capturing[n];
+  }
+  AlikePatterns::IsPrivate is_private = [&](const std::string& n) {
+    return roots_capturing[n] == 1 && !contains(edge_ends, n);
+  };
+  for (uint32_t r = 0; r < roots_.size(); ++r) {
+    if (searched(r).repeated) continue;
+    for (uint32_t q = r; q-- > 0;) {
+      if (searched(q).repeated || !AlikePatterns(is_private)(*searched(q).pattern, *searched(r).pattern)) continue;
+      plans_[r].alike_before = static_cast<int>(q);
+      for (int p = static_cast<int>(q); p >= 0; p = plans_[static_cast<size_t>(p)].alike_before)
+        ++plans_[static_cast<size_t>(p)].alike_after;
+      break;
+    }
   }
 }
 

@@ -54,12 +54,15 @@ class Buckets {
       b = static_cast<uint32_t>(first_.size());
       first_.push_back(c);
       last_.push_back(c);
+      count_.push_back(0);
       put(hash, b);
     } else {
       next_[last_[b]] = c;
       last_[b] = c;
     }
     if (next_.size() <= c) next_.resize(c + 1, kNone);
+    if (place_.size() <= c) place_.resize(c + 1, {kNone, 0});
+    place_[c] = {b, count_[b]++};
   }
   // The bucket of `hash`, or kNone.
   uint32_t find(size_t hash) const {
@@ -72,6 +75,8 @@ class Buckets {
   // The bucket's first candidate not yet stepped over (see scan).
   uint32_t& first(uint32_t bucket) { return first_[bucket]; }
   uint32_t next(uint32_t c) const { return next_[c]; }
+  // How many candidates are filed after c in its bucket.
+  uint32_t after(uint32_t c) const { return count_[place_[c].bucket] - place_[c].index - 1; }
 
  private:
   struct Slot {
@@ -89,8 +94,13 @@ class Buckets {
     for (const Slot& s : old)
       if (s.bucket != kNone) put(s.hash, s.bucket);
   }
+  struct Place {
+    uint32_t bucket, index;  // index: how many were filed in the bucket before
+  };
   std::vector<Slot> slots_;
   std::vector<uint32_t> first_, last_, next_;
+  std::vector<uint32_t> count_;  // by bucket
+  std::vector<Place> place_;     // by candidate
 };
 
 // Whether a root whose calls are of `ops` (any op when empty) may match
@@ -114,6 +124,7 @@ class GraphMatcher {
     for (const RootState& rs : roots_)
       if (rs.candidates.empty()) return {};
     for (RootState& rs : roots_) rs.failed_in.assign(rs.candidates.size(), 0);
+    alike_ = alike_candidates_agree();
     roots_[0].visit = 1;
     for (uint32_t c = 0; c < roots_[0].candidates.size(); ++c)
       if (try_candidate(0, c)) {
@@ -229,7 +240,7 @@ class GraphMatcher {
 
   bool try_candidate(uint32_t r, uint32_t c) {
     interrupt_.tick();
-    if (!fits(r, c)) return false;
+    if (!fits(r, c) || !in_alike_order(r, c)) return false;
     if (gp_.searched(r).repeated) return roots_[r].failed_in[c] != roots_[r].visit && try_branches(r, c);
     hold(r, c);
     Narrowed narrowed;
@@ -239,6 +250,42 @@ class GraphMatcher {
     widen(narrowed);
     release(r);
     return false;
+  }
+
+  // ---- alike roots (graph.h, step 3a) ----
+
+  // Alike roots match the same bindings: their candidate lists are one.
+  // (Were they not, the search would take every order, as for other roots.)
+  bool alike_candidates_agree() const {
+    for (uint32_t r = 0; r < roots_.size(); ++r) {
+      int q = plan(r).alike_before;
+      if (q < 0) continue;
+      const auto& a = roots_[r].candidates;
+      const auto& b = roots_[static_cast<uint32_t>(q)].candidates;
+      if (a.size() != b.size()) return false;
+      for (size_t c = 0; c < a.size(); ++c)
+        if (a[c].binding != b[c].binding) return false;
+    }
+    return true;
+  }
+
+  // c comes after the candidate of r's last alike root before it, and
+  // enough candidates come after c for the alike roots after r.
+  bool in_alike_order(uint32_t r, uint32_t c) const {
+    if (!alike_) return true;
+    const auto& p = plan(r);
+    if (p.alike_before >= 0 && c <= roots_[static_cast<uint32_t>(p.alike_before)].held.front()) return false;
+    return p.alike_after == 0 || candidates_after(r, c) >= p.alike_after;
+  }
+
+  // At least as many candidates as the alike roots after r may take once r
+  // takes c: those after c that agree with c's key (filed after it in its
+  // bucket, or leaving a key name out), or all after c.
+  uint32_t candidates_after(uint32_t r, uint32_t c) const {
+    const RootState& rs = roots_[r];
+    if (plan(r).key_slots.empty() || !has_whole_key(r, c)) return static_cast<uint32_t>(rs.candidates.size()) - c - 1;
+    auto loose = rs.loose.end() - std::upper_bound(rs.loose.begin(), rs.loose.end(), c);
+    return rs.buckets.after(c) + static_cast<uint32_t>(loose);
   }
 
   // ---- repeated roots narrowed by the edges of later roots ----
@@ -571,6 +618,7 @@ class GraphMatcher {
   std::vector<const Expr*> values_;  // the kept values of every candidate
   std::deque<Expr> vars_;            // binding vars standing for their values in values_
   std::vector<GraphMatch> matches_;
+  bool alike_ = false;       // alike roots take candidates in order (in_alike_order)
   InterruptPoll interrupt_;  // asked at each candidate tried
 };
 

@@ -46,12 +46,21 @@
 //      root tied to it by an edge narrows it to the branches that edge holds
 //      for. A complete assignment is a match, and its bindings are taken for
 //      the rest of the walk (a binding is in at most one match).
+//  3a. Plain roots that are alike (the same pattern but for names no other
+//      root captures and no edge names, which may differ as long as one
+//      stands for the other throughout) can swap the bindings of any
+//      match, so the search takes bindings for them in binding order only,
+//      and gives up on a candidate when too few candidates come after it
+//      for the alike roots still to place: k such roots on k - 1 fitting
+//      bindings fail at once instead of after (k - 1)! tries. The matches
+//      found are the same: the search meets each match's ordered form
+//      first.
 // Each bucket steps over its taken candidates once, and an edge gives the
 // few candidates its other end's bindings use or are used by, so when
 // shared names or edges tie each root to those before it (the QKV case:
 // the matmuls of one LHS) a walk is linear in the size of the function.
 // Roots tied by nothing may try many candidates of later roots per
-// candidate of the first.
+// candidate of the first, unless they are alike (step 3a).
 #pragma once
 
 #include <cstdint>
@@ -120,6 +129,10 @@ class GraphPattern {
     std::vector<uint32_t> edges;        // the edges checked when this root is assigned
     int users_edge = -1;                // an edge into this root whose source's users give candidates
     int operands_edge = -1;             // an edge out of this root whose target's operands give candidates
+    // Alike plain roots (step 3a): the place of the last plain root before
+    // this one alike to it (-1: none), and how many come after it.
+    int alike_before = -1;
+    uint32_t alike_after = 0;
   };
   // By place in the search order.
   const std::vector<RootPlan>& plans() const { return plans_; }
@@ -136,6 +149,7 @@ class GraphPattern {
   void find_shared(const std::vector<GraphRootNames>& names, const std::vector<std::string>& edge_names);
   void plan_kept(uint32_t r, const std::vector<GraphRootNames>& names, const std::vector<std::string>& edge_ends);
   void plan_key_and_edges(uint32_t r, const std::vector<GraphRootNames>& names);
+  void plan_alike(const std::vector<GraphRootNames>& names, const std::vector<std::string>& edge_ends);
   std::vector<NameSource> sources_before(uint32_t place, const std::string& name) const;
 
   std::vector<GraphRoot> roots_;
