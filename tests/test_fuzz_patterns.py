@@ -289,3 +289,18 @@ def test_rules_are_exact_both_ways():
         label = fuzzer.run({"kind": "rewrite", "rules": [rule.name], "text": text}, lambda s: None)
         assert label == "ok"
     assert np.isfinite(patterns_check.tol("float32"))
+
+
+def test_the_reference_searches_a_waiting_run_after_the_root_it_waits_for():
+    # docs: a repeated root no earlier root ties to is matched right after
+    # the first later plain root an edge ties it to (its run then depends
+    # on the roots before that one)
+    nodes = [W, op("negative", 0), W, op("exp", 2), {"k": "repeated", "c": [3]}, W, op("exp", 5), W, op("relu", 7)]
+    fn = aj.parse('''@function
+def main(a: Tensor((4,), "float32")) -> Tensor((4,), "float32"):
+    n: Tensor((4,), "float32") = negative(a)
+    return n
+''')["main"]
+    assert patterns_graph.GraphReference(nodes, [(2, 8, None, False)], fn).order == [1, 6, 8, 4]
+    assert patterns_graph.GraphReference(nodes, [], fn).order == [1, 4, 6, 8]
+    assert patterns_graph.GraphReference(nodes, [(0, 3, None, False), (2, 8, None, False)], fn).order == [1, 4, 6, 8]

@@ -168,6 +168,40 @@ class GraphReference:
         self.returned = set(returned)
         self.names_of = {r: self._names(r) for r in self.roots}
         self.candidates = {r: self._candidates(r) for r in self.roots}
+        self.order = self._search_order()
+
+    def _tied(self, a: int, b: int, by_name: bool = True) -> bool:
+        """Roots a and b share a pattern (a name both capture; only with
+        by_name) or an edge joins them."""
+        if by_name and self.names_of[a] & self.names_of[b]:
+            return True
+        for e in self.edges:
+            f, t = capture_name(self.nodes, e[0]), capture_name(self.nodes, e[1])
+            if (f in self.names_of[a] and t in self.names_of[b]) or (t in self.names_of[a] and f in self.names_of[b]):
+                return True
+        return False
+
+    def _search_order(self) -> list[int]:
+        """The order the docs match the roots in: as made, except that a
+        repeated root no earlier root ties to (by a shared pattern or an
+        edge) is matched right after the first later plain root an edge
+        ties it to."""
+        waiting: dict[int, list[int]] = {}
+        order: list[int] = []
+
+        def place(r: int) -> None:
+            order.append(r)
+            for w in waiting.pop(r, []):
+                place(w)
+
+        for i, r in enumerate(self.roots):
+            if self.nodes[r]["k"] == "repeated" and not any(self._tied(r, o) for o in self.roots[:i]):
+                later = [t for t in self.roots[i + 1:] if self.nodes[t]["k"] != "repeated" and self._tied(r, t, by_name=False)]
+                if later:
+                    waiting.setdefault(later[0], []).append(r)
+                    continue
+            place(r)
+        return order
 
     def _names(self, root: int) -> set[str]:
         out, todo = set(), [root]
@@ -304,11 +338,11 @@ class GraphReference:
         out = []
 
         def extend(k: int, chosen: list[tuple[int, list[int]]], used: set[int]) -> None:
-            if k == len(self.roots):
+            if k == len(self.order):
                 if self.valid(chosen):
-                    out.append(list(chosen))
+                    out.append(sorted(chosen, key=lambda one: self.roots.index(one[0])))
                 return
-            r = self.roots[k]
+            r = self.order[k]
             if self.nodes[r]["k"] == "repeated":
                 runs: list[list[int]] = []
                 for start in (b for b in sorted(self.candidates[r]) if b in free and b not in used):
