@@ -1226,6 +1226,27 @@ def test_a_run_between_alike_roots_matches_as_the_reference_does(case):
     assert Fuzzer(0).run_graph(inp, lambda label: None) == "ok"
 
 
+def test_a_run_between_alike_roots_found_by_the_fuzzer_matches_as_the_reference_does():
+    # patterns fuzzer, seed 2, input 16136: multiply(x, _), then two alike
+    # multiply(_, _) with repeated(multiply(x, _)) between them. With the
+    # first alike root on lv_2 (a * lv) the run takes every b * lv left and
+    # the second finds none; the reference's match puts the first on lv_7
+    # (the run then takes lv_9 alone) and the second on lv_2
+    from adjoint.fuzz.patterns import Fuzzer
+
+    t = 'Tensor((2, 2), "float32")'
+    text = "\n".join([
+        "@function", f'def main(a: {t}, b: {t}) -> {t}:',
+        '    lv: Tensor((2,), "float32") = const([-0.13, -1.21], "float32")',
+        f"    lv_1: {t} = multiply(b, lv)", f"    lv_2: {t} = multiply(a, lv)", f"    lv_7: {t} = multiply(b, lv)",
+        f"    lv_9: {t} = multiply(b, lv)", "    return lv_1", ""])
+    mul = lambda *c: {"k": "op", "op": "multiply", "c": list(c), "attrs": {}}  # noqa: E731
+    nodes = [W_NODE, W_NODE, mul(0, 1), W_NODE, W_NODE, mul(3, 4), W_NODE, mul(0, 6), {"k": "repeated", "c": [7]},
+             W_NODE, W_NODE, mul(9, 10)]
+    inp = {"kind": "graph", "text": text, "nodes": nodes, "edges": [], "replace": 0}
+    assert Fuzzer(2).run_graph(inp, lambda label: None) == "ok"
+
+
 # ---- a shared pattern one root's match left out (the side of | it is not on) ----
 # Found by the patterns fuzzer (seeds 1 and 2): such a root never matched
 # beside a root that captured the pattern; the values of a shared pattern
