@@ -1240,7 +1240,7 @@ def test_a_run_between_alike_roots_found_by_the_fuzzer_matches_as_the_reference_
         '    lv: Tensor((2,), "float32") = const([-0.13, -1.21], "float32")',
         f"    lv_1: {t} = multiply(b, lv)", f"    lv_2: {t} = multiply(a, lv)", f"    lv_7: {t} = multiply(b, lv)",
         f"    lv_9: {t} = multiply(b, lv)", "    return lv_1", ""])
-    mul = lambda *c: {"k": "op", "op": "multiply", "c": list(c), "attrs": {}}  # noqa: E731
+    mul = lambda *c: {"k": "op", "op": "multiply", "c": list(c), "attrs": {}}
     nodes = [W_NODE, W_NODE, mul(0, 1), W_NODE, W_NODE, mul(3, 4), W_NODE, mul(0, 6), {"k": "repeated", "c": [7]},
              W_NODE, W_NODE, mul(9, 10)]
     inp = {"kind": "graph", "text": text, "nodes": nodes, "edges": [], "replace": 0}
