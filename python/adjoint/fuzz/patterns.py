@@ -47,7 +47,7 @@ from typing import Callable
 import adjoint as aj
 from adjoint import pattern as P
 from adjoint.fuzz.patterns_check import check_graph_rewrite, compare_match, compare_results, inputs_for, run_module
-from adjoint.fuzz.patterns_graph import GraphReference, build_context, check_walk, make_context_nodes
+from adjoint.fuzz.patterns_graph import GraphReference, alike_roots, build_context, check_walk, make_context_nodes
 from adjoint.fuzz.patterns_programs import make_function
 from adjoint.fuzz.patterns_reference import RefMatcher
 from adjoint.fuzz.patterns_rules import RULE_BY_NAME, RULES, check_fixed_point, rewrite_one_way
@@ -56,7 +56,8 @@ from adjoint.fuzz.runner import Finding, error_label
 
 LABELS = ["ok", "ok, pattern refused"]
 REACHED = ["match compared", "matched", "matched on a var", "matched without fn", "rewrite compared",
-           "rewrite fired", "rewrite refused alike", "graph compared", "graph matched", "graph rewrote"]
+           "rewrite fired", "rewrite refused alike", "graph compared", "graph matched", "graph rewrote",
+           "graph alike roots", "graph alike roots matched", "graph run among alike roots"]
 
 
 class Fuzzer:
@@ -95,7 +96,7 @@ class Fuzzer:
                 rules.remove("addswap")
                 rules = rules or [rng.choice(names[:-1])]
             return {"kind": kind, "text": text, "rules": rules}
-        text = make_function(rng, rng.randint(3, 6), symbolic=False, float64=False)
+        text = make_function(rng, rng.randint(3, 6), symbolic=False, float64=False, again=0.5)
         nodes, edges = make_context_nodes(rng, aj.parse(text)["main"])
         return {"kind": kind, "text": text, "nodes": nodes, "edges": [list(e) for e in edges],
                 "replace": rng.randint(0, 3)}
@@ -220,6 +221,13 @@ class Fuzzer:
         reach("graph compared")
         if seen:
             reach("graph matched")
+        alike = alike_roots(nodes, edges)
+        if alike:
+            reach("graph alike roots")
+            if seen:
+                reach("graph alike roots matched")
+            if any(nodes[r]["k"] == "repeated" and a < r < b for a, b in alike for r in ref.roots):
+                reach("graph run among alike roots")
         if seen and inp["replace"]:
             check_graph_rewrite(ctx, objs, ref, mod, inp["replace"], reach)
         return "ok"

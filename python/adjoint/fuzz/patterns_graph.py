@@ -15,6 +15,7 @@ from typing import Any
 
 import adjoint as aj
 from adjoint import pattern as P
+from adjoint.fuzz.patterns_programs import UNARY
 from adjoint.fuzz.patterns_reference import RefMatcher, bound_values, capture_name, same_value, through_bindings
 from adjoint.fuzz.patterns_trees import build_patterns
 from adjoint.fuzz.runner import Finding
@@ -26,12 +27,30 @@ Edge = tuple[int, int, int | None, bool]
 def make_context_nodes(rng: random.Random, fn: Any) -> tuple[list[dict], list[Edge]]:
     """The nodes of a random context over fn (made in this order inside it)
     and its edges (from, to, arg index, only). Roots mirror calls of fn, a
-    var of fn standing for one wildcard throughout (so roots share it)."""
+    var of fn standing for one wildcard throughout (so roots share it); in
+    half the contexts some roots are made again alike (``ContextMaker.again``),
+    and a repeated root may be made before, between or after them."""
     maker = ContextMaker(rng, fn)
-    roots = [maker.root_body() for _ in range(rng.choice([1, 2, 2, 3]))]
-    if rng.random() < 0.2:
-        element = maker.root_body()
-        roots.append(maker.add({"k": "repeated", "c": [element]}))
+    steps = ["new"] * rng.choice([1, 2, 2, 3])
+    if rng.random() < 0.5:
+        steps += ["again"] * rng.choice([1, 1, 2])
+    if rng.random() < (0.35 if "again" in steps else 0.2):
+        steps.append("run")
+    rng.shuffle(steps)
+    steps.insert(0, steps.pop(steps.index("new")))  # a root to make again comes first
+    if "run" in steps and "again" in steps and rng.random() < 0.5:  # a run between alike roots
+        steps.remove("run")
+        steps.insert(len(steps) - steps[::-1].index("again") - 1, "run")
+    roots: list[int] = []
+    for step in steps:
+        if step == "new":
+            roots.append(maker.root_body())
+        elif step == "again":
+            roots.append(maker.again(rng.choice([r for r in roots if maker.nodes[r]["k"] != "repeated"]), roots))
+        else:
+            plain = [r for r in roots if maker.nodes[r]["k"] != "repeated"]
+            element = maker.again(rng.choice(plain), roots, tie=0.5) if rng.random() < 0.5 else maker.root_body()
+            roots.append(maker.add({"k": "repeated", "c": [element]}))
     return maker.nodes, maker.edges(roots)
 
 
@@ -69,29 +88,98 @@ class ContextMaker:
     def mirror(self, e: Any, depth: int) -> int:
         rng = self.rng
         v = through_bindings(e, self.bound)
-        if depth <= 0 or rng.random() < 0.15 or not isinstance(v, (aj.Call, aj.Tuple)):
+        if depth <= 0 or rng.random() < 0.15 or not isinstance(v, (aj.Call, aj.Tuple, aj.TupleGetItem)):
             return self.leaf(e)
         if isinstance(v, aj.Tuple):
             return self.add({"k": "tuple", "c": [self.mirror(f, depth - 1) for f in v.fields]})
+        if isinstance(v, aj.TupleGetItem):
+            return self.add({"k": "item", "c": [self.mirror(v.tuple, depth - 1)],
+                             "index": v.index if rng.random() < 0.8 else None})
         return self.add({"k": "op", "op": v.op, "c": [self.mirror(a, depth - 1) for a in v.args],
                          "attrs": dict(v.attrs) if rng.random() < 0.3 else {}})
 
-    def root_body(self) -> int:
-        """A root: a call of the function mirrored (or an exp or negative of
-        anything), sometimes ``|`` another call."""
+    def again(self, root: int, roots: list[int], tie: float = 0.05) -> int:
+        """A root alike to ``root`` (graph.h, step 3a) or nearly: its nodes
+        made again, but for those other roots use (kept: still shared) and,
+        at random, some of its own (then shared by the two); a name on the
+        root itself or on a node made again is another (private) one. A
+        wildcard of its own is, by chance ``tie``, another that other roots
+        use (then the two are not alike: a run's element made so competes
+        with them for bindings but is tied to other roots)."""
         rng = self.rng
-        if not self.calls or rng.random() < 0.1:
-            r = self.add({"k": "op", "op": rng.choice(["exp", "negative"]), "c": [self.add({"k": "wildcard"})],
-                          "attrs": {}})
+        elsewhere: set[int] = set()
+        for r in roots:
+            if r != root:
+                elsewhere |= self.reachable(r)
+        made: dict[int, int] = {}
+
+        def copy(i: int) -> int:
+            if i not in made:
+                n = self.nodes[i]
+                wild = [w for w in self.leaves if self.nodes[w]["k"] == "wildcard" and w in elsewhere]
+                if i != root and (i in elsewhere or rng.random() < 0.15):
+                    made[i] = i
+                elif n["k"] == "wildcard" and wild and rng.random() < tie:
+                    made[i] = rng.choice(wild)
+                else:
+                    new = {**n, "c": [copy(c) for c in n["c"]]} if "c" in n else dict(n)
+                    if n.get("name") and (i == root or rng.random() < 0.5):
+                        new["name"] = f"q{len(self.nodes)}"
+                    elif i == root and rng.random() < 0.1:
+                        new["name"], self.nodes[i]["name"] = f"q{len(self.nodes)}", f"q{i}"
+                    made[i] = self.add(new)
+                    if i in self.leaves:
+                        self.leaves.append(made[i])
+            return made[i]
+
+        return copy(root)
+
+    def reachable(self, root: int) -> set[int]:
+        out, todo = set(), [root]
+        while todo:
+            i = todo.pop()
+            if i not in out:
+                out.add(i)
+                todo.extend(self.nodes[i].get("c", []))
+        return out
+
+    def wrapped(self, r: int) -> int:
+        """r, sometimes under a constraint, ``&`` or ``~``."""
+        rng = self.rng
+        kind = rng.choice(["dtype", "shape", "and", "not"]) if rng.random() < 0.15 else None
+        if kind == "dtype":
+            return self.add({"k": "dtype", "c": [r], "dtype": rng.choice(["float32", "float32", "float64"])})
+        if kind == "shape":
+            shapes = [c.args[0].type.shape for c in self.calls if c.args and c.args[0].type.is_tensor] or [[2, 2]]
+            return self.add({"k": "shape", "c": [r], "shape": list(rng.choice(shapes))})
+        if kind == "and":  # with a wildcard, maybe one other roots use (a constant would match no call)
+            wild = [leaf for leaf in self.leaves if self.nodes[leaf]["k"] == "wildcard"]
+            other = rng.choice(wild) if wild and rng.random() < 0.5 else self.add({"k": "wildcard"})
+            return self.add({"k": "and", "c": [r, other]})
+        if kind == "not":
+            return self.add({"k": "not", "c": [r]})
+        return r
+
+    def root_body(self) -> int:
+        """A root: a call of the function mirrored (or a unary op, most often
+        one the function calls, of anything), sometimes ``|`` another call,
+        sometimes constrained."""
+        rng = self.rng
+        if not self.calls or rng.random() < 0.25:
+            unary = [c.op for c in self.calls if c.op in UNARY]  # of the function's, most often
+            op = rng.choice(unary if unary and rng.random() < 0.8 else ["exp", "negative"])
+            r = self.add({"k": "op", "op": op, "c": [self.add({"k": "wildcard"})], "attrs": {}})
         else:
-            call = rng.choice(self.calls)
+            ops = [c.op for c in self.calls]
+            again = [c for c in self.calls if ops.count(c.op) > 1]  # what alike roots made again may share
+            call = rng.choice(again if again and rng.random() < 0.5 else self.calls)
             r = self.add({"k": "op", "op": call.op, "c": [self.mirror(a, rng.choice([0, 0, 1])) for a in call.args],
                           "attrs": {}})
         if rng.random() < 0.12:
             other = self.add({"k": "op", "op": rng.choice(["exp", "negative", "relu"]), "c": [self.leaf(None)],
                               "attrs": {}})
             r = self.add({"k": "or", "c": [r, other] if rng.random() < 0.5 else [other, r]})
-        return r
+        return self.wrapped(r)
 
     def edges(self, roots: list[int]) -> list[Edge]:
         """None to two edges from a leaf some root uses, or a plain root, to a plain root."""
@@ -120,6 +208,52 @@ def reference_roots(nodes: list[dict]) -> list[int]:
     order made (all those made here can match a call, or are runs of such)."""
     used = {c for n in nodes for c in n.get("c", [])}
     return [i for i in range(len(nodes)) if i not in used and nodes[i]["k"] not in ("const", "var")]
+
+
+def alike_roots(nodes: list[dict], edges: list) -> list[tuple[int, int]]:
+    """Pairs of plain roots (earlier, later) that are alike as the docs say:
+    one pattern, node for node, but for the names of sub-patterns no other
+    root captures and no edge names, which may differ when they stand for
+    one another throughout. Only to see how often the fuzzer makes them."""
+    roots = reference_roots(nodes)
+    capturing: dict[str, int] = {}
+    for r in roots:
+        names, todo = set(), [r]
+        while todo:
+            i = todo.pop()
+            if capture_name(nodes, i) not in names:
+                names.add(capture_name(nodes, i))
+                todo.extend(nodes[i].get("c", []))
+        for n in names:
+            capturing[n] = capturing.get(n, 0) + 1
+    edge_names = {capture_name(nodes, e[i]) for e in edges for i in (0, 1)}
+
+    def private(n: str) -> bool:
+        return capturing.get(n) == 1 and n not in edge_names
+
+    def alike(a: int, b: int) -> bool:
+        there: dict[str, str] = {}
+        back: dict[str, str] = {}
+        todo = [(a, b)]
+        while todo:
+            i, j = todo.pop()
+            if i == j:
+                continue
+            ni, nj = nodes[i], nodes[j]
+            if {k: v for k, v in ni.items() if k not in ("c", "name")} != \
+                    {k: v for k, v in nj.items() if k not in ("c", "name")} or len(ni.get("c", [])) != len(nj.get("c", [])):
+                return False
+            x, y = capture_name(nodes, i), capture_name(nodes, j)
+            if private(x) and private(y):
+                if there.setdefault(x, y) != y or back.setdefault(y, x) != x:
+                    return False
+            elif x != y:
+                return False
+            todo.extend(zip(ni.get("c", []), nj.get("c", [])))
+        return True
+
+    plain = [r for r in roots if nodes[r]["k"] != "repeated"]
+    return [(a, b) for k, b in enumerate(plain) for a in plain[:k] if alike(a, b)]
 
 
 def operands(v: Any) -> list[Any]:

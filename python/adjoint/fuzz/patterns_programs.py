@@ -37,14 +37,18 @@ TARGET_KINDS = {"negneg": 3, "permperm": 2, "mulone": 2, "splitcat": 2, "subself
 
 
 def make_function(rng: random.Random, steps: int, symbolic: bool = True, float64: bool = True,
-                  targets: bool = False) -> str:
+                  targets: bool = False, again: float = 0.0) -> str:
     """The text of a random valid function ``main``: ops drawn at random on
     the values made so far (an op whose types do not fit is skipped).
-    ``targets``: more chains that the rewrite RULES match."""
+    ``targets``: more chains that the rewrite RULES match. ``again``: after
+    each step, the chance of a call made before being made again (alike
+    graph-pattern roots then have several bindings to take)."""
     maker = FunctionMaker(rng, symbolic, float64)
     kinds = {**KINDS, **(TARGET_KINDS if targets else {})}
     for _ in range(steps):
         maker.add(rng.choices(list(kinds), list(kinds.values()))[0])
+        if again and rng.random() < again:
+            maker.again()
     return maker.finish()
 
 
@@ -63,6 +67,7 @@ class FunctionMaker:
             s = shape if i == 0 or rng.random() < 0.6 else _dims(rng, symbolic)
             self.pool.append(self.bb.param(name, s, rng.choice(dtypes)))
         self.values: list[Any] = []
+        self.calls: list[Any] = []  # the calls bound so far (that ``again`` may bind again)
 
     def add(self, kind: str) -> None:
         """A value of the kind bound, unless its ops do not type-check."""
@@ -73,10 +78,28 @@ class FunctionMaker:
             return
         if v is None:
             return
+        if isinstance(v, aj.Call):
+            self.calls.append(v)
         if not isinstance(v, aj.Var):
             v = self.bb.emit(v)
         self.pool.append(v)
         self.values.append(v)
+
+    def again(self) -> None:
+        """A call made before, bound again: the same call, or (less often)
+        its op on another value of its first arg's type."""
+        if not self.calls:
+            return
+        call = self.rng.choice(self.calls)
+        args = list(call.args)
+        if self.rng.random() < 0.4 and isinstance(args[0], aj.Var) and args[0].type.is_tensor:
+            args[0] = self.alike(args[0])
+        try:
+            with _ops_make_calls():
+                v = getattr(aj.op, call.op)(*args, **call.attrs)
+        except aj.Error:
+            return
+        self.values.append(self.bb.emit(v))
 
     def finish(self) -> str:
         """The function's text, returning one to three of the values made."""
