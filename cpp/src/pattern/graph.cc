@@ -312,7 +312,8 @@ void GraphPattern::plan_key_and_edges(uint32_t r, const std::vector<RootNames>& 
 
 // Each plain root's last alike plain root before it, and how many follow
 // it (graph.h, step 3a). A name is private to a root when no other root
-// captures it and no edge names it.
+// captures it and no edge names it. Alike roots with a repeated root, or a
+// root with edges, searched between them are not paired.
 void GraphPattern::plan_alike(const std::vector<RootNames>& names, const Names& edge_ends) {
   std::unordered_map<std::string, uint32_t> roots_capturing;
   for (const RootNames& r : names) {
@@ -324,10 +325,20 @@ void GraphPattern::plan_alike(const std::vector<RootNames>& names, const Names& 
   AlikePatterns::IsPrivate is_private = [&](const std::string& n) {
     return roots_capturing[n] == 1 && !contains(edge_ends, n);
   };
+  // Whether the roots searched between places q and r leave the free
+  // bindings alone: a repeated root there takes every free binding that
+  // fits, and an edge checked there may narrow an earlier one, so what r
+  // finds free would depend on which binding q took.
+  auto nothing_between = [&](uint32_t q, uint32_t r) {
+    for (uint32_t s = q + 1; s < r; ++s)
+      if (searched(s).repeated || !plans_[s].edges.empty()) return false;
+    return true;
+  };
   for (uint32_t r = 0; r < roots_.size(); ++r) {
     if (searched(r).repeated) continue;
     for (uint32_t q = r; q-- > 0;) {
       if (searched(q).repeated || !AlikePatterns(is_private)(*searched(q).pattern, *searched(r).pattern)) continue;
+      if (!nothing_between(q, r)) break;
       plans_[r].alike_before = static_cast<int>(q);
       for (int p = static_cast<int>(q); p >= 0; p = plans_[static_cast<size_t>(p)].alike_before)
         ++plans_[static_cast<size_t>(p)].alike_after;

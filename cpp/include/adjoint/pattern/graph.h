@@ -48,7 +48,10 @@
 //      the rest of the walk (a binding is in at most one match).
 //  3a. Plain roots that are alike (the same pattern but for names no other
 //      root captures and no edge names, which may differ as long as one
-//      stands for the other throughout) can swap the bindings of any
+//      stands for the other throughout), with no repeated root and no root
+//      with edges searched between them (a run takes every free binding
+//      that fits, and an edge may narrow an earlier run, so those would see
+//      which one the first took), can swap the bindings of any
 //      match, so the search takes bindings for them in binding order only,
 //      and gives up on a candidate when too few candidates come after it
 //      for the alike roots still to place: k such roots on k - 1 fitting
