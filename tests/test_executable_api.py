@@ -104,3 +104,56 @@ def test_inputs_are_read_in_place_or_copied_as_documented():
     swapped = X.astype(">f4")  # byte-swapped float32: copied
     np.testing.assert_allclose(exe.main(swapped, W), X @ W, rtol=1e-6)
     np.testing.assert_allclose(exe.main(X.tolist(), W), X @ W, rtol=1e-6)  # a convertible list
+
+
+def scalar_exe(dtype):
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (), dtype)
+    return aj.build(bb.finish(aj.op.astype(x, "float64")))["main"]
+
+
+@pytest.mark.parametrize("dtype, value, shown", [
+    # regression: these were cast as NumPy casts, so 2.5 ran as 2, 2**40 as 0 and "7" as 7
+    ("int32", 2.5, "2.5"),
+    ("int32", np.float64(2.5), "2.5"),
+    ("int32", np.int64(2 ** 40), str(2 ** 40)),
+    ("int32", [1.7], "1.7"),
+    ("int64", np.uint64(2 ** 64 - 1), str(2 ** 64 - 1)),
+    ("int64", [2 ** 70], str(2 ** 70)),
+    ("int64", float("nan"), "nan"),
+    ("bool", 2, "2"),
+    ("bool", 0.5, "0.5"),
+    ("float32", 1e40, "1e+40"),
+    ("float32", np.float64(-1e40), "-1e+40"),
+    pytest.param("float32", 10 ** 5000, "an int of 16610 bits", id="an int too long to print"),
+])
+def test_a_value_that_is_no_array_is_cast_only_when_no_number_changes(dtype, value, shown):
+    with pytest.raises(aj.ExecutionError) as info:
+        scalar_exe(dtype)(value)
+    assert "param 'x' (#0): cannot convert a " in str(info.value)
+    assert f"it holds {shown}, which {dtype} does not (a cast would change it)" in str(info.value)
+
+
+@pytest.mark.parametrize("dtype, value", [("int32", "7"), ("float32", "1.5"), ("bool", ""), ("float32", 1 + 2j),
+                                          ("float32", [1, "a"])])
+def test_a_value_that_is_no_number_is_refused(dtype, value):
+    with pytest.raises(aj.ExecutionError, match="param 'x' .*which is not a number .NumPy reads it as dtype"):
+        scalar_exe(dtype)(value)
+
+
+@pytest.mark.parametrize("dtype, value, expected", [
+    ("int32", 7, 7), ("int32", np.int64(-2 ** 31), -2 ** 31), ("int32", True, 1), ("int64", 3.0, 3),
+    ("bool", 1, 1), ("bool", 0.0, 0), ("float32", 0.1, np.float32(0.1)), ("float32", 2 ** 70, np.float32(2 ** 70)),
+    ("float64", np.float32(0.5), 0.5), ("float32", float("inf"), np.inf), ("float32", float("nan"), np.nan),
+])
+def test_a_value_that_is_no_array_is_cast_when_every_number_survives(dtype, value, expected):
+    np.testing.assert_array_equal(scalar_exe(dtype)(value), np.float64(expected))
+
+
+def test_a_list_is_cast_as_a_whole():
+    bb = aj.FunctionBuilder("main")
+    x = bb.param("x", (3,), "int32")
+    fn = aj.build(bb.finish(x + x))["main"]
+    assert fn([1, 2.0, True]).tolist() == [2, 4, 2]
+    with pytest.raises(aj.ExecutionError, match="cannot convert a list to a C-contiguous int32 array: it holds 1.5"):
+        fn([1, 1.5, 2])

@@ -120,12 +120,17 @@ bool copy_needed(const py::handle& obj, const Var& param) {
 
 // The array for param i: the caller's own memory when it is already
 // C-contiguous, aligned, native-endian and of the param's dtype; else a copy
-// that is. A NumPy array of another dtype is an error (no silent casts).
+// that is. A NumPy array of another dtype is an error (no silent casts); any
+// other value (a scalar, nested lists, an object with __array__) is read as
+// NumPy reads it and cast to the param's dtype when that changes no value
+// (adjoint/_casts.py: 2.5 or 2**40 into int32, 2 into bool, 1e40 into
+// float32 are errors).
 py::array input_array(const py::handle& obj, const Var& param, size_t i, const std::string& fn_name) {
   auto where = [&] { return str("function '", fn_name, "', param '", param->name_hint(), "' (#", i, ")"); };
   const char* want = dtype_name(param->type()->dtype());
   if (obj.is_none()) throw ExecutionError(str(where(), ": expected a ", want, " array, got None"));
-  if (py::isinstance<py::array>(obj)) {
+  bool is_array = py::isinstance<py::array>(obj);
+  if (is_array) {
     auto a = py::reinterpret_borrow<py::array>(obj);
     std::string got = py::str(a.dtype().attr("name"));
     if (got != want) throw ExecutionError(str(where(), ": expected dtype ", want, ", got ", got));
@@ -134,15 +139,19 @@ py::array input_array(const py::handle& obj, const Var& param, size_t i, const s
   auto what = [&] {
     return str(where(), ": cannot convert a ", py_type_name(obj), " to a C-contiguous ", want, " array");
   };
+  py::object out;
   try {
     // require() keeps 0-d arrays 0-d and copies only what is not C-contiguous
     // and aligned; the dtype given is native-endian.
-    return numpy_call<ExecutionError>(what, [&] {
-      return py::module_::import("numpy").attr("require")(obj, py::str(want), "CA");
-    }).cast<py::array>();
+    out = numpy_call<ExecutionError>(what, [&] {
+      if (is_array) return py::module_::import("numpy").attr("require")(obj, py::str(want), "CA");
+      return py::module_::import("adjoint._casts").attr("param_array")(obj, py::str(want));
+    });
   } catch (const ExecutionError& e) {
     throw ExecutionError(first_line(e.what()));
   }
+  if (py::isinstance<py::str>(out)) throw ExecutionError(str(what(), ": ", out.cast<std::string>()));
+  return out.cast<py::array>();
 }
 
 NDArray view_of(const py::array& a, DType dtype) {

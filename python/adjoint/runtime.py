@@ -105,7 +105,9 @@ def build(mod: Module, *, fuse: bool = True) -> Executable:
     dtype, rank, dims, with symbolic dims bound from the inputs; a one-line
     ``aj.ExecutionError`` names the param otherwise), runs with the GIL
     released, and returns NumPy arrays (tuples for tuple results). Inputs are
-    read without copying when C-contiguous and of the param's dtype.
+    read without copying when C-contiguous and of the param's dtype; a value
+    that is not a NumPy array (a scalar, a list) is cast to the param's dtype
+    only when no number changes (2.5 into an int is an error).
 
     ``exe["step"].donating({param: output, ...})`` (a param index or name to
     a flat result index) plans the function anew with those inputs donated:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import _core
+from .._casts import changed_value
 from ..errors import Error
 from .torch_names import param_name, require_torch
 
@@ -131,26 +132,14 @@ def _array(torch: Any, value: Any, where: str) -> np.ndarray:
 
 def _converted(array: np.ndarray, dtype: np.dtype, where: str) -> np.ndarray:
     """``array`` in ``dtype``; an aj.Error naming ``where`` when a value does
-    not fit it, which the cast would change: a NaN, infinity or fraction
-    into an int dtype or bool, a number past its range (2**40 into int32,
-    1e40 into float32), a number other than 0 and 1 into bool."""
-    if array.dtype == dtype or not array.size:
-        return array.astype(dtype)
-    if dtype.kind == "f":
-        with np.errstate(over="ignore"):  # a finite number past the dtype's range: inf, found below
-            cast = array.astype(dtype)
-        bad = np.isfinite(array) & ~np.isfinite(cast)
-    else:
-        cast = None
-        low, high = (0, 1) if dtype.kind == "b" else (np.iinfo(dtype).min, np.iinfo(dtype).max)
-        if array.dtype.kind == "f":  # float(2**63 - 1) is 2**63: compare with high + 1, exact as a float
-            bad = ~np.isfinite(array) | (array != np.trunc(array)) | (array < float(low)) | (array >= float(high) + 1)
-        else:
-            bad = (array < low) | (array > high)
-    if bad.any():
-        raise Error(f"{where} holds {array[bad].flat[0].item()!r}, which {dtype.name} does not (a cast would "
-                    "change it)")
-    return cast if cast is not None else array.astype(dtype)
+    not fit it, which the cast would change (``_casts.changed_value``): a
+    NaN, infinity or fraction into an int dtype or bool, a number past its
+    range (2**40 into int32, 1e40 into float32), a number other than 0 and 1
+    into bool."""
+    cast, changed = changed_value(array, dtype)
+    if changed is not None:
+        raise Error(f"{where} holds {changed!r}, which {dtype.name} does not (a cast would change it)")
+    return cast
 
 
 def _short(value: Any) -> str:
