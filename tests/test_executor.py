@@ -445,3 +445,23 @@ def test_reshape_of_a_dying_value_reuses_its_buffer():
     np.testing.assert_allclose(got_kept, (xs @ xs).reshape(64, 64, 1), rtol=1e-12)
     assert not np.shares_memory(got_s, got_kept)
 
+
+
+def test_a_kernel_refusing_its_data_names_the_function_and_binding():
+    # regression: the message named the op alone ("op 'take': index 5 is out
+    # of range ..."), which does not say which take of a large step failed
+    fn = aj.build(aj.parse('''
+@function
+def main(x: Tensor((3,), "float32"), i: Tensor((1,), "int64"), j: Tensor((1,), "int64")) -> Tensor((1,), "float32"):
+    first: Tensor((1,), "float32") = take(x, i)
+    second: Tensor((1,), "float32") = take(x, j)
+    y: Tensor((1,), "float32") = add(first, second)
+    return y
+'''))["main"]
+    x = np.zeros(3, np.float32)
+    with pytest.raises(aj.ExecutionError) as info:
+        fn(x, np.array([1]), np.array([5]))
+    assert str(info.value) == ("function 'main', binding 'second': op 'take': index 5 is out of range for axis 0 "
+                               "(size 3) of x (3,)")
+    with pytest.raises(aj.ExecutionError, match="^function 'main', binding 'first': op 'take': index -4 is out"):
+        fn(x, np.array([-4]), np.array([0]))

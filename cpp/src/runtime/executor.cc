@@ -7,6 +7,7 @@
 #include <functional>
 #include <new>
 #include <optional>
+#include <string_view>
 #include <unordered_map>
 
 #include "adjoint/analysis/dataflow.h"
@@ -503,6 +504,12 @@ std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
         execute(ins, env);
       } catch (const std::bad_alloc&) {
         throw OutOfMemoryError(str(where(ins), "out of memory"));
+      } catch (const ExecutionError& e) {
+        // A kernel refusing its data ("op 'take': index 5 is out of range
+        // ...") says which of the function's bindings it ran for.
+        std::string_view what = e.what();
+        if (what.rfind("function '", 0) == 0) throw;
+        throw ExecutionError(str("function '", name_, "', binding '", ins.var->name_hint(), "': ", what));
       }
     }
   } catch (...) {
