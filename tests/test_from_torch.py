@@ -1060,3 +1060,11 @@ def test_indexing_along_a_symbolic_batch():
     assert {"take", "strided_slice"} <= ops
     for batch in (2, 5):
         assert_forward(module, mod, (randn(batch, 6),))
+
+
+@pytest.mark.parametrize("inputs, item, kind", [((torch.randn(2), 3), 1, "int"), ([0.5], 0, "float"),
+                                                ((torch.randn(2), np.zeros(2)), 1, "ndarray")])
+def test_an_example_input_that_is_no_tensor_is_named(inputs, item, kind):
+    # regression: a tuple holding a number said "... a tuple of tensors, got tuple"
+    with pytest.raises(aj.Error, match=rf"but item {item} is of type {kind}, not a tensor"):
+        aj.from_torch(nn.Linear(2, 2), inputs)

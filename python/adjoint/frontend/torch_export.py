@@ -84,9 +84,14 @@ def from_torch(module: Any, example_inputs: Sequence[Any], dynamic_shapes: Any =
 
 def _example_tuple(torch: Any, example_inputs: Any) -> tuple:
     args = (example_inputs,) if isinstance(example_inputs, torch.Tensor) else example_inputs
-    if not isinstance(args, (tuple, list)) or not all(isinstance(a, torch.Tensor) for a in args):
+    if not isinstance(args, (tuple, list)):
         raise Error("aj.from_torch: example_inputs must be a tensor or a tuple of tensors, got "
                     f"{type(example_inputs).__name__}")
+    for i, a in enumerate(args):
+        if not isinstance(a, torch.Tensor):
+            raise Error(f"aj.from_torch: example_inputs must be a tensor or a tuple of tensors, but item {i} is "
+                        f"of type {type(a).__name__}, not a tensor (an input of the function is a tensor: give "
+                        f"torch.tensor(...) or torch.from_numpy(...))")
     for j, b in enumerate(args):  # torch.export takes one tensor given twice for one input and drops the other
         i = next(i for i, a in enumerate(args) if a is b)
         if i != j:
