@@ -3,6 +3,8 @@ torch computes, forward and backward (float64, rtol 1e-7), at every batch
 size when the batch is symbolic; unsupported ops are named with their
 source line; weights move both ways with from_torch_state/to_torch_state."""
 
+import collections
+
 import numpy as np
 import pytest
 
@@ -1068,3 +1070,24 @@ def test_an_example_input_that_is_no_tensor_is_named(inputs, item, kind):
     # regression: a tuple holding a number said "... a tuple of tensors, got tuple"
     with pytest.raises(aj.Error, match=rf"but item {item} is of type {kind}, not a tensor"):
         aj.from_torch(nn.Linear(2, 2), inputs)
+
+
+def test_the_output_keeps_the_nesting_forward_returns():
+    # regression: the output was flattened, so (x, (y, [z])) came back as (x, y, z) and (x,) as x
+    Pair = collections.namedtuple("Pair", "a b")
+
+    class Nested(nn.Module):
+        def forward(self, x):
+            return x, (x * 2, [x + 1]), {"k": x - 1, "j": x * 3}, Pair(x, x * 4), (x,)
+
+    mod = aj.from_torch(Nested(), (torch.randn(2),))
+    x = np.array([1.0, 2.0], np.float32)
+    a, (b, (c,)), (k, j), (pa, pb), (one,) = aj.build(mod)["main"](x)
+    for got, want in [(a, x), (b, x * 2), (c, x + 1), (k, x - 1), (j, x * 3), (pa, x), (pb, x * 4), (one, x)]:
+        np.testing.assert_array_equal(got, want)
+
+    class One(nn.Module):
+        def forward(self, x):
+            return (x,)
+
+    assert isinstance(aj.build(aj.from_torch(One(), (torch.randn(2),)))["main"](x), tuple)

@@ -63,8 +63,8 @@ def from_torch(module: Any, example_inputs: Sequence[Any], dynamic_shapes: Any =
     ``func_name``, whose params are the inputs (``num_input`` of them), then
     the weights: every parameter and every persistent buffer the computation
     reads, named after their torch names (``fc1.weight`` -> ``fc1_weight``,
-    see ``torch_names.param_name``). It returns the module's output (a tuple
-    when there are several). Dropout is the identity in eval mode and an
+    see ``torch_names.param_name``). It returns the module's output nested as
+    ``forward`` returns it (a tuple for each tuple, list, namedtuple or dict). Dropout is the identity in eval mode and an
     error in training mode; import a module in the mode you mean
     (``module.eval()``). Give the weights with ``aj.from_torch_state``.
 
@@ -331,7 +331,18 @@ class _Importer:
                 raise Error(f"aj.from_torch: output {i} of forward{made_by}: {size_as_value(r)}")
             if not isinstance(r, _core.Expr):
                 raise Error(f"aj.from_torch: output {i}{made_by} is not a tensor ({type(r).__name__})")
-        return results[0] if len(results) == 1 else _core.Tuple(results)
+        spec = getattr(self.program.call_spec, "out_spec", None)
+        if spec is None or spec.num_leaves != len(results):
+            return results[0] if len(results) == 1 else _core.Tuple(results)
+        return self._nested(spec, iter(results))
+
+    def _nested(self, spec: Any, leaves: Any) -> Any:
+        """The output as forward returns it: a tensor where ``spec`` (torch's
+        tree of the output) has a leaf, a tuple for each container (a tuple,
+        list or namedtuple; a dict, its values in order), nested as returned."""
+        if spec.is_leaf():
+            return next(leaves)
+        return _core.Tuple([self._nested(child, leaves) for child in spec.children()])
 
     # -- helpers for the op table ----------------------------------------------
 
