@@ -13,6 +13,7 @@ import hashlib
 import os
 import subprocess
 import sys
+from collections.abc import Mapping
 
 import numpy as np
 import pytest
@@ -438,6 +439,33 @@ def test_a_bad_pair_is_an_execution_error_naming_it(pairs, what):
     fn = aj.build(sgd_step("float64"))["step"]
     with pytest.raises(aj.ExecutionError, match=f"function 'step': cannot donate.*{what}"):
         fn.donating(pairs)
+
+
+class PairsOfLists(dict):
+    """A dict whose items() gives lists, as a custom mapping's may."""
+
+    def items(self):
+        return [list(kv) for kv in super().items()]
+
+
+class Unreadable(Mapping):
+    def __getitem__(self, key):
+        raise KeyError(key)
+
+    def __iter__(self):
+        return iter(["w0"])
+
+    def __len__(self):
+        return 1
+
+
+def test_a_mapping_is_read_as_dict_reads_it():
+    # regression: donating read items() as (key, value) tuples, so one that
+    # gave lists raised SystemError ("bad argument to internal function")
+    fn = aj.build(sgd_step("float64"))["step"]
+    assert fn.donating(PairsOfLists({"w0": 1})).donations == fn.donating({"w0": 1}).donations
+    with pytest.raises(aj.ExecutionError, match="function 'step': cannot donate: cannot read the dict given: KeyError"):
+        fn.donating(Unreadable())
 
 
 # ---- random programs ----

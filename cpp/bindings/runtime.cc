@@ -342,13 +342,20 @@ struct ExecFunction {
     if (!py::isinstance(mapping, py::module_::import("collections.abc").attr("Mapping")))
       throw ExecutionError(str(what, ": expected a dict {param index or name: result index}, got ",
                                py_type_name(mapping)));
+    // dict() reads any Mapping through its keys and items, whatever its
+    // items() yields (a custom Mapping's may give no (key, value) pairs).
+    py::dict entries;
+    try {
+      entries = py::dict(py::reinterpret_borrow<py::object>(mapping));
+    } catch (py::error_already_set& e) {
+      throw ExecutionError(str(what, ": cannot read the dict given: ", first_line(e.what())));
+    }
     std::vector<Alias> aliases;
-    for (const auto& item : mapping.attr("items")()) {
-      auto pair = py::reinterpret_borrow<py::tuple>(item);
-      size_t param = param_index(pair[0], what);
+    for (const auto& [key, value] : entries) {
+      size_t param = param_index(key, what);
       std::string result_of = str(what, ": the result index for param '",
                                   fn->function()->params()[param]->name_hint(), "' (#", param, ")");
-      int64_t output = int_arg<ExecutionError>(pair[1], result_of);
+      int64_t output = int_arg<ExecutionError>(value, result_of);
       if (output < 0) throw ExecutionError(str(result_of, " must be >= 0, got ", output));
       aliases.push_back({param, static_cast<size_t>(output)});
     }
