@@ -36,6 +36,13 @@ def test_kernel_pool_in_a_forked_child():
     run_scenario("fork")
 
 
+def test_run_stats_read_while_the_function_runs():
+    # regression: pool_bytes walked the buffer pool's free list while a run
+    # on another thread grew it (a read of freed memory); the stats now wait
+    # for the run
+    run_scenario("stats")
+
+
 # ---- The scenarios (run as `python test_threads.py NAME`) ----
 
 
@@ -65,6 +72,33 @@ def gemm_worker(dtype):
     want = np.tanh(xa.astype(np.float64) @ xb.astype(np.float64))
     tol = 1e-4 if dtype == "float32" else 1e-10
     return lambda: np.allclose(fn(xa, xb), want, rtol=tol, atol=tol)
+
+
+def stats_workers():
+    """Loop checks sharing one compiled function: two run it at batch sizes
+    that change its pool's buffers, one reads its run stats meanwhile."""
+    import adjoint as aj
+
+    bb = aj.FunctionBuilder("main")
+    x, w = bb.param("x", ("n", 64), "float64"), bb.param("w", (64, 64), "float64")
+    h = x
+    for _ in range(4):
+        h = aj.op.exp(aj.op.tanh(h @ w)) * h
+    fn = aj.build(bb.finish((aj.op.sum(h), h)))["main"]
+    w_value = np.full((64, 64), 0.01)
+
+    def run(seed):
+        rng = np.random.default_rng(seed)
+
+        def check():
+            xs = rng.standard_normal((int(rng.integers(0, 200)), 64))
+            return fn(xs, w_value)[1].shape == xs.shape
+        return check
+
+    def read():
+        stats = fn.last_run_stats
+        return fn.pool_bytes >= 0 and fn.peak_bytes >= 0 and stats.allocated_bytes >= 0
+    return [run(1), run(2), read]
 
 
 COUNTS = [1, 2, 3, 4, 2, 6, 1, 8]  # thread counts the setter cycles through; 6 and 8 make OpenBLAS start threads
@@ -144,5 +178,7 @@ if __name__ == "__main__":
 
         aj.set_num_threads(2)
         stress([exp_worker("float32"), exp_worker("float64")], fork_and_check(exp_worker("float32")))
+    elif scenario == "stats":
+        stress(stats_workers(), change_threads)
     else:
         sys.exit(f"unknown scenario {scenario}")

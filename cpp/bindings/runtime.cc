@@ -427,8 +427,15 @@ void bind_runtime(py::module_& m) {
       .def_property_readonly("fused_programs", [](const ExecFunction& f) { return f.fn->fused_programs(); },
                              "Each fused instruction as (program, compiled): its ops as text, and the name of "
                              "the compiled program running it, or '' when the block interpreter does.")
-      .def_property_readonly("pool_bytes", [](const ExecFunction& f) { return f.fn->pool_bytes(); })
-      .def_property_readonly("peak_bytes", [](const ExecFunction& f) { return f.fn->peak_bytes(); },
+      // The run stats wait for a run on another thread, with the GIL released.
+      .def_property_readonly("pool_bytes", [](const ExecFunction& f) {
+        py::gil_scoped_release nogil;
+        return f.fn->pool_bytes();
+      })
+      .def_property_readonly("peak_bytes", [](const ExecFunction& f) {
+        py::gil_scoped_release nogil;
+        return f.fn->peak_bytes();
+      },
                              "Peak bytes of intermediates and results alive at once in the last run.")
       .def_property_readonly("function", [](const ExecFunction& f) { return NamedFunction{f.fn->name(), f.fn->function()}; },
                              "The aj.Function this was compiled from.")
@@ -441,7 +448,11 @@ void bind_runtime(py::module_& m) {
         return out;
       })
       .def_property_readonly("_last_run_stats", [](const ExecFunction& f) {
-        const RunStats& s = f.fn->last_run_stats();
+        RunStats s;
+        {
+          py::gil_scoped_release nogil;
+          s = f.fn->last_run_stats();
+        }
         return py::make_tuple(s.allocations, s.allocated_bytes, s.copied_bytes);
       })
       .def("__repr__", [](const ExecFunction& f) { return "<ExecFunction " + f.signature() + ">"; });

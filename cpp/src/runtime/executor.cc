@@ -528,8 +528,20 @@ std::vector<NDArray> CompiledFunction::run(const std::vector<NDArray>& inputs) {
   return out;
 }
 
-size_t CompiledFunction::pool_bytes() const { return pool_->bytes(); }
-size_t CompiledFunction::peak_bytes() const { return last_peak_; }
+size_t CompiledFunction::pool_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pool_->bytes();
+}
+
+size_t CompiledFunction::peak_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_peak_;
+}
+
+RunStats CompiledFunction::last_run_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_stats_;
+}
 
 std::unique_ptr<CompiledFunction> Executable::donating(const std::string& name, std::vector<Alias> aliases) const {
   auto it = fns_.find(name);

@@ -82,11 +82,13 @@ class CompiledFunction {
   // Each fused instruction's program (runtime/fusion.h) and the name of the
   // compiled program running it, or "" when the block interpreter does.
   const std::vector<std::pair<std::string, std::string>>& fused_programs() const { return fused_programs_; }
+  // The accessors below wait for a run in progress on another thread (they
+  // read what it writes).
   size_t pool_bytes() const;  // bytes held by the buffer pool between runs
   // Peak bytes of intermediate and result buffers alive at once in the last
   // run (inputs and constants excluded).
   size_t peak_bytes() const;
-  const RunStats& last_run_stats() const { return last_stats_; }
+  RunStats last_run_stats() const;
   const std::vector<Alias>& aliases() const { return aliases_; }
 
  private:
@@ -147,7 +149,7 @@ class CompiledFunction {
   int tail_start_ = -1;            // the first instruction writing a donated input, or -1
   RunStats last_stats_;
   std::unique_ptr<BufferPool> pool_;
-  std::mutex mu_;  // one run at a time: the plan's slots are reused
+  mutable std::mutex mu_;  // one run at a time: the plan's slots are reused; the stats are read between runs
 };
 
 class Executable {
