@@ -254,3 +254,22 @@ def test_a_frozen_attr_on_a_function_with_no_num_input_is_the_num_input_error():
     for make in (lambda: T.Trainer(mod, T.mse, T.SGD(lr=0.1)), lambda: T.train_step(mod, T.mse, T.SGD(lr=0.1))):
         with pytest.raises(aj.TransformError, match="function 'main' has no num_input, so its inputs cannot be told"):
             make()
+
+
+INDEXED = '''@function(num_input=1)
+def main(x: Tensor((4, 3), "float64"), w: Tensor((3, 2), "float64"), rows: Tensor((4,), "int64")) -> Tensor((4, 2), "float64"):
+    y: Tensor((4, 2), "float64") = matmul(x, w)
+    z: Tensor((4, 2), "float64") = take(y, rows, axis=0)
+    return z
+'''
+
+
+def test_a_weight_with_no_gradient_must_be_frozen_and_is_named():
+    # regression: the error came from the Gradient the step runs ("Gradient
+    # of 'main_loss': cannot differentiate with respect to 'rows' ..."),
+    # naming neither the entry point called nor what to do
+    with pytest.raises(aj.TransformError, match=r"^train_step: weight 'rows' of 'main' is int64, which has no "
+                                                r"gradient to train it by; freeze it \(frozen=\[\.\.\.\]"):
+        T.train_step(aj.parse(INDEXED), T.mse, T.SGD(lr=0.1))
+    _, layout = T.SetupTrainer(T.mse, T.SGD(lr=0.1), frozen=["rows"]).with_layout(aj.parse(INDEXED))
+    assert (layout.params, layout.frozen) == (("w",), ("rows",))

@@ -169,6 +169,11 @@ class SetupTrainer:
         trained = [i for i, w in enumerate(all_weights) if w.name_hint not in frozen]
         kept = [i for i, w in enumerate(all_weights) if w.name_hint in frozen]
         weights = [all_weights[i] for i in trained]
+        for w in weights:
+            if w.type.dtype not in ("float32", "float64"):
+                raise TransformError(f"{self.who}: weight '{w.name_hint}' of '{self.func_name}' is {w.type.dtype}, "
+                                     f"which has no gradient to train it by; freeze it (frozen=[...], or the "
+                                     f"function's frozen attr) to have the step read it as it is")
         n_labels = split - int(model.attrs["num_input"])
         grads = transform.Gradient(loss_fn_name, require_grads=[w.name_hint for w in weights])(with_loss)
         adjoint = grads[f"{loss_fn_name}_adjoint"]
