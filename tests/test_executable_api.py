@@ -36,6 +36,15 @@ def test_functions_as_attributes():
         exe.mian
 
 
+def test_an_attribute_name_with_a_lone_surrogate_is_an_attribute_error():
+    # regression: pybind11 could not convert the name to UTF-8 and raised a
+    # TypeError, so hasattr(exe, name) raised instead of giving False
+    exe = mlp_exe()
+    assert not hasattr(exe, "\ud800x") and getattr(exe, "\ud800", None) is None
+    with pytest.raises(AttributeError, match=r"no attribute or function '\\ud800x'; its functions: main"):
+        getattr(exe, "\ud800x")
+
+
 def test_a_function_named_like_a_method_is_reached_by_subscript():
     bb = aj.FunctionBuilder("names")
     exe = aj.build(bb.finish(bb.param("x", (2,), "float32")))

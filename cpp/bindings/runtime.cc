@@ -473,11 +473,15 @@ void bind_runtime(py::module_& m) {
         return name && exe.module()->contains(*name);
       })
       .def_property_readonly("names", &Executable::names)
-      .def("__getattr__", [](const std::shared_ptr<Executable>& exe, const std::string& name) {
-        if (!exe->module()->contains(name))
-          throw py::attribute_error(str("aj.Executable has no attribute or function '", name, "'; its functions: ",
-                                        function_list(*exe)));
-        return ExecFunction{exe, &exe->get(name), nullptr};
+      .def("__getattr__", [](const std::shared_ptr<Executable>& exe, const py::handle& key) {
+        // An AttributeError for any name no function has (also one with a
+        // lone surrogate, no function's), so hasattr and getattr(x, n, d) work.
+        auto name = py::isinstance<py::str>(key) ? utf8_of(key) : std::nullopt;
+        if (!name || !exe->module()->contains(*name))
+          throw py::attribute_error(str("aj.Executable has no attribute or function '",
+                                        py::isinstance<py::str>(key) ? printable_str(key) : py_type_name(key),
+                                        "'; its functions: ", function_list(*exe)));
+        return ExecFunction{exe, &exe->get(*name), nullptr};
       })
       .def("__dir__", [](const py::object& self) {
         py::list out = py::module_::import("builtins").attr("object").attr("__dir__")(self);
