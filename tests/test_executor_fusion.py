@@ -276,10 +276,14 @@ def test_a_group_merged_into_a_long_one_at_every_add_stays_one_group(chain_first
     assert (fn.num_instructions, fn.num_fused_groups, fn.num_fused_ops) == (1, 1, 3000)
 
 
-def test_fuse_must_be_a_bool():
+@pytest.mark.parametrize("build", [aj.build, aj.runtime.Executable])
+def test_fuse_must_be_a_bool(build):
     mod = adam_module([(2,)], "float64")
-    with pytest.raises(aj.Error, match="fuse must be True or False"):
-        aj.build(mod, fuse="yes")
+    with pytest.raises(aj.Error, match="fuse must be True or False, got str"):
+        build(mod, fuse="yes")
+    # regression: aj.build refused NumPy's bool ("fuse must be True or False,
+    # got bool"), and aj.runtime.Executable(mod, "yes") raised pybind11's TypeError
+    assert build(mod, fuse=np.False_)["main"].num_fused_groups == 0
 
 
 def wide_sum(n: int, width: int) -> aj.Module:

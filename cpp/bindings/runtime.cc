@@ -457,8 +457,11 @@ void bind_runtime(py::module_& m) {
       })
       .def("__repr__", [](const ExecFunction& f) { return "<ExecFunction " + f.signature() + ">"; });
   py::class_<Executable, std::shared_ptr<Executable>>(m, "Executable", "Every function of a module, planned for the CPU.")
-      .def(py::init([](const py::handle& arg, bool fuse) {
+      .def(py::init([](const py::handle& arg, const py::handle& fuse_arg) {
         Module mod = verified_module(arg, "build");
+        if (!py::isinstance<py::bool_>(fuse_arg) && !py::isinstance(fuse_arg, numpy_attr(NumpyAttr::kBool)))
+          throw Error(str("build: fuse must be True or False, got ", fuse_arg.is_none() ? "None" : py_type_name(fuse_arg)));
+        bool fuse = fuse_arg.cast<bool>();
         py::gil_scoped_release nogil;
         return std::make_shared<Executable>(mod, fuse);
       }), py::arg("mod"), py::arg("fuse") = true)

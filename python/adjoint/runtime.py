@@ -121,8 +121,6 @@ def build(mod: Module, *, fuse: bool = True) -> Executable:
     """
     if not isinstance(mod, Module):
         raise Error(f"build expects an aj.Module, got {type(mod).__name__}")
-    if not isinstance(fuse, bool):
-        raise Error(f"build: fuse must be True or False, got {type(fuse).__name__}")
     return _core.Executable(mod, fuse)
 
 
