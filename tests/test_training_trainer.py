@@ -503,3 +503,21 @@ def test_a_weight_dim_no_weight_gives_alone_is_bound_and_checked_by_the_first_st
     odd = T.Trainer(mod, T.mse, T.SGD(lr=0.1), params={"w": np.ones(8)})
     with pytest.raises(aj.ExecutionError, match=r"dim 1 is h\*\*2, got 8: no whole h >= 0 gives it"):
         odd.step(x, np.zeros((2, 8)))
+
+
+@pytest.mark.parametrize("make_batch, message", [
+    (lambda x, y: (np.full(x.shape, 1e40), y), "'x' holds 1e\\+40, which float32"),
+    (lambda x, y: (x, y.astype(np.float64) * 1e300), "'label' holds .*, which float32"),
+])
+def test_a_value_the_param_dtype_does_not_hold_is_refused_before_the_step(make_batch, message):
+    # regression: float64 data of 1e40 for a float32 model was cast to inf,
+    # and the step ran: the weights took a NaN update before the loss check
+    trainer = T.Trainer(mlp("float32"), T.mse, T.SGD(lr=0.1))
+    x = data(dtype="float32")[0]
+    y = np.ones((len(x), 3), np.float32)
+    before = trainer.state_dict()
+    with pytest.raises(aj.ExecutionError, match=f"Trainer.step: {message}"):
+        trainer.step(*make_batch(x, y))
+    assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())
+    assert trainer.step_count == 0
+    trainer.step(x.astype(np.float64), y)  # float64 data that float32 holds, rounded

@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .._casts import changed_value
 from .._core import Dim
 from ..errors import Error, ExecutionError
 from ..ir import Module
@@ -261,7 +262,10 @@ class Trainer:
             a = as_array(who, f"'{p.name_hint}'", value, ExecutionError)
             want = np.dtype(p.type.dtype)
             if a.dtype != want and np.can_cast(a.dtype, want, "same_kind"):
-                a = a.astype(want)
+                a, changed = changed_value(a, want)
+                if changed is not None:  # 1e40 into float32, 2**40 into int32: no longer the value given
+                    raise ExecutionError(f"{who}: '{p.name_hint}' holds {changed!r}, which {want.name} (its "
+                                         f"param's dtype) does not hold (a cast would change it)")
             out.append(a)
         return out
 
