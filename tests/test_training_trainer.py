@@ -521,3 +521,15 @@ def test_a_value_the_param_dtype_does_not_hold_is_refused_before_the_step(make_b
     assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())
     assert trainer.step_count == 0
     trainer.step(x.astype(np.float64), y)  # float64 data that float32 holds, rounded
+
+
+def test_weights_and_state_the_dtype_does_not_hold_are_refused():
+    # regression: a float64 weight of 1e40 for a float32 model became inf
+    trainer = T.Trainer(mlp("float32"), T.mse, T.Adam(lr=0.1))
+    with pytest.raises(aj.Error, match=r"Trainer: param 'w2' holds 1e\+40, which float32 does not"):
+        T.Trainer(mlp("float32"), T.mse, T.Adam(lr=0.1), params={"w2": np.full((8, 3), 1e40)})
+    state = trainer.state_dict()
+    before = {k: v.copy() for k, v in state.items()}
+    with pytest.raises(aj.Error, match=r"load_state_dict: 'w1.exp_avg' holds -1e\+300, which float32 does not"):
+        trainer.load_state_dict({**state, "w1.exp_avg": np.full((4, 8), -1e300)})
+    assert all(np.array_equal(before[k], v) for k, v in trainer.state_dict().items())

@@ -141,8 +141,9 @@ class Trainer:
             what = f"missing {missing[0]!r}" if missing else f"unexpected {extra[0]!r}"
             raise Error(f"{who}: {what} (expected {', '.join(expected)})")
         targets = list(self._weights().values()) + self._state
-        values = [_as_value(state[n], t, who, f"'{n}'") for n, t in zip(expected, targets)]
+        arrays = [_checked_array(state[n], t, who, f"'{n}'") for n, t in zip(expected, targets)]
         count = _checked_count(state["step"], who) if "step" in names else self._count
+        values = [_cast(a, t, who, f"'{n}'") for a, n, t in zip(arrays, expected, targets)]
         for target, value in zip(targets, values):
             np.copyto(target, value)
         self._count = count
@@ -352,12 +353,28 @@ def _as_value(value: Any, like: Any, who: str, what: str) -> np.ndarray:
     """``value`` as a new C-contiguous array of ``like``'s shape and dtype
     (a symbolic dim left in the shape, such as "n**2" when no weight gives n
     alone, takes any size: the step's executor binds and checks it)."""
+    return _cast(_checked_array(value, like, who, what), like, who, what)
+
+
+def _checked_array(value: Any, like: Any, who: str, what: str) -> np.ndarray:
+    """``value`` as an array of ``like``'s shape and of a dtype that casts to
+    ``like``'s under NumPy's same_kind rule; an ``aj.Error`` naming ``what`` else."""
     a = as_array(who, what, value)
     shape = tuple(like.shape)
     if a.ndim != len(shape) or any(not isinstance(d, str) and d != n for d, n in zip(shape, a.shape)):
         raise Error(f"{who}: {what} has shape {a.shape}, expected {shape}")
     if a.dtype != like.dtype and not np.can_cast(a.dtype, like.dtype, "same_kind"):
         raise Error(f"{who}: {what} has dtype {a.dtype}, expected {like.dtype}")
+    return a
+
+
+def _cast(a: np.ndarray, like: Any, who: str, what: str) -> np.ndarray:
+    """A new C-contiguous copy of ``a`` in ``like``'s dtype; an ``aj.Error``
+    naming ``what`` when the cast would change a value (1e40 into float32)."""
+    if a.dtype != like.dtype:
+        a, changed = changed_value(a, like.dtype)
+        if changed is not None:
+            raise Error(f"{who}: {what} holds {changed!r}, which {like.dtype.name} does not (a cast would change it)")
     return np.array(a, dtype=like.dtype, order="C", copy=True)
 
 
