@@ -736,6 +736,13 @@ HALF_CONSTANT_ERRORS = {  # name: (module, input, message)
 }
 
 
+def test_an_input_of_a_dtype_adjoint_lacks_is_an_error_saying_where_it_comes_from():
+    # the message had no "aj.from_torch:" where every other from_torch error has it
+    x = torch.ones(2, dtype=torch.uint8)
+    with pytest.raises(aj.Error, match=r"^aj\.from_torch: param '\w+' has dtype torch\.uint8; adjoint has "):
+        aj.from_torch(Plain(lambda x: x + 1), (x,))
+
+
 @pytest.mark.parametrize("name", list(HALF_CONSTANT_ERRORS))
 def test_constant_of_a_dtype_adjoint_lacks_is_an_error_naming_it(name):
     module, x, message = HALF_CONSTANT_ERRORS[name]

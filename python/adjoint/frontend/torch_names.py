@@ -42,8 +42,9 @@ def param_name(torch_name: str) -> str:
 
 
 def dtype_name(dtype: object, what: str) -> str:
-    """adjoint's name of a torch dtype; aj.Error for one adjoint has not."""
+    """adjoint's name of a torch dtype; aj.Error (from aj.from_torch, its one
+    user) for one adjoint has not."""
     name = str(dtype).removeprefix("torch.")
     if name not in DTYPE_NAMES:
-        raise Error(f"{what} has dtype {dtype}; adjoint has {', '.join(DTYPE_NAMES)}")
+        raise Error(f"aj.from_torch: {what} has dtype {dtype}; adjoint has {', '.join(DTYPE_NAMES)}")
     return name
