@@ -422,6 +422,43 @@ def test_avg_pool2d(dtype, count_include_pad, shape, size, strides, padding, dil
     close(got, want, dtype)
 
 
+# Strides and dilations near 2**63 (a 1x1 window takes any dilation) and
+# windows of more than 2**63 taps of padding: the kernels' tap ranges were
+# rounded up in 64 bits and overflowed (a segfault, or wrong taps), and
+# avg_pool2d's divisor overflowed to give inf.
+HUGE = 2**63 - 1
+
+
+def test_conv2d_strides_near_int64_max():
+    data, weight = randn((1, 2, 5, 5)), randn((3, 2, 3, 3))
+    attrs = dict(strides=[HUGE], padding=[0], dilation=[1], groups=1)
+    want = ref_conv2d(data, weight, [1, 1], [0], [1, 1], 1)[:, :, :1, :1]
+    close(run_op("conv2d", data, weight, **attrs), want, "float32")
+    grad = randn((1, 3, 1, 1))
+    want_data = np.zeros_like(data)
+    want_data[:, :, :3, :3] = np.einsum("no,ocij->ncij", grad[:, :, 0, 0], weight)
+    close(run_op("conv2d_backward_data", grad, weight, data_shape=data.shape, **attrs), want_data, "float32")
+    want_weight = np.einsum("no,ncij->ocij", grad[:, :, 0, 0], data[:, :, :3, :3])
+    close(run_op("conv2d_backward_weight", grad, data, weight_shape=weight.shape, **attrs), want_weight, "float32")
+
+
+def test_one_tap_window_with_dilation_near_int64_max():
+    x = randn((1, 2, 4, 5))
+    got = run_op("max_pool2d", x, pool_size=[1], strides=[1], padding=[1], dilation=[HUGE])
+    np.testing.assert_array_equal(got, np.pad(x, ((0, 0), (0, 0), (1, 1), (1, 1)), constant_values=-np.inf))
+    got = run_op("conv2d", x, np.ones((1, 2, 1, 1), np.float32), padding=[1], dilation=[HUGE])
+    close(got, np.pad(x.sum(1, keepdims=True), ((0, 0), (0, 0), (1, 1), (1, 1))), "float32")
+
+
+def test_avg_pool2d_window_of_more_than_int64_max_taps():
+    x = np.ones((1, 1, 5, 5), np.float64)
+    attrs = dict(pool_size=[2**62], strides=[1], padding=[2**61], count_include_pad=True)
+    got = run_op("avg_pool2d", x, **attrs)  # 25 taps of x in a window of 2**124 taps
+    np.testing.assert_allclose(got, np.full((1, 1, 6, 6), 25 / 2.0**124), rtol=1e-15)
+    dx = run_op("avg_pool2d_backward", np.ones((1, 1, 6, 6)), x, **attrs)
+    np.testing.assert_allclose(dx, np.full(x.shape, 36 / 2.0**124), rtol=1e-15)
+
+
 def test_max_pool2d_propagates_nan():
     x = randn((1, 1, 4, 4))
     x[0, 0, 1, 1] = np.nan

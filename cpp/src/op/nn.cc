@@ -716,10 +716,14 @@ struct Range {
   int64_t lo, hi;
 };
 
+// In 128 bits: a stride or dilation near 2**63 (a 1x1 window may have any
+// dilation) overflowed the rounding up in 64, and the kernels then wrote
+// before their rows or read the wrong taps.
 Range valid_range(int64_t start, int64_t step, int64_t len, int64_t count) {
-  int64_t lo = start >= 0 ? 0 : (-start + step - 1) / step;
-  int64_t hi = len > start ? std::min(count, (len - start + step - 1) / step) : 0;
-  return {std::min(lo, hi), hi};
+  using Wide = __int128;
+  Wide lo = start >= 0 ? 0 : (-Wide(start) + step - 1) / step;
+  Wide hi = len > start ? std::min<Wide>(count, (Wide(len) - start + step - 1) / step) : 0;
+  return {static_cast<int64_t>(std::min(lo, hi)), static_cast<int64_t>(hi)};
 }
 
 // Unfolds one group's channels of an image, (cg, h, w), into col
@@ -939,15 +943,16 @@ void max_pool2d_kernel(KernelContext& ctx) {
 
 // avg_pool2d's divisor: the window's taps inside the input, or with
 // count_include_pad inside the padded input (as PyTorch, taps past the
-// padding never count).
-int64_t avg_divisor(const PoolWindow& pw, const Window2d& win, int64_t h, int64_t w, bool include_pad) {
+// padding never count). A double: a window of padding may hold more than
+// 2**63 taps.
+double avg_divisor(const PoolWindow& pw, const Window2d& win, int64_t h, int64_t w, bool include_pad) {
   Range rows = pw.rows, cols = pw.cols;
   if (include_pad) {
     auto [pt, pl, pb, pr] = win.pad;
     rows = valid_range(pw.top + pt, win.dilation[0], h + pt + pb, win.size[0]);
     cols = valid_range(pw.left + pl, win.dilation[1], w + pl + pr, win.size[1]);
   }
-  return (rows.hi - rows.lo) * (cols.hi - cols.lo);
+  return static_cast<double>(rows.hi - rows.lo) * static_cast<double>(cols.hi - cols.lo);
 }
 
 void avg_pool2d_kernel(KernelContext& ctx) {
