@@ -390,6 +390,16 @@ def test_full_rejects_unrepresentable_integer_fill(value, dtype):
     assert bb.status == "abandoned" and bb not in aj.builder._stack()
 
 
+@pytest.mark.parametrize("value, dtype, shown", [(2**31, "int32", "2147483648.0"), (-2**31 - 1, "int32", "-2147483649.0"),
+                                                   (2**63 - 1, "int64", "9.223372036854776e+18")])
+def test_full_out_of_range_message_shows_the_fill_value_exactly(value, dtype, shown):
+    """The value as the text format writes it: it said 2.14748e+09 for 2**31, which reads as in range."""
+    with pytest.raises(aj.TypeInferenceError) as info:
+        with aj.FunctionBuilder("main"):
+            aj.op.full(shape=(2,), fill_value=value, dtype=dtype)
+    assert str(info.value) == f"op 'full': fill_value {shown} is out of range for dtype {dtype}"
+
+
 def test_full_integer_bounds():
     assert_same(run_op("full", shape=(1,), fill_value=-2147483648.9, dtype="int32"), np.array([-2147483648], "int32"))
     assert_same(run_op("full", shape=(1,), fill_value=2147483647.9, dtype="int32"), np.array([2147483647], "int32"))

@@ -35,7 +35,8 @@ Type require_fill_fits(const TypeContext& ctx, Type t) {
   double hi = t->dtype() == DType::kInt32 ? 2147483648.0 : 9223372036854775808.0;
   double whole = std::trunc(v);
   if (!(whole >= -hi && whole < hi))
-    ctx.fail("fill_value ", v, " is out of range for dtype ", dtype_name(t->dtype()));
+    ctx.fail("fill_value ", attr_to_string(ctx.attr("fill_value")), " is out of range for dtype ",
+             dtype_name(t->dtype()));
   return t;
 }
 
