@@ -115,6 +115,20 @@ TYPE_ERRORS = [
 ]
 
 
+def test_numpy_bools_and_ints_are_attrs():
+    """A NumPy bool (x.any(), arr[0] of a bool array) is a bool attr as a NumPy int is an int
+    attr; it was "cannot use a value of type bool as an attr"."""
+    with aj.FunctionBuilder("main") as bb:
+        x = bb.param("x", (2, 3), "float32")
+        kept = aj.op.sum(x, axis=[np.int64(1)], keepdims=np.bool_(True))
+        dropped = aj.op.max(x, axis=np.int32(0), keepdims=np.array([False])[0])
+        pooled = aj.op.avg_pool2d(aj.op.reshape(x, (1, 1, 2, 3)), [2], count_include_pad=np.True_)
+        assert kept.type.shape == (2, 1) and dropped.type.shape == (3,) and pooled.type.shape == (1, 1, 1, 2)
+        mod = bb.finish((kept, dropped, pooled))
+    assert [b.value.attrs.get("keepdims") for b in mod["main"].bindings[:2]] == [True, False]
+    assert mod["main"].bindings[-1].value.attrs["count_include_pad"] is True
+
+
 @pytest.mark.parametrize("case", range(len(TYPE_ERRORS)))
 def test_type_errors_name_the_op(case):
     call, error, message = TYPE_ERRORS[case]

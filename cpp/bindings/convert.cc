@@ -186,7 +186,7 @@ py::tuple shape_to_py(const Shape& shape) {
 
 AttrValue attr_from_py(const py::handle& obj, const What& what) {
   if (obj.is_none()) return NoneValue{};
-  if (py::isinstance<py::bool_>(obj)) return obj.cast<bool>();
+  if (py::isinstance<py::bool_>(obj) || py::isinstance(obj, numpy_attr(NumpyAttr::kBool))) return obj.cast<bool>();
   if (is_int_like(obj)) return to_int64(obj, what);
   if (py::isinstance<py::float_>(obj) ||
       py::isinstance(obj, numpy_attr(NumpyAttr::kFloating)))
