@@ -115,6 +115,39 @@ TYPE_ERRORS = [
 ]
 
 
+def test_index_arguments_take_ints_and_lists_as_numpy_does():
+    """take's and index_add's indices and nll_loss's targets: an int or a list of ints is an int64
+    array, as np.take(x, [1, -1], axis=1) takes it. A number took x's dtype (\"indices must be int32
+    or int64, got float32\") and a list became a tuple of float32 scalars."""
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    with aj.FunctionBuilder("main") as bb:
+        p = bb.param("x", x.shape, "float32")
+        outs = (aj.op.take(p, [1, -1], axis=1), aj.op.take(p, 2), aj.op.take(p, indices=[[0], [2]], axis=-1),
+                aj.op.index_add(p, [0, 0], np.ones((2, 4), np.float32)), aj.op.nll_loss(p, [0, 3, 1]),
+                aj.op.nll_loss_backward(aj.op.sum(p), p, [0, 3, 1]))
+        mod = bb.finish(outs)
+    got = aj.build(mod)["main"](x)
+    want = (np.take(x, [1, -1], axis=1), x[2], np.take(x, [[0], [2]], axis=-1), x + np.array([[2], [0], [0]]),
+            -(x[0, 0] + x[1, 3] + x[2, 1]) / 3)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+    assert got[5].shape == x.shape
+
+
+@pytest.mark.parametrize("indices, message", [
+    ([0.5], "op 'take': argument 'indices' must be int32 or int64, got float64"),
+    ([], "op 'take': argument 'indices' must be int32 or int64, got float64"),
+    ([[0, 1], [2]], r"op 'take': cannot make an array of \[\[0, 1\], \[2\]\]"),
+    ([2**63], r"op 'take': Constant: unknown dtype 'uint64'"),
+])
+def test_index_arguments_numpy_refuses_name_the_op(indices, message):
+    with aj.FunctionBuilder("main") as bb:
+        p = bb.param("x", (3,), "float32")
+        with pytest.raises(aj.Error, match=message):
+            aj.op.take(p, indices)
+    assert bb.status == "abandoned"
+
+
 def test_numpy_bools_and_ints_are_attrs():
     """A NumPy bool (x.any(), arr[0] of a bool array) is a bool attr as a NumPy int is an int
     attr; it was "cannot use a value of type bool as an attr"."""

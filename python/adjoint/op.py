@@ -10,14 +10,19 @@ Tensor arguments may be exprs, NumPy arrays or Python numbers (numbers take
 the dtype of the op's first expr argument; for ``where``, of the first of
 ``x1`` and ``x2``, so that ``where(mask, g, 0.0)`` is a float where;
 without an expr argument, NumPy's promotion of the numbers and arrays
-given, so that ``where(mask, 2.5, -1)`` is float64). Each function's docstring is the
-op's entry in the op reference (docs/ops.md, see adjoint.opdocs).
+given, so that ``where(mask, 2.5, -1)`` is float64). An index argument (take's and
+index_add's ``indices``, the nll_loss ops' ``targets``) takes ints and lists of
+ints as NumPy makes them arrays (int64), never its operands' dtype, which
+indices cannot have. Each function's docstring is the op's entry in the op
+reference (docs/ops.md, see adjoint.opdocs).
 """
 
 from __future__ import annotations
 
 import inspect
 from typing import Any, Callable
+
+import numpy as np
 
 from . import _core
 from ._core import Expr
@@ -35,6 +40,22 @@ def _signature(schema: dict) -> inspect.Signature:
         params.append(P(attr["name"], P.POSITIONAL_OR_KEYWORD, default=default))
     params.append(P("name", P.KEYWORD_ONLY, default=""))
     return inspect.Signature(params)
+
+
+# The args that hold integer indices: a number or list there is an array of
+# NumPy's dtype for it, and is not an operand whose dtype numbers take.
+_INDEX_ARGS = frozenset({"indices", "targets"})
+
+
+def _index_expr(value: Any) -> Any:
+    """An index argument as an expr: ints and lists of ints as NumPy makes them
+    arrays (int64); exprs, tuples of exprs and the rest as as_expr takes them."""
+    if isinstance(value, (list, tuple)) and not any(isinstance(v, Expr) for v in value):
+        try:
+            value = np.asarray(value)
+        except ValueError as e:  # ragged lists
+            raise TypeInferenceError(f"cannot make an array of {value!r}: {e}") from None
+    return as_expr(value, None)
 
 
 def _all_exprs(values: Any) -> bool:
@@ -62,7 +83,7 @@ def _make_op(op_name: str) -> Callable[..., Any]:
 
     n_args = len(arg_names)
     attr_names = positional[n_args:]
-    operand_names = [a for a in arg_names if a != "condition"]
+    operand_names = [a for a in arg_names if a != "condition" and a not in _INDEX_ARGS]
 
     def common_attrs(args: tuple, kwargs: dict) -> dict | None:
         """The attrs of the common call (tensors by position, attrs by
@@ -92,7 +113,7 @@ def _make_op(op_name: str) -> Callable[..., Any]:
         expr tensors (attrs: what common_attrs made of it)."""
         if attrs is not None:
             name = attrs.pop("name", "") if kwargs else ""
-            tensors = [_exprs_as_tuple(t) for t in args[:n_args]]
+            tensors = [t if a in _INDEX_ARGS else _exprs_as_tuple(t) for a, t in zip(arg_names, args[:n_args])]
             if not _all_exprs(tensors):
                 tensors = _tensor_args(dict(zip(arg_names, tensors)))
             return tensors, attrs, name
@@ -111,9 +132,9 @@ def _make_op(op_name: str) -> Callable[..., Any]:
         if like is None:
             like = _numbers_dtype(*operands)
         try:
-            return [as_expr(given[a], like) for a in arg_names]
-        except TypeInferenceError as e:
-            raise TypeInferenceError(f"op '{op_name}': {e}") from None
+            return [_index_expr(given[a]) if a in _INDEX_ARGS else as_expr(given[a], like) for a in arg_names]
+        except Error as e:  # a number the dtype cannot hold, an array of a dtype adjoint has not
+            raise type(e)(f"op '{op_name}': {e}") from None
 
     what = f"aj.op.{op_name}"
 

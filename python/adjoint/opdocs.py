@@ -45,6 +45,8 @@ How to read an entry:
   the result var's name hint. Tensor arguments may be exprs, NumPy arrays or Python numbers (numbers
   take the dtype of the op's first expr argument; for `where`, of the first of `x1` and `x2`; without an
   expr argument, NumPy's promotion of the numbers and arrays given, so `where(mask, 2.5, -1)` is float64).
+  The integer `indices` of `take` and `index_add` and the `targets` of the `nll_loss` ops also take an
+  int or a list of ints, as NumPy's (int64): `take(x, [0, 2], axis=1)`.
 - The **attrs table** gives each attr's kind (what values it accepts; from Python, a NumPy int or bool is an int or bool) and default.
 - The text gives the semantics and the nearest **NumPy** and **PyTorch** equivalents, and how this op
   differs from them where it does.
