@@ -301,6 +301,14 @@ def test_what_f_returns_if_not_a_real_scalar_is_an_error_naming_it(returned, mes
         numerical_grads(lambda x: returned, [np.ones(2)])
 
 
+@pytest.mark.parametrize("mode", ["full", "directional"])
+def test_an_int_past_float64_returned_by_f_is_an_error(mode):
+    """It was Python's OverflowError from float()."""
+    with pytest.raises(aj.Error) as e:
+        check_numerical_grads(lambda x: 10**400, [np.ones(2)], [np.ones(2)], mode=mode)
+    assert str(e.value).startswith("gradient check: the function returned 1000") and "too large for a float64" in str(e.value)
+
+
 def test_one_real_number_of_any_type_is_a_scalar():
     from fractions import Fraction
 
@@ -327,6 +335,9 @@ def _square_sum(a):
     (lambda x: numerical_grads(_square_sum, [x, x * 1j]), "numerical_grads: input 1 is complex128; finite differences need real numbers"),
     (lambda x: numerical_grads(_square_sum, [x, [[1], [2, 3]]]), "numerical_grads: input 1 is not an array"),
     (lambda x: check_numerical_grads(_square_sum, [x.astype(str)], [x]), "check_numerical_grads: input 0 is <U32; finite differences need"),
+    # regression: an array given as the inputs was taken as the list of its rows, and f called with each element
+    (lambda x: numerical_grads(_square_sum, x), "numerical_grads: inputs must be a list of arrays, one per input, got an ndarray of shape (2,); give one input as [x]"),
+    (lambda x: check_numerical_grads(_square_sum, x, [x]), "check_numerical_grads: inputs must be a list of arrays, one per input, got an ndarray"),
 ])
 def test_bad_arguments_of_the_finite_difference_checks_are_errors(call, message):
     with pytest.raises(aj.Error) as e:

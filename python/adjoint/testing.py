@@ -178,6 +178,9 @@ def _check_callable(who: str, f: Any) -> None:
 
 def _check_inputs(who: str, inputs: Any) -> None:
     __tracebackhide__ = True
+    if isinstance(inputs, np.ndarray):  # its rows would be taken as the inputs
+        raise Error(f"{who}: inputs must be a list of arrays, one per input, got an ndarray of shape {inputs.shape}; "
+                    f"give one input as [x]")
     if isinstance(inputs, (str, bytes)) or not hasattr(inputs, "__len__") or not hasattr(inputs, "__getitem__"):
         raise Error(f"{who}: inputs must be a list of arrays, got {type(inputs).__name__}")
 
@@ -407,7 +410,10 @@ def _scalar(value: Any) -> float:
     if not isinstance(item, numbers.Real):
         raise Error(f"gradient check: the function must return a real scalar, got {reprlib.repr(value)} "
                     f"({type(value).__name__})")
-    return float(item)
+    try:
+        return float(item)
+    except OverflowError:  # an int past float64's range
+        raise Error(f"gradient check: the function returned {reprlib.repr(value)}, too large for a float64") from None
 
 
 __all__ = ["numerical_grads", "check_numerical_grads", "check_gradients", "GRADIENT_TOLERANCE", "DEFAULT_DELTA"]
