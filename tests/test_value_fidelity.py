@@ -2,10 +2,12 @@
 constants or inputs, NaN signs and payloads and -0.0 through print/parse
 and the passes, unaligned input arrays, reshape's -1 from Python as from
 text, deep nesting up to the cap, keyword arguments to executables, and
-bool arrays holding bytes other than 0 and 1 (True, as NumPy reads them)."""
+bool arrays holding bytes other than 0 and 1 (True, as NumPy reads them),
+and constants cast to a dtype only when no number changes."""
 
 from __future__ import annotations
 
+import re
 import struct
 
 import numpy as np
@@ -34,6 +36,36 @@ def test_constant_from_a_non_native_array_keeps_its_values(dtype):
     c = aj.Constant(values)
     assert c.data.dtype.isnative
     np.testing.assert_array_equal(c.data, values)
+
+
+# ---- a constant of a dtype asked for: cast only when no number changes ----
+
+@pytest.mark.parametrize("value, dtype, shown", [
+    (np.array([1.5, 2.0]), "int32", "1.5"), (np.array([np.nan]), "int64", "nan"),
+    (np.array([2**40]), "int32", "1099511627776"), (np.array([2]), "bool", "2"),
+    (1e40, "float32", "1e+40"), (2**70, "int64", "1180591620717411303424"),
+])
+def test_a_constant_cast_that_would_change_a_number_is_an_error_naming_it(value, dtype, shown):
+    # regression: aj.Constant(np.array([1.5]), "int32") truncated to 1, 2**40
+    # into int32 gave 0 and NaN into int64 INT64_MIN, as np.asarray does
+    with pytest.raises(aj.Error, match=rf"^Constant: it holds {re.escape(shown)}, which {dtype} does not"):
+        aj.Constant(value, dtype)
+
+
+@pytest.mark.parametrize("value, dtype, expected", [
+    (np.array([1.0, 2.0]), "int32", [1, 2]), (np.array([True, False]), "int64", [1, 0]),
+    ([1, 2], "float32", [1.0, 2.0]), (np.array([0.1]), "float32", [np.float32(0.1)]),
+    (np.array([1, 0]), "bool", [True, False]),
+])
+def test_a_constant_cast_that_changes_no_number_is_made(value, dtype, expected):
+    c = aj.Constant(value, dtype)
+    assert c.data.dtype == dtype
+    np.testing.assert_array_equal(c.data, expected)
+
+
+def test_a_ragged_constant_is_an_error_saying_numpy_cannot_read_it():
+    with pytest.raises(aj.Error, match=r"^Constant: NumPy cannot read it as an array \(ValueError: "):
+        aj.Constant([[1], [1, 2]], "float32")
 
 
 def test_builder_operand_in_big_endian_is_read_by_value():

@@ -220,10 +220,20 @@ py::object attr_to_py(const AttrValue& v) {
 
 NDArray ndarray_from_py(const py::handle& obj, std::optional<DType> dtype, const What& what) {
   py::module_ np = py::module_::import("numpy");
+  py::object value = py::reinterpret_borrow<py::object>(obj);
+  if (dtype) {
+    // Cast to the dtype asked for only when no number changes, as the
+    // executor's arguments are (adjoint/_casts.py): 1.5 or NaN into an int,
+    // 2**40 into int32 and 2 into bool are refused, not truncated.
+    py::object cast = numpy_call<Error>([&] { return str(what, ": cannot make an array"); }, [&] {
+      return py::module_::import("adjoint._casts").attr("param_array")(obj, dtype_name(*dtype));
+    });
+    if (py::isinstance<py::str>(cast)) throw Error(str(what, ": ", cast.cast<std::string>()));
+    value = cast;
+  }
   py::array a = numpy_call<Error>([&] { return str(what, ": cannot make an array"); }, [&] {
     // asarray(order="C"), not ascontiguousarray, which makes 0-d arrays 1-d.
-    py::object arr = dtype ? np.attr("asarray")(obj, py::str(dtype_name(*dtype)), py::arg("order") = "C")
-                           : np.attr("asarray")(obj, py::arg("order") = "C");
+    py::object arr = np.attr("asarray")(value, py::arg("order") = "C");
     py::object dt = arr.attr("dtype");
     if (!dt.attr("isnative").cast<bool>()) arr = arr.attr("astype")(dt.attr("newbyteorder")("="));
     return arr;

@@ -213,7 +213,9 @@ void bind_exprs(py::module_& m) {
         std::optional<DType> dt;
         if (!dtype.is_none()) dt = dtype_from_py(dtype, "Constant");
         return std::make_shared<ConstantNode>(ndarray_from_py(value, dt, "Constant"));
-      }), py::arg("value"), py::arg("dtype") = py::none())
+      }), py::arg("value"), py::arg("dtype") = py::none(),
+           "The value as NumPy reads it (np.asarray), of `dtype` when given: cast to it only when no number "
+           "changes (1.5 or NaN into an int, 2**40 into int32 and 2 into bool are an aj.Error).")
       .def_property_readonly("data", [](const ConstantNode& c) { return ndarray_to_py(c.data()); },
                              "The value as a read-only NumPy array (a view: constants are immutable).");
   py::class_<CallNode, ExprNode, std::shared_ptr<CallNode>>(m, "Call", "A call of an op on leaves, with attrs.")

@@ -41,7 +41,10 @@ def param_array(value: Any, dtype: str) -> np.ndarray | str:
     ``__array__``) as a C-contiguous array of that dtype, read as NumPy reads
     it (``np.asarray``) and cast when the cast changes no value; else why
     not, for the caller's error message."""
-    array = np.asarray(value)
+    try:
+        array = np.asarray(value)
+    except (ValueError, TypeError, OverflowError) as e:  # ragged lists, an __array__ that fails
+        return f"NumPy cannot read it as an array ({type(e).__name__}: {e})"
     if array.dtype.kind == "O" and all(_is_int(v) for v in array.flat):
         array, changed = _wide_ints(array, np.dtype(dtype))  # ints past int64 and uint64
         if changed is not None:
