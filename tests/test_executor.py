@@ -74,6 +74,19 @@ def test_transposed_operands_fold_into_gemm_flags(ta, tb, batch):
     assert fn.num_instructions == 1
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
+@pytest.mark.parametrize("m,k,n", [(3000, 700, 1), (1, 700, 3000), (1, 9, 1), (5, 0, 1), (1, 0, 5)])
+def test_matrix_vector_products_match_numpy(dtype, ta, tb, m, k, n):
+    # a result of one column or one row runs as GEMV (a GEMM packs a whole
+    # operand first): every transpose, large enough to be split into panels
+    sa, sb = (k, m) if ta else (m, k), (n, k) if tb else (k, n)
+    a, b = rand(*sa, dtype=dtype), rand(*sb, dtype=dtype)
+    fn = aj.build(matmul_module(sa, sb, dtype=dtype, transpose_a=ta, transpose_b=tb))["main"]
+    want = (a.T if ta else a) @ (b.T if tb else b)
+    np.testing.assert_allclose(fn(a, b), want, rtol=1e-4 if dtype == "float32" else 1e-11, atol=1e-4)
+
+
 def test_transpose_used_elsewhere_is_materialized():
     bb = aj.FunctionBuilder("main")
     a = bb.param("a", (3, 4), "float64")

@@ -3,7 +3,8 @@
 //
 // Threads: OpenBLAS runs on one thread, and a GEMM big enough is split into
 // panels of C (columns, or rows when C is taller than wide), one single-
-// threaded OpenBLAS call per panel, over adjoint's pool (runtime/parallel.h).
+// threaded OpenBLAS call per panel (GEMV when C is one row or column), over
+// adjoint's pool (runtime/parallel.h).
 // OpenBLAS's own threads busy-wait: on each other inside a GEMM and for the
 // next job after one, competing with the pool's threads for the cores while
 // elementwise kernels run, and stalling a whole GEMM on a loaded machine when
@@ -118,15 +119,59 @@ void split_gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, i
   });
 }
 
+void gemm_call(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const float* a, int lda, const float* b,
+               int ldb, float beta, float* c, int ldc) {
+  AJ_BLAS(cblas_sgemm)(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+}
+void gemm_call(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int m, int n, int k, const double* a, int lda, const double* b,
+               int ldb, double beta, double* c, int ldc) {
+  AJ_BLAS(cblas_dgemm)(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+}
+void gemv_call(CBLAS_TRANSPOSE t, int rows, int cols, const float* a, int lda, const float* x, int incx, float beta,
+               float* y, int incy) {
+  AJ_BLAS(cblas_sgemv)(CblasRowMajor, t, rows, cols, 1.0f, a, lda, x, incx, beta, y, incy);
+}
+void gemv_call(CBLAS_TRANSPOSE t, int rows, int cols, const double* a, int lda, const double* x, int incx, double beta,
+               double* y, int incy) {
+  AJ_BLAS(cblas_dgemv)(CblasRowMajor, t, rows, cols, 1.0, a, lda, x, incx, beta, y, incy);
+}
+
+// One panel, c = op(a) op(b) + beta c, by a single-threaded BLAS call: GEMV
+// when c is one column or one row (OpenBLAS's GEMM packs a whole operand
+// first, four times the time of a matrix-vector product of 512 x 512),
+// else GEMM. With beta 0, c is zeroed first, so that GEMV (which scales c
+// by beta) never carries a NaN of the buffer's old bytes into the result.
+template <typename T>
+void panel_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b,
+                   int64_t ldb, T beta, T* c, int64_t ldc) {
+  Shared lock;
+  if (n != 1 && m != 1) {
+    gemm_call(to_cblas(ta), to_cblas(tb), as_int(m), as_int(n), as_int(k), a, as_ld(lda), b, as_ld(ldb), beta, c,
+              as_ld(ldc));
+    return;
+  }
+  int64_t len = n == 1 ? m : n, inc = n == 1 ? std::max<int64_t>(ldc, 1) : 1;
+  if (beta == T(0) || k == 0)
+    for (int64_t i = 0; i < len; ++i) c[i * inc] = beta == T(0) ? T(0) : beta * c[i * inc];
+  if (k == 0 || len == 0) return;
+  if (n == 1) {  // c (m) = op(a) (m x k) times b's one column (k)
+    int64_t incx = tb ? 1 : std::max<int64_t>(ldb, 1);
+    if (ta) gemv_call(CblasTrans, as_int(k), as_int(m), a, as_ld(lda), b, as_int(incx), beta, c, as_int(inc));
+    else gemv_call(CblasNoTrans, as_int(m), as_int(k), a, as_ld(lda), b, as_int(incx), beta, c, as_int(inc));
+  } else {  // c (n) = op(b)^T (n x k) times a's one row (k)
+    int64_t incx = ta ? std::max<int64_t>(lda, 1) : 1;
+    if (tb) gemv_call(CblasNoTrans, as_int(n), as_int(k), b, as_ld(ldb), a, as_int(incx), beta, c, 1);
+    else gemv_call(CblasTrans, as_int(k), as_int(n), b, as_ld(ldb), a, as_int(incx), beta, c, 1);
+  }
+}
+
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda,
           const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   split_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc,
              [&](const float* pa, const float* pb, float* pc, int64_t pm, int64_t pn) {
-               Shared lock;
-               AJ_BLAS(cblas_sgemm)(CblasRowMajor, to_cblas(ta), to_cblas(tb), as_int(pm), as_int(pn), as_int(k),
-                                    1.0f, pa, as_ld(lda), pb, as_ld(ldb), beta, pc, as_ld(ldc));
+               panel_product(ta, tb, pm, pn, k, pa, lda, pb, ldb, beta, pc, ldc);
              });
 }
 
@@ -134,9 +179,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, in
           const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
   split_gemm(ta, tb, m, n, k, a, lda, b, ldb, c, ldc,
              [&](const double* pa, const double* pb, double* pc, int64_t pm, int64_t pn) {
-               Shared lock;
-               AJ_BLAS(cblas_dgemm)(CblasRowMajor, to_cblas(ta), to_cblas(tb), as_int(pm), as_int(pn), as_int(k),
-                                    1.0, pa, as_ld(lda), pb, as_ld(ldb), beta, pc, as_ld(ldc));
+               panel_product(ta, tb, pm, pn, k, pa, lda, pb, ldb, beta, pc, ldc);
              });
 }
 
