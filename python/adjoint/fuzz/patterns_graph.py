@@ -16,7 +16,8 @@ from typing import Any
 import adjoint as aj
 from adjoint import pattern as P
 from adjoint.fuzz.patterns_programs import UNARY
-from adjoint.fuzz.patterns_reference import RefMatcher, bound_values, capture_name, same_value, through_bindings
+from adjoint.fuzz.patterns_reference import (RefMatcher, bound_values, capture_name, nodes_below, same_value,
+                                             through_bindings)
 from adjoint.fuzz.patterns_trees import build_patterns
 from adjoint.fuzz.runner import Finding
 
@@ -110,7 +111,7 @@ class ContextMaker:
         elsewhere: set[int] = set()
         for r in roots:
             if r != root:
-                elsewhere |= self.reachable(r)
+                elsewhere |= nodes_below(self.nodes, r)
         made: dict[int, int] = {}
 
         def copy(i: int) -> int:
@@ -133,15 +134,6 @@ class ContextMaker:
             return made[i]
 
         return copy(root)
-
-    def reachable(self, root: int) -> set[int]:
-        out, todo = set(), [root]
-        while todo:
-            i = todo.pop()
-            if i not in out:
-                out.add(i)
-                todo.extend(self.nodes[i].get("c", []))
-        return out
 
     def wrapped(self, r: int) -> int:
         """r, sometimes under a constraint, ``&`` or ``~``."""

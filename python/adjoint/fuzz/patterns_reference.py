@@ -110,6 +110,17 @@ class State:
                      {k: list(v) for k, v in self.runs.items()})
 
 
+def nodes_below(nodes: list[dict], i: int) -> set[int]:
+    """Node i of a node list and every node under it."""
+    out, todo = set(), [i]
+    while todo:
+        j = todo.pop()
+        if j not in out:
+            out.add(j)
+            todo.extend(nodes[j].get("c", []))
+    return out
+
+
 class RefMatcher:
     """The pattern language as docs/passes/pattern.md tells it, on the node
     lists of this target (see ``build_patterns``): a plain recursive matcher,
@@ -140,13 +151,7 @@ class RefMatcher:
                 self.in_run |= self._below(n["c"][0])
 
     def _below(self, i: int) -> set[int]:
-        out, todo = set(), [i]
-        while todo:
-            j = todo.pop()
-            if j not in out:
-                out.add(j)
-                todo.extend(self.nodes[j].get("c", []))
-        return out
+        return nodes_below(self.nodes, i)
 
     def resolve(self, e: Any) -> Any:
         return through_bindings(e, self.bound)
