@@ -76,14 +76,16 @@ def test_transposed_operands_fold_into_gemm_flags(ta, tb, batch):
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("ta,tb", [(False, False), (False, True), (True, False), (True, True)])
-@pytest.mark.parametrize("m,k,n", [(3000, 700, 1), (1, 700, 3000), (1, 9, 1), (5, 0, 1), (1, 0, 5)])
-def test_matrix_vector_products_match_numpy(dtype, ta, tb, m, k, n):
+@pytest.mark.parametrize("batch,m,k,n", [((), 3000, 700, 1), ((), 1, 700, 3000), ((), 1, 9, 1), ((), 5, 0, 1),
+                                         ((), 1, 0, 5), ((5,), 300, 70, 1), ((5,), 1, 70, 300), ((2, 3), 1, 9, 1)])
+def test_matrix_vector_products_match_numpy(dtype, ta, tb, batch, m, k, n):
     # a result of one column or one row runs as GEMV (a GEMM packs a whole
-    # operand first): every transpose, large enough to be split into panels
-    sa, sb = (k, m) if ta else (m, k), (n, k) if tb else (k, n)
+    # operand first): every transpose, large enough to be split into panels,
+    # and batched (one GEMV per matrix)
+    sa, sb = batch + ((k, m) if ta else (m, k)), batch + ((n, k) if tb else (k, n))
     a, b = rand(*sa, dtype=dtype), rand(*sb, dtype=dtype)
     fn = aj.build(matmul_module(sa, sb, dtype=dtype, transpose_a=ta, transpose_b=tb))["main"]
-    want = (a.T if ta else a) @ (b.T if tb else b)
+    want = (np.swapaxes(a, -1, -2) if ta else a) @ (np.swapaxes(b, -1, -2) if tb else b)
     np.testing.assert_allclose(fn(a, b), want, rtol=1e-4 if dtype == "float32" else 1e-11, atol=1e-4)
 
 

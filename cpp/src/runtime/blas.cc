@@ -199,6 +199,12 @@ void gemm_batch_strided(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
                         int64_t stride_c, int64_t count) {
   split_batch(m, n, k, a, stride_a, b, stride_b, c, stride_c, count,
               [&](const float* pa, const float* pb, float* pc, int64_t num) {
+                if (m == 1 || n == 1) {  // matrix-vector products: GEMV each (see panel_product)
+                  for (int64_t i = 0; i < num; ++i)
+                    panel_product(ta, tb, m, n, k, pa + i * stride_a, lda, pb + i * stride_b, ldb, float(0),
+                                  pc + i * stride_c, ldc);
+                  return;
+                }
                 Shared lock;
                 scipy_cblas_sgemm_batch_strided(CblasRowMajor, to_cblas(ta), to_cblas(tb), as_int(m), as_int(n),
                                                 as_int(k), 1.0f, pa, as_ld(lda), as_int(stride_a), pb, as_ld(ldb),
@@ -211,6 +217,12 @@ void gemm_batch_strided(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const
                         int64_t stride_c, int64_t count) {
   split_batch(m, n, k, a, stride_a, b, stride_b, c, stride_c, count,
               [&](const double* pa, const double* pb, double* pc, int64_t num) {
+                if (m == 1 || n == 1) {  // matrix-vector products: GEMV each (see panel_product)
+                  for (int64_t i = 0; i < num; ++i)
+                    panel_product(ta, tb, m, n, k, pa + i * stride_a, lda, pb + i * stride_b, ldb, double(0),
+                                  pc + i * stride_c, ldc);
+                  return;
+                }
                 Shared lock;
                 scipy_cblas_dgemm_batch_strided(CblasRowMajor, to_cblas(ta), to_cblas(tb), as_int(m), as_int(n),
                                                 as_int(k), 1.0, pa, as_ld(lda), as_int(stride_a), pb, as_ld(ldb),
