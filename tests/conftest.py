@@ -1,5 +1,5 @@
 """Shared test helpers: random well-formed graphs built through the public
-builder, and Hypothesis settings."""
+builder, a small module the pattern tests share, and Hypothesis settings."""
 
 from __future__ import annotations
 
@@ -22,6 +22,17 @@ settings.register_profile("long", settings.get_profile("ci"), max_examples=20_00
 settings.register_profile("dev", settings.get_profile("ci"), max_examples=50)
 settings.load_profile(os.environ.get("ADJOINT_HYPOTHESIS_PROFILE") or os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+
+@pytest.fixture
+def exp_of_log_module():
+    """main(a) = exp(log(a)) on (2, 3) float32: what a rule exp(log(y)) -> y
+    rewrites, for the pattern tests' regressions."""
+    return aj.parse('''@function
+def main(a: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
+    l: Tensor((2, 3), "float32") = log(a)
+    e: Tensor((2, 3), "float32") = exp(l)
+    return e
+''')
 
 
 def pytest_addoption(parser):

@@ -730,14 +730,9 @@ def flatten(out):
     return [a for o in out for a in flatten(o)] if isinstance(out, tuple) else [np.asarray(out)]
 
 
-def test_a_python_rule_giving_a_malformed_module_is_a_verify_error_naming_it():
+def test_a_python_rule_giving_a_malformed_module_is_a_verify_error_naming_it(exp_of_log_module):
     # regression: as a pass, from_pattern returned the module with a free var in it
-    mod = aj.parse('''@function
-def main(a: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
-    l: Tensor((2, 3), "float32") = log(a)
-    e: Tensor((2, 3), "float32") = exp(l)
-    return e
-''')
+    mod = exp_of_log_module
     stranger = aj.parse('''@function
 def main(z: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
     return z
@@ -764,16 +759,10 @@ class _NamedOddly:
 
 
 @pytest.mark.parametrize("name", [3, None, "", "\ud800"])
-def test_a_python_rule_whose_function_has_no_usable_name_is_named_rewriter(name):
+def test_a_python_rule_whose_function_has_no_usable_name_is_named_rewriter(name, exp_of_log_module):
     # regression: the rule took the callable's __name__ as it was, and rewriting then failed with
     # "rewrite: rules[0]: name: expected a str, got int" (or a lone surrogate's error) on a valid rewriter
-    mod = aj.parse('''
-@function
-def main(a: Tensor((2, 3), "float32")) -> Tensor((2, 3), "float32"):
-    l: Tensor((2, 3), "float32") = log(a)
-    e: Tensor((2, 3), "float32") = exp(l)
-    return e
-''')
+    mod = exp_of_log_module
     y = P.wildcard()
     pattern = P.is_op("exp")(P.is_op("log")(y))
     want = aj.parse('''
