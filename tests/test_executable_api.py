@@ -143,11 +143,19 @@ def test_a_value_that_is_no_array_is_cast_only_when_no_number_changes(dtype, val
     assert f"it holds {shown}, which {dtype} does not (a cast would change it)" in str(info.value)
 
 
-@pytest.mark.parametrize("dtype, value", [("int32", "7"), ("float32", "1.5"), ("bool", ""), ("float32", 1 + 2j),
-                                          ("float32", [1, "a"])])
+@pytest.mark.parametrize("dtype, value", [("int32", "7"), ("float32", "1.5"), ("bool", ""), ("float32", [1, "a"])])
 def test_a_value_that_is_no_number_is_refused(dtype, value):
     with pytest.raises(aj.ExecutionError, match="param 'x' .*which is not a number .NumPy reads it as dtype"):
         scalar_exe(dtype)(value)
+
+
+@pytest.mark.parametrize("value", [1 + 2j, 62 + 0j, [1.5 + 0j]])
+def test_a_complex_value_is_refused_as_one(value):
+    # adjoint has no complex dtype: a complex number is refused (NumPy would drop its imaginary part with a
+    # ComplexWarning), even one whose imaginary part is zero, and the message says it is complex
+    with pytest.raises(aj.ExecutionError, match=r"param 'x' .*, a complex number, which float32 does not \(NumPy "
+                                                r"reads it as dtype complex128\)"):
+        scalar_exe("float32")(value)
 
 
 @pytest.mark.parametrize("dtype, value, expected", [

@@ -49,6 +49,9 @@ def param_array(value: Any, dtype: str) -> np.ndarray | str:
         array, changed = _wide_ints(array, np.dtype(dtype))  # ints past int64 and uint64
         if changed is not None:
             return f"it holds {_short(changed)}, which {dtype} does not (a cast would change it)"
+    if array.dtype.kind == "c" and array.size:
+        return (f"it holds {_short(array.flat[0])}, a complex number, which {dtype} does not "
+                f"(NumPy reads it as dtype {array.dtype})")
     if array.dtype.kind not in "biuf":
         what = f"{_short(array.flat[0])}, which is not a number" if array.size else "no numbers"
         return f"it holds {what} (NumPy reads it as dtype {array.dtype})"

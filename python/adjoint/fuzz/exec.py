@@ -29,6 +29,7 @@ from typing import Any, Callable
 import numpy as np
 
 import adjoint as aj
+from adjoint._casts import param_array
 from adjoint.fuzz.runner import Finding, error_label
 
 LABELS = ["ok", "ok, checked against NumPy"]
@@ -564,11 +565,14 @@ def judge(prog: Program, args: list, kwargs: dict) -> Judged:
             arrays.append(value)
             continue
         try:
-            arrays.append(np.array(value, dtype=dtype, order="C", copy=None, subok=True))
+            array = param_array(value, dtype)  # cast only when no number changes, as the executor does
         except MemoryError:
             return Judged(False, f"memory: {name} does not fit")
         except Exception as e:  # noqa: BLE001 (NumPy cannot convert it: the call must refuse it)
             return Judged(False, f"kind: NumPy cannot make a {dtype} array of {name}: {type(e).__name__}")
+        if isinstance(array, str):
+            return Judged(False, f"kind: {name}: {array}")
+        arrays.append(array)
     env: dict[str, int] = {}
     for (name, shape, _), a in zip(params, arrays):
         if a.ndim != len(shape):
