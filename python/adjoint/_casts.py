@@ -1,7 +1,8 @@
 """Casts that change no value: a value NumPy reads as one dtype converted to
 another only when every number survives (a float may round to float32),
-shared by the executor (an argument that is not a NumPy array) and
-``aj.from_torch_state``."""
+shared by the executor (an argument that is not a NumPy array),
+``aj.Constant`` with a dtype, ``aj.from_torch_state``, the Trainer and the
+exec fuzzer's judge of which calls are valid."""
 
 from __future__ import annotations
 
